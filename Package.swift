@@ -1,0 +1,66 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Module map (each line: what it holds, what it may touch):
+//   HammockJSON      JSON values, parser, writer, pointers. Pure.
+//   HammockYAML      YAML → positioned node tree, over the system's libyaml (CYAML).
+//   HammockCore      source state machine, freshness, views, output and control lines. Pure, no I/O.
+//   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
+//   HammockProtocol  the engine ↔ plugin wire protocol (one file), shared by host and plugins.
+//   HammockEngine    the edges: stdout writer, stdin reader, signals, timers, plugin processes.
+//   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
+//   hammock          the command-line interface.
+//   plugins/*        the shipped plugin executables, one folder each.
+let package = Package(
+    name: "hammock",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hammock", targets: ["hammock"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .target(name: "HammockYAML", dependencies: ["CYAML"]),
+        .target(
+            name: "HammockJSON",
+            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
+        ),
+        .target(
+            name: "HammockCore",
+            dependencies: ["HammockJSON", .product(name: "OrderedCollections", package: "swift-collections")]
+        ),
+        .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
+        .target(
+            name: "HammockEngine",
+            dependencies: [
+                "HammockCore", "HammockConfig", "HammockJSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "hammock",
+            dependencies: [
+                "HammockEngine", "HammockConfig", "HammockCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
+        .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
+        .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
+        .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
+        .testTarget(
+            name: "HammockEndToEndTests",
+            dependencies: ["HammockJSON"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,538 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockYAML
+
+/// A configuration together with where each of its parts was written, so that problems found later (by a
+/// plugin validating its own options, say) can still be reported as `file:line:column`.
+public struct LoadedConfiguration: Sendable {
+    public var configuration: Configuration
+    public var file: String
+    /// By source id.
+    public var positions: [String: OptionPositions]
+
+    /// Turns a plugin's complaint about a source's options into a diagnostic at the right place.
+    public func diagnostic(source: String, problem: OptionProblem) -> Diagnostic {
+        let mark = positions[source]?.mark(for: problem.pointer) ?? YAMLMark(line: 1, column: 1)
+        return Diagnostic(mark, "source \"\(source)\": \(problem.message)")
+    }
+}
+
+/// Where a source's options stand in the file.
+public struct OptionPositions: Sendable {
+    /// The source's own key (`repo:`).
+    public var source: YAMLMark
+    /// Object members by the mark of their key; array elements by their own mark.
+    public var marks: [JSONPointer: YAMLMark]
+
+    /// The mark of `pointer`, or of its nearest ancestor that was written in the file.
+    public func mark(for pointer: JSONPointer) -> YAMLMark {
+        var tokens = pointer.tokens
+        while !tokens.isEmpty {
+            if let mark = marks[JSONPointer(tokens: tokens)] { return mark }
+            tokens.removeLast()
+        }
+        return source
+    }
+}
+
+/// Reads a configuration file and checks everything the engine itself can check; kinds' own options are
+/// checked by their plugins afterwards (`fake` is checked here, as it lives in the engine).
+public struct ConfigurationLoader: Sendable {
+    public var environment: [String: String]
+    /// Whether a plugin for a kind can be found (beyond the configuration's own `plugins:` section).
+    public var kindIsAvailable: @Sendable (String) -> Bool
+    /// Describes where plugins were looked for, for the "unknown kind" message.
+    public var pluginSearchDescription: @Sendable (String) -> String
+
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        kindIsAvailable: @escaping @Sendable (String) -> Bool = { _ in false },
+        pluginSearchDescription: @escaping @Sendable (String) -> String = { "plugins.\($0).command" }
+    ) {
+        self.environment = environment
+        self.kindIsAvailable = kindIsAvailable
+        self.pluginSearchDescription = pluginSearchDescription
+    }
+
+    public func load(file path: String) -> Result<LoadedConfiguration, ConfigurationError> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(
+                ConfigurationError(
+                    file: path,
+                    diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "cannot read the file (does it exist?)")]))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return .failure(
+                ConfigurationError(
+                    file: path, diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "the file is not UTF-8 text")]))
+        }
+        return parse(text, file: path)
+    }
+
+    public func parse(_ text: String, file: String) -> Result<LoadedConfiguration, ConfigurationError> {
+        let root: YAMLNode?
+        do {
+            root = try YAML.parse(text)
+        } catch {
+            return .failure(ConfigurationError(file: file, diagnostics: [Diagnostic(error.mark, error.message)]))
+        }
+        guard let root else {
+            return .failure(
+                ConfigurationError(
+                    file: file,
+                    diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "the configuration is empty; it needs at least `sources:`")]))
+        }
+        var reader = ConfigurationReader(loader: self)
+        let loaded = reader.read(root, file: file)
+        if reader.diagnostics.isEmpty { return .success(loaded) }
+        return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics))
+    }
+}
+
+/// One pass over the YAML tree that collects every problem instead of stopping at the first.
+private struct ConfigurationReader {
+    let loader: ConfigurationLoader
+    var diagnostics: [Diagnostic] = []
+    var secrets: Set<String> = []
+
+    static let topLevelKeys = ["version", "defaults", "sources", "views", "plugins"]
+    static let defaultsKeys = ["expiration", "timeout", "refresh", "retry", "cache"]
+    static let viewKeys = ["sources", "ready", "display"]
+
+    init(loader: ConfigurationLoader) { self.loader = loader }
+
+    mutating func problem(_ mark: YAMLMark, _ message: String) {
+        diagnostics.append(Diagnostic(mark, message))
+    }
+
+    mutating func read(_ root: YAMLNode, file: String) -> LoadedConfiguration {
+        var configuration = Configuration(sources: [])
+        var positions: [String: OptionPositions] = [:]
+        guard let top = mapping(root, "the configuration") else {
+            return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
+        }
+        checkKeys(top, allowed: Self.topLevelKeys, context: "the configuration")
+
+        if let version = top.value("version") {
+            if case .scalar(let scalar) = version.kind, scalar.resolved == .int(1) {
+            } else {
+                problem(version.mark, "unsupported version; this hammock reads `version: 1`")
+            }
+        }
+
+        var defaults = SourceDefinition(id: "", kind: "")
+        if let node = top.value("defaults"), let pairs = mapping(node, "defaults") {
+            checkKeys(pairs, allowed: Self.defaultsKeys, context: "defaults")
+            readCommonKeys(pairs, into: &defaults)
+        }
+
+        if let node = top.value("plugins"), let pairs = mapping(node, "plugins") {
+            for pair in pairs {
+                guard let kind = keyText(pair.key) else { continue }
+                if let definition = readPlugin(pair.value, kind: kind) { configuration.plugins[kind] = definition }
+            }
+        }
+
+        guard let sourcesNode = top.value("sources") else {
+            problem(root.mark, "the configuration has no `sources:`; declare at least one source")
+            return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
+        }
+        var sourceMarks: [String: YAMLMark] = [:]
+        var templateMarks: [String: [(reference: TemplateReference, mark: YAMLMark)]] = [:]
+        if let pairs = mapping(sourcesNode, "sources") {
+            if pairs.isEmpty { problem(sourcesNode.mark, "`sources:` is empty; declare at least one source") }
+            for pair in pairs {
+                guard let id = keyText(pair.key) else { continue }
+                guard isValidIdentifier(id) else {
+                    problem(pair.key.mark, "source id \"\(id)\" may hold only letters, digits, \"_\" and \"-\"")
+                    continue
+                }
+                sourceMarks[id] = pair.key.mark
+                var references: [(TemplateReference, YAMLMark)] = []
+                if let (definition, marks) = readSource(
+                    id: id, node: pair.value, keyMark: pair.key.mark, defaults: defaults,
+                    plugins: configuration.plugins, references: &references)
+                {
+                    configuration.sources.append(definition)
+                    positions[id] = OptionPositions(source: pair.key.mark, marks: marks)
+                }
+                templateMarks[id] = references.map { (reference: $0.0, mark: $0.1) }
+            }
+        }
+        checkReferences(templateMarks, sourceMarks: sourceMarks, sources: configuration.sources)
+
+        if let node = top.value("views"), let pairs = mapping(node, "views") {
+            for pair in pairs {
+                guard let id = keyText(pair.key) else { continue }
+                if let view = readView(id: id, node: pair.value, sourceMarks: sourceMarks) {
+                    configuration.views.append(view)
+                }
+            }
+        }
+        configuration.secrets = secrets
+        return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
+    }
+
+    // MARK: Sources
+
+    mutating func readSource(
+        id: String, node: YAMLNode, keyMark: YAMLMark, defaults: SourceDefinition,
+        plugins: [String: PluginDefinition], references: inout [(TemplateReference, YAMLMark)]
+    ) -> (SourceDefinition, [JSONPointer: YAMLMark])? {
+        guard let pairs = mapping(node, "source \"\(id)\"") else { return nil }
+        var definition = defaults
+        definition.id = id
+        guard let kindNode = pairs.value("kind") else {
+            problem(node.mark, "source \"\(id)\" has no `kind:` (fake, shell, file, rest, or a plugin's kind)")
+            return nil
+        }
+        guard let kind = string(kindNode, "kind") else { return nil }
+        definition.kind = kind
+        if kind != "fake" && plugins[kind] == nil && !loader.kindIsAvailable(kind) {
+            let known = ["fake", "rest", "shell", "file"] + plugins.keys.sorted()
+            let hint = closestMatch(to: kind, among: known).map { " (did you mean \"\($0)\"?)" } ?? ""
+            problem(kindNode.mark, "unknown kind \"\(kind)\"\(hint): no plugin found; looked for \(loader.pluginSearchDescription(kind))")
+        }
+        readCommonKeys(pairs, into: &definition)
+
+        var options = JSONObject()
+        var marks: [JSONPointer: YAMLMark] = [:]
+        for pair in pairs {
+            guard let key = keyText(pair.key), !commonSourceKeys.contains(key) else { continue }
+            let pointer = JSONPointer(tokens: [key])
+            marks[pointer] = pair.key.mark
+            options[key] = json(pair.value, pointer: pointer, marks: &marks)
+        }
+        definition.options = options
+        definition.templates = readTemplates(
+            in: .object(options), pointer: JSONPointer(tokens: []), kind: kind, marks: marks,
+            sourceMark: keyMark, references: &references)
+
+        if kind == "fake" {
+            do throws(OptionProblems) {
+                _ = try FakeOptions(options: .object(options))
+            } catch {
+                let positions = OptionPositions(source: keyMark, marks: marks)
+                for problem in error.problems {
+                    self.problem(positions.mark(for: problem.pointer), "source \"\(id)\": \(problem.message)")
+                }
+            }
+        }
+        return (definition, marks)
+    }
+
+    /// `refresh`, `expiration`, `retry`, `timeout`, `select`, `cache`: read the same in `defaults` and in a source.
+    mutating func readCommonKeys(_ pairs: [YAMLPair], into definition: inout SourceDefinition) {
+        if let node = pairs.value("refresh") { definition.refresh = duration(node, "refresh") ?? definition.refresh }
+        if let node = pairs.value("expiration") {
+            definition.expiration = duration(node, "expiration") ?? definition.expiration
+        }
+        if let node = pairs.value("timeout") { definition.timeout = duration(node, "timeout") ?? definition.timeout }
+        if let node = pairs.value("retry") { definition.retry = retryPolicy(node) ?? definition.retry }
+        if let node = pairs.value("cache") {
+            if case .scalar(let scalar) = node.kind, case .bool(let flag) = scalar.resolved {
+                definition.cache = flag
+            } else {
+                problem(node.mark, "cache must be true or false, found \(node.kindName)")
+            }
+        }
+        if let node = pairs.value("select"), let text = string(node, "select") {
+            if let pointer = JSONPointer(text) {
+                definition.select = pointer
+            } else {
+                problem(node.mark, "select \"\(text)\" is not a JSON Pointer; write e.g. /items/0/name")
+            }
+        }
+    }
+
+    mutating func retryPolicy(_ node: YAMLNode) -> RetryPolicy? {
+        switch node.kind {
+        case .scalar(let scalar):
+            switch scalar.resolved {
+            case .bool(false): return .off
+            case .bool(true): return .standard
+            case .string("off"): return .off
+            case .string("on"): return .standard
+            default:
+                guard let initial = duration(node, "retry") else { return nil }
+                return RetryPolicy(initialDelay: initial)
+            }
+        case .mapping(let pairs):
+            checkKeys(pairs, allowed: ["initial", "max"], context: "retry")
+            var policy = RetryPolicy.standard
+            if let node = pairs.value("initial"), let initial = duration(node, "retry.initial") {
+                policy = RetryPolicy(initialDelay: initial, maximumDelay: max(initial, policy.maximumDelay))
+            }
+            if let node = pairs.value("max"), let maximum = duration(node, "retry.max") {
+                policy = RetryPolicy(initialDelay: policy.initialDelay, maximumDelay: maximum)
+            }
+            return policy
+        case .sequence:
+            problem(node.mark, "retry must be off, a duration (the first delay) or {initial, max}, found a list")
+            return nil
+        }
+    }
+
+    mutating func readTemplates(
+        in value: JSONValue, pointer: JSONPointer, kind: String, marks: [JSONPointer: YAMLMark],
+        sourceMark: YAMLMark, references: inout [(TemplateReference, YAMLMark)]
+    ) -> [TemplatedOption] {
+        let mark = OptionPositions(source: sourceMark, marks: marks).mark(for: pointer)
+        switch value {
+        case .string(let text):
+            let template: Template?
+            do {
+                template = try Template.parse(text)
+            } catch {
+                problem(mark, error.message)
+                return []
+            }
+            guard let template else { return [] }
+            if kind == "shell" && pointer.tokens.first == "script" {
+                problem(
+                    mark,
+                    "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
+                )
+                return []
+            }
+            references += template.references.map { ($0, mark) }
+            return [TemplatedOption(pointer: pointer, template: template, percentEncode: pointer.tokens == ["url"])]
+        case .array(let items):
+            return items.indices.flatMap { index in
+                readTemplates(
+                    in: items[index], pointer: pointer.appending(String(index)), kind: kind, marks: marks,
+                    sourceMark: sourceMark, references: &references)
+            }
+        case .object(let object):
+            return object.flatMap { key, item in
+                readTemplates(
+                    in: item, pointer: pointer.appending(key), kind: kind, marks: marks, sourceMark: sourceMark,
+                    references: &references)
+            }
+        default:
+            return []
+        }
+    }
+
+    /// Every reference names a known source, and no source depends on itself, however indirectly.
+    mutating func checkReferences(
+        _ references: [String: [(reference: TemplateReference, mark: YAMLMark)]], sourceMarks: [String: YAMLMark],
+        sources: [SourceDefinition]
+    ) {
+        for source in sources {
+            for entry in references[source.id] ?? [] where sourceMarks[entry.reference.source] == nil {
+                let hint = closestMatch(to: entry.reference.source, among: Array(sourceMarks.keys)).map {
+                    " (did you mean \"\($0)\"?)"
+                } ?? ""
+                problem(entry.mark, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
+            }
+        }
+        let inputs = Dictionary(uniqueKeysWithValues: sources.map { ($0.id, $0.inputs) })
+        var state: [String: Int] = [:]  // 1: on the current path, 2: done
+        var reported = Set<String>()
+        func visit(_ id: String, path: [String], _ reader: inout ConfigurationReader) {
+            state[id] = 1
+            for input in inputs[id] ?? [] where inputs[input] != nil {
+                if state[input] == 1 {
+                    let cycle = Array(path[path.firstIndex(of: input)!...]) + [input]
+                    if reported.insert(Set(cycle).sorted().joined(separator: ",")).inserted {
+                        let mark = references[input]?.first?.mark ?? sourceMarks[input]!
+                        reader.problem(mark, "dependency cycle: \(cycle.joined(separator: " → "))")
+                    }
+                } else if state[input] == nil {
+                    visit(input, path: path + [input], &reader)
+                }
+            }
+            state[id] = 2
+        }
+        for source in sources where state[source.id] == nil { visit(source.id, path: [source.id], &self) }
+    }
+
+    // MARK: Views and plugins
+
+    mutating func readView(id: String, node: YAMLNode, sourceMarks: [String: YAMLMark]) -> ViewDefinition? {
+        guard let pairs = mapping(node, "view \"\(id)\"") else { return nil }
+        checkKeys(pairs, allowed: Self.viewKeys, context: "view \"\(id)\"")
+        var sources: [String] = []
+        if let node = pairs.value("sources") {
+            if let items = sequence(node, "sources") {
+                if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }
+                for item in items {
+                    guard let source = string(item, "a view's source") else { continue }
+                    if sourceMarks[source] == nil {
+                        let hint = closestMatch(to: source, among: Array(sourceMarks.keys)).map {
+                            " (did you mean \"\($0)\"?)"
+                        } ?? ""
+                        problem(item.mark, "view \"\(id)\" uses unknown source \"\(source)\"\(hint)")
+                    }
+                    sources.append(source)
+                }
+            }
+        } else {
+            problem(node.mark, "view \"\(id)\" has no `sources:`")
+        }
+        var ready = Readiness.all
+        if let node = pairs.value("ready"), let text = string(node, "ready") {
+            if let parsed = Readiness(rawValue: text) { ready = parsed } else {
+                problem(node.mark, "ready must be `all` or `any`, found \"\(text)\"")
+            }
+        }
+        var display: [DisplayRule]?
+        if let node = pairs.value("display") {
+            display = displayRules(node)
+        }
+        return ViewDefinition(id: id, sources: sources, ready: ready, display: display)
+    }
+
+    mutating func displayRules(_ node: YAMLNode) -> [DisplayRule]? {
+        let presets = DisplayRule.presets.keys.sorted()
+        if case .scalar = node.kind, let name = string(node, "display") {
+            if let rules = DisplayRule.presets[name] { return rules }
+            let hint = closestMatch(to: name, among: presets).map { " (did you mean \"\($0)\"?)" } ?? ""
+            problem(node.mark, "unknown display preset \"\(name)\"\(hint); presets: \(presets.joined(separator: ", ")), or a list of rules")
+            return nil
+        }
+        guard let items = sequence(node, "display") else { return nil }
+        let names = DisplayRule.allCases.map(\.rawValue)
+        var rules: [DisplayRule] = []
+        for item in items {
+            guard let name = string(item, "a display rule") else { continue }
+            if let rule = DisplayRule(rawValue: name) { rules.append(rule) } else {
+                let hint = closestMatch(to: name, among: names).map { " (did you mean \"\($0)\"?)" } ?? ""
+                problem(item.mark, "unknown display rule \"\(name)\"\(hint); rules: \(names.joined(separator: ", "))")
+            }
+        }
+        return rules
+    }
+
+    mutating func readPlugin(_ node: YAMLNode, kind: String) -> PluginDefinition? {
+        guard let pairs = mapping(node, "plugins.\(kind)") else { return nil }
+        checkKeys(pairs, allowed: ["command"], context: "plugins.\(kind)")
+        guard let commandNode = pairs.value("command") else {
+            problem(node.mark, "plugins.\(kind) has no `command:` (a list: program and arguments)")
+            return nil
+        }
+        guard case .sequence(let items) = commandNode.kind else {
+            problem(commandNode.mark, "plugins.\(kind).command must be a list such as [python3, plugin.py], found \(commandNode.kindName)")
+            return nil
+        }
+        let argv = items.compactMap { string($0, "a command argument") }
+        guard argv.count == items.count else { return nil }
+        guard !argv.isEmpty else {
+            problem(commandNode.mark, "plugins.\(kind).command is empty")
+            return nil
+        }
+        return PluginDefinition(command: argv)
+    }
+
+    // MARK: Typed reading
+
+    mutating func checkKeys(_ pairs: [YAMLPair], allowed: [String], context: String) {
+        for pair in pairs {
+            guard let key = keyText(pair.key) else { continue }
+            if !allowed.contains(key) { problem(pair.key.mark, unknownKeyMessage(key, known: allowed, context: context)) }
+        }
+    }
+
+    mutating func keyText(_ node: YAMLNode) -> String? {
+        if case .scalar(let scalar) = node.kind { return scalar.text }
+        problem(node.mark, "a key must be a plain name, found \(node.kindName)")
+        return nil
+    }
+
+    mutating func mapping(_ node: YAMLNode, _ what: String) -> [YAMLPair]? {
+        if case .mapping(let pairs) = node.kind { return pairs }
+        problem(node.mark, "\(what) must be a mapping, found \(node.kindName)")
+        return nil
+    }
+
+    mutating func sequence(_ node: YAMLNode, _ what: String) -> [YAMLNode]? {
+        if case .sequence(let items) = node.kind { return items }
+        problem(node.mark, "\(what) must be a list, found \(node.kindName)")
+        return nil
+    }
+
+    /// A string value, with `${NAME}` filled in.
+    mutating func string(_ node: YAMLNode, _ what: String) -> String? {
+        guard case .scalar(let scalar) = node.kind, case .string = scalar.resolved else {
+            problem(node.mark, "\(what) must be a string, found \(node.kindName)")
+            return nil
+        }
+        return interpolated(scalar.text, at: node.mark)
+    }
+
+    mutating func interpolated(_ text: String, at mark: YAMLMark) -> String? {
+        switch interpolateEnvironment(text, environment: loader.environment) {
+        case .success(let result):
+            secrets.formUnion(result.secrets)
+            return result.text
+        case .failure(let failure):
+            problem(mark, failure.message)
+            return nil
+        }
+    }
+
+    mutating func duration(_ node: YAMLNode, _ what: String) -> Duration? {
+        guard case .scalar(let scalar) = node.kind else {
+            problem(node.mark, "\(what) must be a duration such as 5s, found \(node.kindName)")
+            return nil
+        }
+        guard let text = interpolated(scalar.text, at: node.mark) else { return nil }
+        switch parseDuration(text) {
+        case .success(let value) where value > .zero:
+            return value
+        case .success:
+            problem(node.mark, "\(what) must be longer than zero")
+            return nil
+        case .failure(let failure):
+            problem(node.mark, "\(what): \(failure.message)")
+            return nil
+        }
+    }
+
+    /// A kind's option as JSON, recording where each member stands.
+    mutating func json(_ node: YAMLNode, pointer: JSONPointer, marks: inout [JSONPointer: YAMLMark]) -> JSONValue {
+        switch node.kind {
+        case .scalar(let scalar):
+            switch scalar.resolved {
+            case .null: return .null
+            case .bool(let flag): return .bool(flag)
+            case .int(let number): return .number(JSONNumber(number))
+            case .float(let number):
+                guard let value = JSONNumber(exactly: number) else {
+                    problem(node.mark, "\(scalar.text) is not a number JSON can carry")
+                    return .null
+                }
+                return .number(value)
+            case .string(let text): return .string(interpolated(text, at: node.mark) ?? text)
+            }
+        case .sequence(let items):
+            return .array(
+                items.enumerated().map { index, item in
+                    let itemPointer = pointer.appending(String(index))
+                    marks[itemPointer] = item.mark
+                    return json(item, pointer: itemPointer, marks: &marks)
+                })
+        case .mapping(let pairs):
+            var object = JSONObject()
+            for pair in pairs {
+                guard let key = keyText(pair.key) else { continue }
+                let memberPointer = pointer.appending(key)
+                marks[memberPointer] = pair.key.mark
+                object[key] = json(pair.value, pointer: memberPointer, marks: &marks)
+            }
+            return .object(object)
+        }
+    }
+}
+
+extension [YAMLPair] {
+    fileprivate func value(_ key: String) -> YAMLNode? {
+        first { if case .scalar(let scalar) = $0.key.kind { scalar.text == key } else { false } }?.value
+    }
+}
+
+private func isValidIdentifier(_ id: String) -> Bool {
+    !id.isEmpty && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+}

@@ -1,0 +1,34 @@
+import HammockYAML
+
+/// One problem in a configuration file, at the place a person must edit.
+public struct Diagnostic: Sendable, Hashable, Comparable {
+    public var mark: YAMLMark
+    public var message: String
+
+    public init(_ mark: YAMLMark, _ message: String) {
+        self.mark = mark
+        self.message = message
+    }
+
+    public static func < (lhs: Diagnostic, rhs: Diagnostic) -> Bool {
+        (lhs.mark, lhs.message) < (rhs.mark, rhs.message)
+    }
+
+    /// `file:line:column: message`, the form editors and terminals turn into a link.
+    public func formatted(file: String) -> String { "\(file):\(mark.line):\(mark.column): \(message)" }
+}
+
+/// Every problem found in a configuration, reported together so a person fixes them in one pass.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var file: String
+    public var diagnostics: [Diagnostic]
+
+    public init(file: String, diagnostics: [Diagnostic]) {
+        self.file = file
+        self.diagnostics = diagnostics.sorted()
+    }
+
+    public var description: String {
+        diagnostics.map { $0.formatted(file: file) }.joined(separator: "\n")
+    }
+}

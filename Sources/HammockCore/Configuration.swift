@@ -1,0 +1,85 @@
+import HammockJSON
+import OrderedCollections
+
+/// A validated configuration: what `hammock run` acts on. `HammockConfig` builds it from YAML.
+public struct Configuration: Sendable, Equatable {
+    /// In the order the file declares them.
+    public var sources: [SourceDefinition]
+    public var views: [ViewDefinition]
+    public var plugins: [String: PluginDefinition]
+    /// Values that came from the environment; they must never be written to stdout or to logs.
+    public var secrets: Set<String>
+
+    public init(
+        sources: [SourceDefinition], views: [ViewDefinition] = [], plugins: [String: PluginDefinition] = [:],
+        secrets: Set<String> = []
+    ) {
+        self.sources = sources
+        self.views = views
+        self.plugins = plugins
+        self.secrets = secrets
+    }
+
+    public var kinds: [String] {
+        var seen = Set<String>()
+        return sources.map(\.kind).filter { seen.insert($0).inserted }
+    }
+}
+
+/// One source: the keys the engine reads, and the options that belong to its kind's plugin.
+public struct SourceDefinition: Sendable, Equatable {
+    public var id: String
+    public var kind: String
+    /// Every key other than the common ones, as written (templates not yet filled in).
+    public var options: JSONObject
+    public var refresh: Duration?
+    public var expiration: Duration
+    public var retry: RetryPolicy
+    public var timeout: Duration
+    /// A JSON Pointer into the loaded content; only the value there becomes the source's content.
+    public var select: JSONPointer?
+    public var cache: Bool
+    /// The option strings that hold `{{ }}` references.
+    public var templates: [TemplatedOption]
+
+    public init(
+        id: String, kind: String, options: JSONObject = [:], refresh: Duration? = nil,
+        expiration: Duration = .seconds(30), retry: RetryPolicy = .standard, timeout: Duration = .seconds(10),
+        select: JSONPointer? = nil, cache: Bool = false, templates: [TemplatedOption] = []
+    ) {
+        self.id = id
+        self.kind = kind
+        self.options = options
+        self.refresh = refresh
+        self.expiration = expiration
+        self.retry = retry
+        self.timeout = timeout
+        self.select = select
+        self.cache = cache
+        self.templates = templates
+    }
+
+    /// The sources this one's templates read, each once, in order of first use.
+    public var inputs: [String] {
+        var seen = Set<String>()
+        return templates.flatMap { $0.template.references.map(\.source) }.filter { seen.insert($0).inserted }
+    }
+
+    /// The options with every template filled in from the inputs' current content.
+    public func resolvedOptions(content: (String) -> JSONValue?) -> Result<JSONValue, TemplateResolutionProblem> {
+        var options = JSONValue.object(options)
+        for templated in templates {
+            switch templated.template.render(percentEncode: templated.percentEncode, content: content) {
+            case .success(let text): options.replace(at: templated.pointer.tokens[...], with: .string(text))
+            case .failure(let problem): return .failure(problem)
+            }
+        }
+        return .success(options)
+    }
+}
+
+/// How to start the plugin for a kind, when the configuration names it.
+public struct PluginDefinition: Sendable, Equatable {
+    public var command: [String]
+    public init(command: [String]) { self.command = command }
+}

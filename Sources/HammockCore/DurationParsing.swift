@@ -1,0 +1,38 @@
+/// Parses the configuration's durations: `250ms`, `5s`, `2m`, `1h`, `1.5s`, and combinations like `1m30s`.
+public func parseDuration(_ text: String) -> Result<Duration, DurationProblem> {
+    let trimmed = text.trimmingCharacters(in: " ")
+    guard !trimmed.isEmpty else { return .failure(DurationProblem("expected a duration such as 250ms, 5s, 2m or 1h")) }
+    if Double(trimmed) != nil {
+        return .failure(DurationProblem("\"\(trimmed)\" has no unit; write \(trimmed)s, \(trimmed)ms, \(trimmed)m or \(trimmed)h"))
+    }
+    var total = 0.0
+    var rest = Substring(trimmed)
+    while !rest.isEmpty {
+        let number = rest.prefix { $0.isNumber || $0 == "." }
+        rest = rest.dropFirst(number.count)
+        let unit = rest.prefix { $0.isLetter }
+        rest = rest.dropFirst(unit.count)
+        guard let value = Double(number), let scale = durationUnits[String(unit)] else {
+            return .failure(DurationProblem("\"\(trimmed)\" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s"))
+        }
+        total += value * scale
+    }
+    guard total < 1e12 else { return .failure(DurationProblem("\"\(trimmed)\" is too long")) }
+    return .success(.milliseconds(Int64(total.rounded())))
+}
+
+public struct DurationProblem: Error, Sendable, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}
+
+private let durationUnits: [String: Double] = ["ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000]
+
+extension String {
+    fileprivate func trimmingCharacters(in character: Character) -> String {
+        var slice = Substring(self)
+        while slice.first == character { slice.removeFirst() }
+        while slice.last == character { slice.removeLast() }
+        return String(slice)
+    }
+}

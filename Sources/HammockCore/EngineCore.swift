@@ -1,0 +1,452 @@
+import HammockJSON
+import OrderedCollections
+
+/// What the runtime must do on the core's behalf.
+public enum EngineAction: Sendable {
+    /// Ask the kind's loader (a plugin process, or the built-in `fake`) for the source's data.
+    case startLoad(LoadRequest)
+    /// The answer to this load is no longer wanted.
+    case cancelLoad(source: String, kind: String, loadID: Int)
+    case emit(OutputLine)
+    /// `--once` is done: write nothing more and exit with this status.
+    case finish(exitStatus: Int32)
+}
+
+public struct LoadRequest: Sendable, Equatable {
+    public var source: String
+    public var kind: String
+    public var loadID: Int
+    /// The source's options with every template filled in.
+    public var options: JSONValue
+    public var etag: String?
+    public var lastModified: String?
+    public var timeout: Duration
+}
+
+/// How a load ended, as the loader reports it.
+public enum LoadOutcome: Sendable, Equatable {
+    case newData(JSONValue, etag: String? = nil, lastModified: String? = nil)
+    case notModified
+    case error(SourceError)
+    case cancelled
+}
+
+/// The engine's brain, with no I/O: sources, their freshness and timers, dependencies, views, and what
+/// goes on stdout. The runtime feeds it events with the current time and carries out the actions it
+/// returns; `nextDeadline` says when to call `tick` next.
+public struct EngineCore: Sendable {
+    public enum Mode: Sendable, Equatable {
+        case continuous
+        /// Load every source once, then finish; a source still loading at the deadline counts as failed.
+        case once(deadline: Duration)
+    }
+
+    public let configuration: Configuration
+    public let mode: Mode
+    /// How long past a source's `timeout` the engine waits for its loader before failing the load itself.
+    public var loadTimeoutGrace: Duration = .seconds(2)
+
+    private var sources: [String: SourceRuntime] = [:]
+    private var viewsBySource: [String: [Int]] = [:]
+    private var lastViewStates: [ViewState?]
+    private var dependents: [String: [String]] = [:]
+    private var nextLoadID = 1
+    private var random: SplitMix64
+    private var actions: [EngineAction] = []
+    private var onceDeadline: Timestamp?
+    private var isFinished = false
+
+    public init(configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED) {
+        self.configuration = configuration
+        self.mode = mode
+        random = SplitMix64(seed: seed)
+        lastViewStates = Array(repeating: nil, count: configuration.views.count)
+        for definition in configuration.sources {
+            sources[definition.id] = SourceRuntime(definition: definition)
+            for input in definition.inputs { dependents[input, default: []].append(definition.id) }
+        }
+        for (index, view) in configuration.views.enumerated() {
+            for source in Set(view.sources) { viewsBySource[source, default: []].append(index) }
+        }
+    }
+
+    public var sourceIDs: [String] { configuration.sources.map(\.id) }
+
+    public func state(of source: String) -> SourceState? { sources[source]?.state }
+
+    public func viewState(_ index: Int) -> ViewState {
+        configuration.views[index].evaluate { sources[$0]?.state ?? SourceState() }
+    }
+
+    // MARK: - Inputs
+
+    /// Says hello and loads every source whose inputs are ready.
+    public mutating func start(now: Timestamp) -> [EngineAction] {
+        emit(.hello(sources: sourceIDs, views: configuration.views.map(\.id), version: hammockVersion))
+        if case .once(let deadline) = mode { onceDeadline = now + deadline }
+        for id in sourceIDs { load(id, now: now) }
+        emitChangedViews()
+        checkOnceCompletion(now: now)
+        return takeActions()
+    }
+
+    public mutating func handle(_ command: ControlCommand, now: Timestamp) -> [EngineAction] {
+        do throws(ControlLineError) {
+            try perform(command, now: now)
+        } catch {
+            emit(.error(message: error.message))
+        }
+        emitChangedViews()
+        return takeActions()
+    }
+
+    public mutating func loadFinished(
+        source id: String, loadID: Int, outcome: LoadOutcome, now: Timestamp
+    ) -> [EngineAction] {
+        guard var source = sources[id], source.inFlight.removeValue(forKey: loadID) != nil else {
+            return []  // cancelled or timed out earlier: the answer is no longer wanted
+        }
+        sources[id] = source
+        switch outcome {
+        case .newData(let raw, let etag, let lastModified):
+            sources[id]!.etag = etag
+            sources[id]!.lastModified = lastModified
+            switch select(raw, for: source.definition) {
+            case .success(let content): apply(.newData(content, origin: .load), to: id, now: now)
+            case .failure(let error): apply(.error(error), to: id, now: now)
+            }
+        case .notModified where source.state.content == nil:
+            apply(
+                .error(SourceError(
+                    message: "the loader answered \"not modified\" but there is no earlier content to keep",
+                    code: "notModifiedWithoutContent")),
+                to: id, now: now)
+        case .notModified:
+            apply(.notModified, to: id, now: now)
+        case .error(let error):
+            apply(.error(error), to: id, now: now)
+        case .cancelled:
+            apply(.requestCancelled, to: id, now: now)
+        }
+        scheduleNextAttempt(id, now: now)
+        markSettled(id, now: now)
+        emitChangedViews()
+        checkOnceCompletion(now: now)
+        return takeActions()
+    }
+
+    /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
+    public mutating func pushed(source id: String, content raw: JSONValue, now: Timestamp) -> [EngineAction] {
+        guard let source = sources[id] else { return [] }
+        switch select(raw, for: source.definition) {
+        case .success(let content): apply(.newData(content, origin: .push), to: id, now: now)
+        case .failure(let error): apply(.error(error), to: id, now: now)
+        }
+        markSettled(id, now: now)
+        emitChangedViews()
+        checkOnceCompletion(now: now)
+        return takeActions()
+    }
+
+    /// Restores content saved by an earlier run (the offline cache).
+    public mutating func restored(source id: String, content: JSONValue, now: Timestamp) -> [EngineAction] {
+        guard sources[id] != nil else { return [] }
+        apply(.newData(content, origin: .cache), to: id, now: now)
+        sources[id]!.invalidated = true  // cached data is shown at once but still loaded afresh
+        emitChangedViews()
+        return takeActions()
+    }
+
+    /// Fires whatever is due: polls, retries, loads that outlived their timeout, the `--once` deadline.
+    public mutating func tick(now: Timestamp) -> [EngineAction] {
+        for id in sourceIDs {
+            guard let source = sources[id] else { continue }
+            for (loadID, deadline) in source.inFlight where deadline <= now {
+                sources[id]!.inFlight[loadID] = nil
+                actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
+                let seconds = source.definition.timeout.humanReadable
+                apply(
+                    .error(SourceError(
+                        message: "no answer from the \"\(source.definition.kind)\" loader within \(seconds)",
+                        code: "timeout")),
+                    to: id, now: now)
+                scheduleNextAttempt(id, now: now)
+                markSettled(id, now: now)
+            }
+            if let due = sources[id]!.nextAttemptAt, due <= now {
+                sources[id]!.nextAttemptAt = nil
+                // Never two loads of one source from the timers: the load in flight schedules the next.
+                if sources[id]!.inFlight.isEmpty { load(id, now: now) }
+            }
+        }
+        if let onceDeadline, now >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
+        emitChangedViews()
+        return takeActions()
+    }
+
+    /// When `tick` must run next, or `nil` when nothing is scheduled.
+    public var nextDeadline: Timestamp? {
+        guard !isFinished else { return nil }
+        var next = onceDeadline
+        for source in sources.values {
+            for deadline in source.inFlight.values { next = min(next ?? deadline, deadline) }
+            if let due = source.nextAttemptAt { next = min(next ?? due, due) }
+        }
+        return next
+    }
+
+    /// Every source's and view's current state, as lines.
+    public func snapshot() -> [OutputLine] {
+        var lines = sourceIDs.compactMap { id in
+            sources[id].map { OutputLine.source(id: id, event: $0.lastEvent, state: $0.state) }
+        }
+        for (index, view) in configuration.views.enumerated() {
+            lines.append(.view(id: view.id, state: viewState(index)))
+        }
+        return lines
+    }
+
+    // MARK: - Control
+
+    private mutating func perform(_ command: ControlCommand, now: Timestamp) throws(ControlLineError) {
+        switch command {
+        case .load(let target):
+            for id in try sourceIDs(of: target) { load(id, now: now) }
+        case .loadIfNeeded(let target):
+            for id in try sourceIDs(of: target) { loadIfNeeded(id, now: now) }
+        case .retry(let target):
+            let ids = try sourceIDs(of: target)
+            // A view's "try again" loads its failing sources; a named source is loaded whatever its state.
+            let failing = if case .view = target { ids.filter { sources[$0]!.state.latestError != nil } } else { ids }
+            for id in failing { load(id, now: now) }
+        case .cancel(let target):
+            for id in try sourceIDs(of: target) { cancel(id, now: now) }
+        case .wipe(let target):
+            for id in try sourceIDs(of: target) {
+                sources[id]!.etag = nil
+                sources[id]!.lastModified = nil
+                apply(.newData(.null, origin: .wipe), to: id, now: now)
+            }
+        case .override(let id, let content):
+            guard sources[id] != nil else { throw unknownSource(id) }
+            apply(.newData(content, origin: .override), to: id, now: now)
+        case .snapshot:
+            for line in snapshot() { emit(line) }
+        case .reload:
+            throw ControlLineError("reload is carried out by the runtime, not the core")
+        }
+    }
+
+    private func sourceIDs(of target: ControlTarget) throws(ControlLineError) -> [String] {
+        switch target {
+        case .source(let id):
+            guard sources[id] != nil else { throw unknownSource(id) }
+            return [id]
+        case .view(let id):
+            guard let view = configuration.views.first(where: { $0.id == id }) else {
+                let known = configuration.views.map(\.id).joined(separator: ", ")
+                throw ControlLineError("unknown view \"\(id)\" (views: \(known.isEmpty ? "none" : known))")
+            }
+            return view.sources
+        }
+    }
+
+    private func unknownSource(_ id: String) -> ControlLineError {
+        ControlLineError("unknown source \"\(id)\" (sources: \(sourceIDs.joined(separator: ", ")))")
+    }
+
+    // MARK: - Loading
+
+    /// Siesta's `loadIfNeeded`: joins a load in flight, skips fresh data, loads otherwise.
+    private mutating func loadIfNeeded(_ id: String, now: Timestamp) {
+        let source = sources[id]!
+        guard source.inFlight.isEmpty else { return }
+        let fresh = isUpToDate(
+            source.state, invalidated: source.invalidated, expiration: source.definition.expiration,
+            retryDelay: source.retryDelay, now: now)
+        if !fresh { load(id, now: now) }
+    }
+
+    /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
+    private mutating func load(_ id: String, now: Timestamp) {
+        let definition = sources[id]!.definition
+        let options: JSONValue
+        switch definition.resolvedOptions(content: { self.sources[$0]?.state.content }) {
+        case .success(let resolved):
+            options = resolved
+        case .failure(.inputMissing):
+            sources[id]!.isWaitingForInputs = true
+            return
+        case .failure(let problem):
+            sources[id]!.isWaitingForInputs = false
+            apply(.error(SourceError(message: problem.message, code: "templateUnresolved")), to: id, now: now)
+            markSettled(id, now: now)
+            return
+        }
+        let loadID = nextLoadID
+        nextLoadID += 1
+        sources[id]!.isWaitingForInputs = false
+        sources[id]!.lastOptions = options
+        sources[id]!.invalidated = false
+        sources[id]!.nextAttemptAt = nil
+        sources[id]!.inFlight[loadID] = now + definition.timeout + loadTimeoutGrace
+        apply(.requested, to: id, now: now)
+        actions.append(
+            .startLoad(LoadRequest(
+                source: id, kind: definition.kind, loadID: loadID, options: options, etag: sources[id]!.etag,
+                lastModified: sources[id]!.lastModified, timeout: definition.timeout)))
+    }
+
+    private mutating func cancel(_ id: String, now: Timestamp) {
+        let source = sources[id]!
+        guard !source.inFlight.isEmpty else { return }
+        for loadID in source.inFlight.keys.sorted() {
+            actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
+        }
+        sources[id]!.inFlight.removeAll()
+        apply(.requestCancelled, to: id, now: now)
+        scheduleNextAttempt(id, now: now)
+    }
+
+    /// After a load ends: poll again after `refresh`, or retry after the backoff delay.
+    private mutating func scheduleNextAttempt(_ id: String, now: Timestamp) {
+        guard case .continuous = mode, sources[id]!.inFlight.isEmpty else { return }
+        let source = sources[id]!
+        let definition = source.definition
+        var next = definition.refresh.map { now + $0 }
+        if let error = source.state.latestError {
+            let delay = definition.retry.delay(
+                afterFailures: source.state.failures, retryAfter: error.retryAfter,
+                unitRandom: Double.random(in: 0..<1, using: &random))
+            sources[id]!.retryDelay = delay
+            // A template that points nowhere will not heal by retrying; a change of its input reloads it.
+            if definition.retry.isAutomatic && error.code != "templateUnresolved" { next = now + delay }
+        } else {
+            sources[id]!.retryDelay = definition.retry.initialDelay
+        }
+        sources[id]!.nextAttemptAt = next
+    }
+
+    private func select(_ raw: JSONValue, for definition: SourceDefinition) -> Result<JSONValue, SourceError> {
+        guard let pointer = definition.select else { return .success(raw) }
+        guard let selected = raw[pointer] else {
+            return .failure(SourceError(
+                message: "select \"\(pointer)\" matches nothing in the loaded content", code: "selectMissing"))
+        }
+        return .success(selected)
+    }
+
+    // MARK: - State changes
+
+    private mutating func apply(_ event: SourceEvent, to id: String, now: Timestamp) {
+        let contentBefore = sources[id]!.state.content
+        sources[id]!.state.apply(event, at: now, otherLoadsInFlight: !sources[id]!.inFlight.isEmpty)
+        sources[id]!.lastEvent = event
+        emit(.source(id: id, event: event, state: sources[id]!.state))
+        if sources[id]!.state.content != contentBefore { inputChanged(id, now: now) }
+    }
+
+    /// Reloads the sources that read `id` through templates, when a value they use has changed.
+    private mutating func inputChanged(_ id: String, now: Timestamp) {
+        for dependent in dependents[id] ?? [] {
+            let source = sources[dependent]!
+            guard source.isWaitingForInputs || source.lastOptions != nil else { continue }
+            let resolved = source.definition.resolvedOptions { self.sources[$0]?.state.content }
+            if case .success(let options) = resolved, options == source.lastOptions { continue }
+            if case .failure(.inputMissing) = resolved, !source.isWaitingForInputs { continue }
+            if !source.inFlight.isEmpty { cancel(dependent, now: now) }
+            load(dependent, now: now)
+        }
+    }
+
+    private mutating func emitChangedViews() {
+        for index in configuration.views.indices {
+            let state = viewState(index)
+            if lastViewStates[index] != state {
+                lastViewStates[index] = state
+                emit(.view(id: configuration.views[index].id, state: state))
+            }
+        }
+    }
+
+    private mutating func emit(_ line: OutputLine) {
+        guard !isFinished else { return }
+        actions.append(.emit(line))
+    }
+
+    private mutating func takeActions() -> [EngineAction] {
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+
+    // MARK: - --once
+
+    private mutating func markSettled(_ id: String, now: Timestamp) {
+        guard case .once = mode, sources[id]!.inFlight.isEmpty else { return }
+        sources[id]!.isSettled = true
+    }
+
+    private mutating func checkOnceCompletion(now: Timestamp) {
+        guard case .once = mode, !isFinished else { return }
+        // A source still waiting for an input that has settled without content will never load.
+        for id in sourceIDs where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
+            let blocked = sources[id]!.definition.inputs.first { input in
+                sources[input].map { $0.isSettled && $0.state.content == nil } ?? true
+            }
+            if let blocked {
+                apply(
+                    .error(SourceError(
+                        message: "not loaded: its input \"\(blocked)\" has no content", code: "inputFailed")),
+                    to: id, now: now)
+                sources[id]!.isSettled = true
+            }
+        }
+        if sourceIDs.allSatisfy({ sources[$0]!.isSettled }) { finishOnce(now: now, deadlinePassed: false) }
+    }
+
+    private mutating func finishOnce(now: Timestamp, deadlinePassed: Bool) {
+        guard case .once = mode, !isFinished else { return }
+        let failed = sourceIDs.filter { id in
+            let source = sources[id]!
+            return !source.isSettled || source.state.latestError != nil || source.state.content == nil
+        }
+        emitChangedViews()
+        emit(.bye(reason: deadlinePassed && !failed.isEmpty ? "deadline" : "once", failed: failed))
+        for id in sourceIDs {
+            for loadID in sources[id]!.inFlight.keys.sorted() {
+                actions.append(.cancelLoad(source: id, kind: sources[id]!.definition.kind, loadID: loadID))
+            }
+        }
+        actions.append(.finish(exitStatus: failed.isEmpty ? 0 : 1))
+        isFinished = true
+    }
+}
+
+/// What the core keeps for each source besides its visible state.
+private struct SourceRuntime: Sendable {
+    let definition: SourceDefinition
+    var state = SourceState()
+    var lastEvent: SourceEvent?
+    /// Load ids in flight, with the time at which the engine gives up on each.
+    var inFlight: [Int: Timestamp] = [:]
+    var etag: String?
+    var lastModified: String?
+    /// The next poll or retry.
+    var nextAttemptAt: Timestamp?
+    /// The delay that applies to freshness while the source is in error.
+    var retryDelay: Duration
+    var invalidated = false
+    /// The filled-in options of the latest load, to see whether a changed input changes them.
+    var lastOptions: JSONValue?
+    var isWaitingForInputs = false
+    /// `--once`: the source has had its one load.
+    var isSettled = false
+
+    init(definition: SourceDefinition) {
+        self.definition = definition
+        retryDelay = definition.retry.initialDelay
+    }
+}
+
+/// The version hammock reports in `hello` and `--version`.
+public let hammockVersion = "0.1.0"

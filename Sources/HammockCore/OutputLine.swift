@@ -1,0 +1,137 @@
+import HammockJSON
+import OrderedCollections
+
+/// One line of hammock's stdout protocol.
+///
+/// Lines are built as values and encoded only when the writer is ready to send them, because the writer
+/// may replace a queued state of a source or view by a newer one (a slow consumer gets the newest state,
+/// not a backlog) and numbers lines (`seq`) in the order they actually leave.
+public enum OutputLine: Sendable {
+    case hello(sources: [String], views: [String], version: String)
+    /// `event` is `nil` only in a snapshot of a source that has had no event yet.
+    case source(id: String, event: SourceEvent?, state: SourceState)
+    case view(id: String, state: ViewState)
+    /// A source or view that a configuration reload removed.
+    case removed(id: String, what: String)
+    /// A control line that could not be carried out.
+    case error(message: String)
+    case bye(reason: String, failed: [String]?)
+
+    public static let protocolVersion = 1
+
+    /// Lines with the same key replace each other while they wait in the writer's queue.
+    public var coalescingKey: String? {
+        switch self {
+        case .source(let id, _, _): "source:" + id
+        case .view(let id, _): "view:" + id
+        case .hello, .removed, .error, .bye: nil
+        }
+    }
+
+    /// Appends the line, `\n` included.
+    public func encode(seq: Int, into out: inout [UInt8]) {
+        var line = LineWriter(out: out)
+        switch self {
+        case .hello(let sources, let views, let version):
+            line.begin(type: "hello", seq: seq)
+            line.key("protocol")
+            line.raw(String(Self.protocolVersion))
+            line.key("version")
+            writeJSONString(version, into: &line.out)
+            line.key("sources")
+            JSONValue.array(sources.map(JSONValue.string)).write(into: &line.out)
+            line.key("views")
+            JSONValue.array(views.map(JSONValue.string)).write(into: &line.out)
+        case .source(let id, let event, let state):
+            line.begin(type: "source", seq: seq)
+            line.key("id")
+            writeJSONString(id, into: &line.out)
+            line.key("event")
+            if let event { writeJSONString(event.name, into: &line.out) } else { line.raw("null") }
+            if let origin = event?.origin {
+                line.key("origin")
+                writeJSONString(origin.rawValue, into: &line.out)
+            }
+            line.key("state")
+            line.state(state)
+        case .view(let id, let state):
+            line.begin(type: "view", seq: seq)
+            line.key("id")
+            writeJSONString(id, into: &line.out)
+            line.key("status")
+            writeJSONString(state.status.rawValue, into: &line.out)
+            line.key("content")
+            state.content.write(into: &line.out)
+            line.key("latestError")
+            line.error(state.latestError)
+            line.key("errors")
+            var errors = JSONObject()
+            for entry in state.errors { errors[entry.source] = entry.error.json }
+            JSONValue.object(errors).write(into: &line.out)
+            line.key("canTryAgain")
+            line.raw(state.canTryAgain ? "true" : "false")
+        case .removed(let id, let what):
+            line.begin(type: "removed", seq: seq)
+            line.key("id")
+            writeJSONString(id, into: &line.out)
+            line.key("what")
+            writeJSONString(what, into: &line.out)
+        case .error(let message):
+            line.begin(type: "error", seq: seq)
+            line.key("message")
+            writeJSONString(message, into: &line.out)
+        case .bye(let reason, let failed):
+            line.begin(type: "bye", seq: seq)
+            line.key("reason")
+            writeJSONString(reason, into: &line.out)
+            if let failed {
+                line.key("failed")
+                JSONValue.array(failed.map(JSONValue.string)).write(into: &line.out)
+            }
+        }
+        line.out.append(UInt8(ascii: "}"))
+        line.out.append(UInt8(ascii: "\n"))
+        out = line.out
+    }
+
+    public func encoded(seq: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        encode(seq: seq, into: &out)
+        return out
+    }
+}
+
+/// Writes the fixed skeleton of a line by hand: the fields are known, so there is no need to build a
+/// `JSONValue` tree only to walk it again.
+private struct LineWriter {
+    var out: [UInt8]
+
+    mutating func raw(_ text: String) { out.append(contentsOf: text.utf8) }
+
+    mutating func begin(type: String, seq: Int) {
+        raw("{\"type\":\"\(type)\",\"seq\":\(seq)")
+    }
+
+    mutating func key(_ name: String) {
+        out.append(UInt8(ascii: ","))
+        writeJSONString(name, into: &out)
+        out.append(UInt8(ascii: ":"))
+    }
+
+    mutating func error(_ error: SourceError?) {
+        if let error { error.json.write(into: &out) } else { raw("null") }
+    }
+
+    mutating func state(_ state: SourceState) {
+        raw("{\"content\":")
+        (state.content ?? .null).write(into: &out)
+        raw(",\"latestError\":")
+        error(state.latestError)
+        raw(",\"isLoading\":")
+        raw(state.isLoading ? "true" : "false")
+        raw(",\"timestamp\":")
+        if let timestamp = state.timestamp { writeJSONString(timestamp.rfc3339, into: &out) } else { raw("null") }
+        raw(",\"failures\":\(state.failures)}")
+    }
+}

@@ -1,0 +1,139 @@
+import HammockJSON
+import OrderedCollections
+
+/// The state machine of one source: Siesta's resource state, moved only by `SourceEvent`s.
+///
+/// This file is the whole of it. Everything else (freshness, scheduling, views, output) reads this state;
+/// nothing else writes it.
+public struct SourceState: Sendable, Hashable {
+    /// The latest data. `nil` before the first data (and after a wipe); a source whose data *is* JSON `null`
+    /// holds `.null` here, and counts as having content.
+    public var content: JSONValue?
+    /// The latest failure. It never clears `content`: stale data stays while the error is shown.
+    public var latestError: SourceError?
+    public var isLoading: Bool
+    /// Time of the latest data, not-modified answer or error.
+    public var timestamp: Timestamp?
+    /// Consecutive failed loads.
+    public var failures: Int
+
+    public init(
+        content: JSONValue? = nil, latestError: SourceError? = nil, isLoading: Bool = false,
+        timestamp: Timestamp? = nil, failures: Int = 0
+    ) {
+        self.content = content
+        self.latestError = latestError
+        self.isLoading = isLoading
+        self.timestamp = timestamp
+        self.failures = failures
+    }
+
+    /// Applies Siesta's event table.
+    ///
+    /// - Parameter otherLoadsInFlight: whether another load of the same source is still running once this
+    ///   event's own load is accounted for; a finished load only clears `isLoading` when it was the last.
+    public mutating func apply(_ event: SourceEvent, at now: Timestamp, otherLoadsInFlight: Bool) {
+        switch event {
+        case .requested:
+            isLoading = true
+        case .requestCancelled:
+            isLoading = otherLoadsInFlight
+        case .newData(let newContent, origin: .wipe):
+            // A wipe forgets everything, including when the data arrived, so the next `loadIfNeeded` loads.
+            _ = newContent
+            content = nil
+            latestError = nil
+            timestamp = nil
+            failures = 0
+            isLoading = otherLoadsInFlight
+        case .newData(let newContent, origin: _):
+            content = newContent
+            latestError = nil
+            failures = 0
+            timestamp = now
+            isLoading = otherLoadsInFlight
+        case .notModified:
+            latestError = nil
+            failures = 0
+            timestamp = now
+            isLoading = otherLoadsInFlight
+        case .error(let error):
+            latestError = error
+            failures += 1
+            timestamp = now
+            isLoading = otherLoadsInFlight
+        }
+    }
+
+    public var hasContent: Bool { content != nil }
+}
+
+/// What moves a source's state.
+public enum SourceEvent: Sendable, Hashable {
+    case requested
+    case requestCancelled
+    case newData(JSONValue, origin: DataOrigin)
+    case notModified
+    case error(SourceError)
+
+    /// The name that stands in the `event` field of an output line.
+    public var name: String {
+        switch self {
+        case .requested: "requested"
+        case .requestCancelled: "requestCancelled"
+        case .newData: "newData"
+        case .notModified: "notModified"
+        case .error: "error"
+        }
+    }
+
+    public var origin: DataOrigin? {
+        if case .newData(_, let origin) = self { return origin }
+        return nil
+    }
+}
+
+/// Where new data came from.
+public enum DataOrigin: String, Sendable, Hashable, CaseIterable {
+    /// The answer to a load.
+    case load
+    /// The plugin noticed a change by itself: a watched file, a line from a streaming command.
+    case push
+    /// Restored from disk at start.
+    case cache
+    /// Set by the consumer.
+    case override
+    /// Cleared by the consumer.
+    case wipe
+}
+
+/// A failure, as the consumer sees it.
+public struct SourceError: Sendable, Hashable, Error {
+    public var message: String
+    public var httpStatus: Int?
+    public var exitStatus: Int?
+    /// A short machine-readable cause, e.g. `timeout`, `pluginCrashed`, `inputMissing`.
+    public var code: String?
+    /// When the failing side asked for the next attempt (HTTP `Retry-After`). Steers the engine's retry;
+    /// never written on an output line.
+    public var retryAfter: Duration?
+
+    public init(
+        message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: String? = nil,
+        retryAfter: Duration? = nil
+    ) {
+        self.message = message
+        self.httpStatus = httpStatus
+        self.exitStatus = exitStatus
+        self.code = code
+        self.retryAfter = retryAfter
+    }
+
+    public var json: JSONValue {
+        var object: JSONObject = ["message": .string(message)]
+        if let httpStatus { object["httpStatus"] = .number(JSONNumber(httpStatus)) }
+        if let exitStatus { object["exitStatus"] = .number(JSONNumber(exitStatus)) }
+        if let code { object["code"] = .string(code) }
+        return .object(object)
+    }
+}

@@ -1,0 +1,112 @@
+import HammockJSON
+import OrderedCollections
+
+/// When a view's content is there: once all of its sources have content, or once any has.
+public enum Readiness: String, Sendable, Hashable, CaseIterable {
+    case all
+    case any
+}
+
+/// One display rule; a view's rules are tried in order and the first that matches gives its status.
+public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
+    /// Any source is loading → `loading`.
+    case loading
+    /// Any source has a latest error → `error`.
+    case error
+    /// Any source has content → `data`.
+    case anyData
+    /// Every source has content → `data`.
+    case allData
+    /// Always → `data`.
+    case alwaysData
+
+    /// The named presets, from SiestaExt's `ResourceStatusOverlay` display priorities.
+    public static let presets: [String: [DisplayRule]] = [
+        // Favour data: stale data beats a spinner or an error.
+        "standard": [.anyData, .loading, .error],
+        "overlay": [.loading, .error, .anyData],
+        "noError": [.loading, .alwaysData],
+        "dataOnly": [.alwaysData],
+    ]
+
+    public static func defaultRules(for readiness: Readiness) -> [DisplayRule] {
+        switch readiness {
+        case .all: [.allData, .loading, .error]
+        case .any: [.anyData, .loading, .error]
+        }
+    }
+}
+
+public enum ViewStatus: String, Sendable, Hashable {
+    case loading, error, data, idle
+}
+
+/// A view as declared in the configuration.
+public struct ViewDefinition: Sendable, Hashable {
+    public var id: String
+    public var sources: [String]
+    public var ready: Readiness
+    public var display: [DisplayRule]
+
+    public init(id: String, sources: [String], ready: Readiness = .all, display: [DisplayRule]? = nil) {
+        self.id = id
+        self.sources = sources
+        self.ready = ready
+        self.display = display ?? DisplayRule.defaultRules(for: ready)
+    }
+}
+
+/// What a view line carries: everything a consumer needs to redraw the view.
+public struct ViewState: Sendable, Equatable {
+    public var status: ViewStatus
+    /// `{source: content}` once the view is ready, else `null`.
+    public var content: JSONValue
+    /// The error of the first failing source in the view's order.
+    public var latestError: SourceError?
+    /// Every failing source's error, by source, in the view's order.
+    public var errors: [(source: String, error: SourceError)]
+    /// Whether the consumer's "try again" (`{"op":"retry","view":…}`) has something to retry.
+    public var canTryAgain: Bool
+
+    public static func == (lhs: ViewState, rhs: ViewState) -> Bool {
+        lhs.status == rhs.status && lhs.content == rhs.content && lhs.latestError == rhs.latestError
+            && lhs.canTryAgain == rhs.canTryAgain
+            && lhs.errors.elementsEqual(rhs.errors) { $0.source == $1.source && $0.error == $1.error }
+    }
+}
+
+extension ViewDefinition {
+    /// Merges the states of the view's sources, in the view's order, into the view's state.
+    public func evaluate(_ state: (String) -> SourceState) -> ViewState {
+        let states = sources.map { (id: $0, state: state($0)) }
+        let withContent = states.filter { $0.state.hasContent }
+        let isReady =
+            switch ready {
+            case .all: withContent.count == states.count
+            case .any: !withContent.isEmpty
+            }
+        var content = JSONValue.null
+        if isReady {
+            var merged = JSONObject()
+            for entry in states { merged[entry.id] = entry.state.content ?? .null }
+            content = .object(merged)
+        }
+        let errors = states.compactMap { entry in entry.state.latestError.map { (source: entry.id, error: $0) } }
+        let status = display.lazy.compactMap { rule in rule.status(for: states.map(\.state)) }.first ?? .idle
+        return ViewState(
+            status: status, content: content, latestError: errors.first?.error, errors: errors,
+            canTryAgain: !errors.isEmpty)
+    }
+}
+
+extension DisplayRule {
+    fileprivate func status(for states: [SourceState]) -> ViewStatus? {
+        switch self {
+        case .loading: states.contains { $0.isLoading } ? .loading : nil
+        case .error: states.contains { $0.latestError != nil } ? .error : nil
+        case .anyData: states.contains { $0.hasContent } ? .data : nil
+        case .allData: states.allSatisfy { $0.hasContent } ? .data : nil
+        case .alwaysData: .data
+        }
+    }
+}

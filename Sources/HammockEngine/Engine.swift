@@ -1,0 +1,174 @@
+import Foundation
+import HammockConfig
+import HammockCore
+import HammockJSON
+import Logging
+
+/// How `hammock run` was asked to run.
+public struct RunOptions: Sendable {
+    public var once: Bool
+    public var onceDeadline: Duration
+    /// How long to wait for a consumer to read the last lines before exiting anyway.
+    public var drainTimeout: Duration
+
+    public init(once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2)) {
+        self.once = once
+        self.onceDeadline = onceDeadline
+        self.drainTimeout = drainTimeout
+    }
+}
+
+/// The running engine: one loop that owns the core, feeds it every input with the current time, and
+/// carries out what it asks for. All state lives in `EngineCore`; this type only does I/O.
+public final class Engine: Sendable {
+    private let loaded: LoadedConfiguration
+    private let options: RunOptions
+    private let logger: Logger
+    private let loaderFactory: LoaderFactory
+
+    public init(configuration: LoadedConfiguration, options: RunOptions, logger: Logger, pluginResolver: PluginResolver) {
+        self.loaded = configuration
+        self.options = options
+        self.logger = logger
+        self.loaderFactory = LoaderFactory(resolver: pluginResolver, loaded: configuration, logger: logger)
+    }
+
+    /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
+    public func run() async -> Int32 {
+        let (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
+        let writer = OutputWriter { inbox.yield(.stop(reason: "stdout closed")) }
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { signal in
+            inbox.yield(.stop(reason: signal == SIGINT ? "interrupt" : "signal"))
+        }
+        ControlReader.start { event in
+            switch event {
+            case .line(let bytes): inbox.yield(.control(bytes))
+            case .tooLong(let length): inbox.yield(.controlTooLong(length))
+            case .end: break  // the end of stdin is not a reason to stop: the consumer may only read
+            }
+        }
+
+        let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
+        var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+        let loaders = await loaderFactory.makeLoaders(for: loaded.configuration, inbox: inbox)
+        let timer = Timer(inbox: inbox)
+
+        var exitStatus: Int32 = 0
+        var byeReason: String?
+        func perform(_ actions: [EngineAction]) async -> Bool {
+            for action in actions {
+                switch action {
+                case .emit(let line):
+                    writer.send(line)
+                case .startLoad(let request):
+                    await loaders[request.kind]?.start(request)
+                case .cancelLoad(let source, let kind, let loadID):
+                    await loaders[kind]?.cancel(source: source, loadID: loadID)
+                case .finish(let status):
+                    exitStatus = status
+                    return false
+                }
+            }
+            return true
+        }
+
+        var running = await perform(core.start(now: .now))
+        timer.schedule(core.nextDeadline)
+        if running {
+            for await input in inputs {
+                let now = Timestamp.now
+                let actions: [EngineAction]
+                switch input {
+                case .loadFinished(let source, let loadID, let outcome):
+                    actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
+                case .pushed(let source, let content):
+                    actions = core.pushed(source: source, content: content, now: now)
+                case .control(let bytes):
+                    do throws(ControlLineError) {
+                        let command = try ControlCommand(line: bytes)
+                        actions = core.handle(command, now: now)
+                    } catch {
+                        actions = [.emit(.error(message: error.message))]
+                    }
+                case .controlTooLong(let length):
+                    actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(ControlReader.maximumLineLength) bytes; ignored"))]
+                case .tick:
+                    actions = core.tick(now: now)
+                case .stop(let reason):
+                    byeReason = reason
+                    actions = []
+                }
+                if byeReason != nil { break }
+                running = await perform(actions)
+                if !running { break }
+                timer.schedule(core.nextDeadline)
+            }
+        }
+
+        timer.cancel()
+        signals.cancel()
+        await withTaskGroup(of: Void.self) { group in
+            for loader in loaders.values { group.addTask { await loader.shutdown() } }
+        }
+        if let byeReason {
+            logger.info("stopping", metadata: ["reason": "\(byeReason)"])
+            writer.finish(with: .bye(reason: byeReason, failed: nil), timeout: options.drainTimeout)
+        } else {
+            writer.finish(with: nil, timeout: options.drainTimeout)
+        }
+        return exitStatus
+    }
+}
+
+/// Wakes the engine loop at the core's next deadline.
+private final class Timer: @unchecked Sendable {
+    private let inbox: EngineInbox
+    private var task: Task<Void, Never>?
+    private var scheduled: Timestamp?
+
+    init(inbox: EngineInbox) { self.inbox = inbox }
+
+    /// Only ever called from the engine loop, so needs no lock.
+    func schedule(_ deadline: Timestamp?) {
+        guard deadline != scheduled else { return }
+        task?.cancel()
+        scheduled = deadline
+        guard let deadline else { return }
+        let inbox = inbox
+        task = Task {
+            let wait = deadline - Timestamp.now
+            if wait > .zero { try? await Task.sleep(for: wait) }
+            if !Task.isCancelled { inbox.yield(.tick) }
+        }
+    }
+
+    func cancel() { task?.cancel() }
+}
+
+/// Turns SIGINT and SIGTERM into engine inputs instead of letting them kill the process, so that plugins
+/// are shut down and `bye` is written. (Dispatch sources are thread-safe and never reassigned here, which
+/// the compiler cannot see: hence `@unchecked`.)
+private final class SignalWatcher: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+
+    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}
+
+extension Timestamp {
+    /// The wall clock, read only at the edge of the engine.
+    static var now: Timestamp {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Timestamp(millisecondsSince1970: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+    }
+}

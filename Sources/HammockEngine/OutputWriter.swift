@@ -1,0 +1,149 @@
+import Foundation
+import HammockCore
+
+/// Writes output lines to a file descriptor (stdout) from a thread of its own.
+///
+/// A consumer that stops reading must never stall the engine nor make it grow without bound, so lines wait
+/// here in a queue where a newer state of a source or view *replaces* the older one still waiting: memory is
+/// bounded by the number of ids, not by how long the consumer sleeps. Lines are numbered (`seq`) as they
+/// leave, so numbers are strictly increasing in the order the consumer reads them.
+///
+/// Writing blocks when the pipe is full, which is why it runs on a dedicated thread rather than in the
+/// Swift concurrency pool; a condition variable is the natural hand-off between the two.
+public final class OutputWriter: @unchecked Sendable {
+    private let descriptor: Int32
+    private let condition = NSCondition()
+    // Everything below is guarded by `condition`.
+    private var order: [Int] = []
+    private var orderStart = 0
+    private var pending: [Int: OutputLine] = [:]
+    private var slotByKey: [String: Int] = [:]
+    private var nextSlot = 0
+    private var uncoalescedCount = 0
+    private var droppedErrorLines = 0
+    private var seq = 0
+    private var isClosing = false
+    private var isDone = false
+    private var onClosed: (@Sendable () -> Void)?
+
+    /// Error lines beyond this many waiting are dropped (and counted), so a flood of bad control lines to a
+    /// consumer that does not read cannot grow the queue.
+    static let maximumWaitingUncoalescedLines = 1000
+
+    public init(descriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void) {
+        self.descriptor = descriptor
+        self.onClosed = onClosed
+        let thread = Thread { [self] in run() }
+        thread.name = "hammock.stdout"
+        thread.start()
+    }
+
+    public func send(_ line: OutputLine) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isClosing else { return }
+        if let key = line.coalescingKey {
+            if let slot = slotByKey[key], pending[slot] != nil {
+                pending[slot] = line
+                return
+            }
+            slotByKey[key] = nextSlot
+        } else {
+            if case .error = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
+                droppedErrorLines += 1
+                return
+            }
+            uncoalescedCount += 1
+        }
+        pending[nextSlot] = line
+        order.append(nextSlot)
+        nextSlot += 1
+        condition.signal()
+    }
+
+    /// Queues `last`, then waits until everything is written or `timeout` passes (a consumer that does not
+    /// read must not keep hammock from exiting).
+    public func finish(with last: OutputLine?, timeout: Duration) {
+        if let last { send(last) }
+        condition.lock()
+        isClosing = true
+        condition.signal()
+        let deadline = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
+        while !isDone && condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
+    /// How many lines wait to be written; tests and benchmarks watch it stay bounded.
+    public var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count
+    }
+
+    private func run() {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        while true {
+            condition.lock()
+            while orderStart == order.count && !isClosing { condition.wait() }
+            if orderStart == order.count && isClosing {
+                isDone = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            // Take everything that waits, then encode and write it outside the lock, with as few system
+            // calls as possible.
+            var batch: [OutputLine] = []
+            batch.reserveCapacity(order.count - orderStart + 1)
+            if droppedErrorLines > 0 {
+                batch.append(.error(message: "\(droppedErrorLines) error lines were dropped because stdout was not read"))
+                droppedErrorLines = 0
+            }
+            while orderStart < order.count {
+                let slot = order[orderStart]
+                orderStart += 1
+                guard let line = pending.removeValue(forKey: slot) else { continue }
+                if let key = line.coalescingKey { slotByKey[key] = nil } else { uncoalescedCount -= 1 }
+                batch.append(line)
+            }
+            order.removeAll(keepingCapacity: true)
+            orderStart = 0
+            condition.unlock()
+
+            buffer.removeAll(keepingCapacity: true)
+            for line in batch {
+                seq += 1
+                line.encode(seq: seq, into: &buffer)
+            }
+            if !writeAll(buffer) {
+                condition.lock()
+                isClosing = true
+                isDone = true
+                pending.removeAll()
+                order.removeAll()
+                condition.broadcast()
+                let notify = onClosed
+                onClosed = nil
+                condition.unlock()
+                notify?()
+                return
+            }
+        }
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+}

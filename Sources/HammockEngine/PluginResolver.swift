@@ -1,0 +1,59 @@
+import Foundation
+import HammockCore
+
+/// Finds the program that serves a kind, in the order the specification gives:
+/// `plugins.K.command` in the configuration; else `hammock-plugin-K` beside the hammock executable; else on
+/// `HAMMOCK_PLUGIN_PATH`; else on `PATH`.
+public struct PluginResolver: Sendable {
+    public var configured: [String: PluginDefinition]
+    public var executableDirectory: String?
+    public var environment: [String: String]
+
+    public init(
+        configured: [String: PluginDefinition] = [:], executableDirectory: String? = PluginResolver.currentExecutableDirectory,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
+        self.configured = configured
+        self.executableDirectory = executableDirectory
+        self.environment = environment
+    }
+
+    /// The argv that starts the plugin for `kind`, or `nil` when none is found.
+    public func command(for kind: String) -> [String]? {
+        if let definition = configured[kind] { return definition.command }
+        let name = "hammock-plugin-\(kind)"
+        for directory in searchDirectories {
+            let path = directory + "/" + name
+            if access(path, X_OK) == 0 { return [path] }
+        }
+        return nil
+    }
+
+    /// Says where `command(for:)` looked, for the "unknown kind" message.
+    public func searchDescription(for kind: String) -> String {
+        var places = ["plugins.\(kind).command", "hammock-plugin-\(kind)"]
+        if let executableDirectory { places[1] += " in \(executableDirectory)" }
+        places.append("HAMMOCK_PLUGIN_PATH")
+        places.append("PATH")
+        return places.joined(separator: ", ")
+    }
+
+    private var searchDirectories: [String] {
+        var directories: [String] = []
+        if let executableDirectory { directories.append(executableDirectory) }
+        for variable in ["HAMMOCK_PLUGIN_PATH", "PATH"] {
+            directories += (environment[variable] ?? "").split(separator: ":").map(String.init)
+        }
+        return directories
+    }
+
+    /// The folder of the running executable, read from `/proc/self/exe` so a symlinked or relative
+    /// invocation still finds the plugins shipped beside the real binary.
+    public static var currentExecutableDirectory: String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (path as NSString).deletingLastPathComponent
+    }
+}

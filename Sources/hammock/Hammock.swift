@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import HammockConfig
+import HammockCore
+import HammockEngine
+import Logging
+
+@main
+struct Hammock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hammock",
+        abstract: "Loads data sources declared in YAML, keeps them fresh, and writes every change as a JSON line.",
+        discussion: """
+            Run `hammock run CONFIG` as a subprocess and read its stdout: one JSON object per line, each \
+            carrying the whole current state of a source or a view. Control lines may be written to its \
+            stdin. See docs/protocol.md.
+            """,
+        version: hammockVersion,
+        subcommands: [Run.self, Check.self]
+    )
+}
+
+/// Options shared by the commands that read a configuration.
+struct ConfigurationArguments: ParsableArguments {
+    @Argument(help: "The configuration file (YAML).", completion: .file(extensions: ["yaml", "yml"]))
+    var config: String
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .notice
+
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "hammock")
+    }
+
+    /// Loads the configuration, or prints every problem as `file:line:column: message` and exits 2.
+    func load(resolver: PluginResolver) throws -> LoadedConfiguration {
+        let loader = ConfigurationLoader(
+            kindIsAvailable: { resolver.command(for: $0) != nil },
+            pluginSearchDescription: { resolver.searchDescription(for: $0) })
+        switch loader.load(file: config) {
+        case .success(let loaded):
+            return loaded
+        case .failure(let error):
+            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            let count = error.diagnostics.count
+            FileHandle.standardError.write(Data("\(config): \(count) error\(count == 1 ? "" : "s")\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load the sources and write their states as JSON lines until stopped.")
+
+    @OptionGroup var arguments: ConfigurationArguments
+
+    @Flag(help: "Load every source once, write the states, then exit: 0 if no source failed, 1 otherwise.")
+    var once = false
+
+    @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
+    var deadline: String = "30s"
+
+    func run() async throws {
+        let logger = arguments.makeLogger()
+        let onceDeadline: Duration
+        switch parseDuration(deadline) {
+        case .success(let value): onceDeadline = value
+        case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
+        }
+        let resolver = PluginResolver()
+        let loaded = try arguments.load(resolver: resolver)
+        let engine = Engine(
+            configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
+            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        let status = await engine.run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a configuration and print every problem as FILE:LINE:COLUMN: message.",
+        discussion: "Exits 0 with a one-line summary when the configuration is valid, 2 when it is not.")
+
+    @OptionGroup var arguments: ConfigurationArguments
+
+    func run() async throws {
+        _ = arguments.makeLogger()
+        let loaded = try arguments.load(resolver: PluginResolver())
+        let configuration = loaded.configuration
+        let kinds = configuration.kinds.joined(separator: ", ")
+        print(
+            "\(arguments.config): ok: \(configuration.sources.count) sources (\(kinds)), \(configuration.views.count) views"
+        )
+    }
+}
