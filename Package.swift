@@ -16,11 +16,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "hammock", targets: ["hammock"]),
+        .executable(name: "hammock-plugin-shell", targets: ["hammock-plugin-shell"]),
+        .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
+        .library(name: "HammockPluginKit", targets: ["HammockPluginKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -38,11 +42,14 @@ let package = Package(
             dependencies: ["HammockJSON", .product(name: "OrderedCollections", package: "swift-collections")]
         ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
+        .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),
+        .target(name: "HammockPluginKit", dependencies: ["HammockProtocol", "HammockCore", "HammockJSON"]),
         .target(
             name: "HammockEngine",
             dependencies: [
-                "HammockCore", "HammockConfig", "HammockJSON",
+                "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),
         .executableTarget(
@@ -52,6 +59,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .executableTarget(
+            name: "hammock-plugin-shell",
+            dependencies: [
+                "HammockPluginKit", "HammockCore", "HammockJSON",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
+            path: "plugins/shell"
+        ),
+        .executableTarget(
+            name: "hammock-plugin-file",
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON"],
+            path: "plugins/file"
         ),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),

@@ -2,6 +2,7 @@ import Foundation
 import HammockConfig
 import HammockCore
 import HammockJSON
+import HammockProtocol
 import Logging
 
 /// How `hammock run` was asked to run.
@@ -33,6 +34,9 @@ public final class Engine: Sendable {
         self.loaderFactory = LoaderFactory(resolver: pluginResolver, loaded: configuration, logger: logger)
     }
 
+    /// A control line longer than this is refused rather than buffered.
+    static let maximumControlLineLength = 1 << 20
+
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     public func run() async -> Int32 {
         let (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
@@ -40,7 +44,8 @@ public final class Engine: Sendable {
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { signal in
             inbox.yield(.stop(reason: signal == SIGINT ? "interrupt" : "signal"))
         }
-        ControlReader.start { event in
+        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: Self.maximumControlLineLength, name: "hammock.stdin") {
+            event in
             switch event {
             case .line(let bytes): inbox.yield(.control(bytes))
             case .tooLong(let length): inbox.yield(.controlTooLong(length))
@@ -91,7 +96,7 @@ public final class Engine: Sendable {
                         actions = [.emit(.error(message: error.message))]
                     }
                 case .controlTooLong(let length):
-                    actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(ControlReader.maximumLineLength) bytes; ignored"))]
+                    actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored"))]
                 case .tick:
                     actions = core.tick(now: now)
                 case .stop(let reason):

@@ -66,6 +66,10 @@ struct JSONParser {
 
     private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
+        // One allocation per stack covers typical lines; growing from empty would cost several.
+        frames.reserveCapacity(8)
+        values.reserveCapacity(16)
+        keys.reserveCapacity(16)
     }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {

@@ -1,0 +1,174 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockProtocol
+
+/// Runs a plugin: speaks the protocol on stdin and stdout and calls `makeSource` for each `configure`.
+///
+/// ```swift
+/// @main struct WeatherPlugin {
+///     static func main() async {
+///         await Plugin.run(kinds: ["weather"], version: "0.3.0") { setup in
+///             var options = OptionReader(setup.options, known: ["city"], kind: "weather")
+///             let city = options.string("city", required: true)
+///             try options.finish()
+///             return WeatherSource(city: city!)
+///         }
+///     }
+/// }
+/// ```
+///
+/// The plugin exits when the engine says `shutdown`, when its stdin closes, on SIGTERM, or when the engine
+/// is gone (it is re-parented), after stopping every source, so no command it started outlives it.
+public enum Plugin {
+    public static func run(
+        kinds: [String], version: String,
+        makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+    ) async -> Never {
+        // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        let output = PluginOutput()
+        let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
+        let (messages, inbox) = AsyncStream.makeStream(of: LineReader.Event.self)
+        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
+
+        let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+        signal(SIGTERM, SIG_IGN)
+        terminate.setEventHandler { inbox.yield(.end) }
+        terminate.resume()
+
+        // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
+        // have leaked to another process), being re-parented still tells us.
+        let parent = getppid()
+        Task.detached {
+            while getppid() == parent { try? await Task.sleep(for: .seconds(1)) }
+            inbox.yield(.end)
+        }
+
+        for await event in messages {
+            switch event {
+            case .line(let bytes):
+                do throws(ProtocolError) {
+                    let message = try EngineMessage(line: bytes)
+                    if case .shutdown = message { break }
+                    await dispatcher.handle(message)
+                    continue
+                } catch {
+                    pluginLog("ignoring a line from the engine that is not protocol: \(error.message)")
+                    continue
+                }
+            case .tooLong(let length):
+                pluginLog("ignoring a line of \(length) bytes from the engine")
+                continue
+            case .end:
+                break
+            }
+            break
+        }
+        await dispatcher.shutdown()
+        exit(0)
+    }
+}
+
+/// Writes a line of log text to stderr; the engine passes it on with the kind as prefix.
+public func pluginLog(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Serialises writes to stdout, one protocol line at a time.
+actor PluginOutput {
+    func send(_ message: PluginMessage) {
+        let line = message.line
+        line.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    exit(0)  // the engine is gone: nobody is left to serve
+                }
+                offset += written
+            }
+        }
+    }
+}
+
+/// Keeps the configured sources and the loads in flight, and answers each load exactly once.
+actor PluginDispatcher {
+    let kinds: [String]
+    let version: String
+    let output: PluginOutput
+    let makeSource: @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+    private var sources: [String: any PluginSource] = [:]
+    private var loads: [Int: Task<Void, Never>] = [:]
+
+    init(
+        kinds: [String], version: String, output: PluginOutput,
+        makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+    ) {
+        self.kinds = kinds
+        self.version = version
+        self.output = output
+        self.makeSource = makeSource
+    }
+
+    func handle(_ message: EngineMessage) async {
+        switch message {
+        case .hello:
+            await output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version))
+        case .configure(let id, let options):
+            if let old = sources.removeValue(forKey: id) { await old.stop() }
+            do throws(InvalidOptions) {
+                let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, output: output))
+                sources[id] = try await makeSource(setup)
+                await output.send(.configured(source: id))
+            } catch {
+                await output.send(.invalid(source: id, errors: error.problems))
+            }
+        case .load(let id, let loadID, let etag, let lastModified, let timeout):
+            guard let source = sources[id] else {
+                await output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: "notConfigured")))
+                return
+            }
+            let request = PluginLoadRequest(
+                id: loadID, etag: etag, lastModified: lastModified,
+                timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+            loads[loadID] = Task {
+                let result = await source.load(request)
+                await self.answer(loadID, source: id, result)
+            }
+        case .cancel(let loadID):
+            if let task = loads.removeValue(forKey: loadID) {
+                task.cancel()
+                await output.send(.cancelled(id: loadID))
+            }
+        case .remove(let id):
+            await sources.removeValue(forKey: id)?.stop()
+        case .shutdown:
+            await shutdown()
+        }
+    }
+
+    private func answer(_ loadID: Int, source: String, _ result: PluginLoadResult) async {
+        guard loads.removeValue(forKey: loadID) != nil else { return }  // cancelled: already answered
+        switch result {
+        case .newData(let content, let etag, let lastModified):
+            await output.send(.newData(id: loadID, source: source, content: content, etag: etag, lastModified: lastModified))
+        case .notModified:
+            await output.send(.notModified(id: loadID))
+        case .error(let error):
+            await output.send(.error(id: loadID, source: source, error: error))
+        }
+    }
+
+    func shutdown() async {
+        for task in loads.values { task.cancel() }
+        loads.removeAll()
+        let stopping = sources.values
+        sources.removeAll()
+        await withTaskGroup(of: Void.self) { group in
+            for source in stopping { group.addTask { await source.stop() } }
+        }
+    }
+}

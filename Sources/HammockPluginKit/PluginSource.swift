@@ -1,0 +1,60 @@
+import HammockCore
+import HammockJSON
+
+/// One configured source inside a plugin.
+///
+/// A plugin makes one of these per `configure` and the kit calls `load` for every load the engine asks
+/// for, concurrently if it must: a slow load of one source never holds up another. A cancelled load sees
+/// task cancellation; the kit answers the engine `cancelled` itself.
+public protocol PluginSource: Sendable {
+    func load(_ request: PluginLoadRequest) async -> PluginLoadResult
+    /// The source was removed or configured anew, or the plugin is shutting down: stop watching, end any
+    /// process started for it. Must return only once they are gone.
+    func stop() async
+}
+
+extension PluginSource {
+    public func stop() async {}
+}
+
+public struct PluginLoadRequest: Sendable {
+    public var id: Int
+    public var etag: String?
+    public var lastModified: String?
+    /// The source's `timeout`; the load must end by then.
+    public var timeout: Duration?
+}
+
+public enum PluginLoadResult: Sendable {
+    case newData(JSONValue, etag: String? = nil, lastModified: String? = nil)
+    case notModified
+    case error(SourceError)
+}
+
+/// What a plugin gets when the engine configures a source.
+public struct SourceSetup: Sendable {
+    public var id: String
+    public var options: JSONValue
+    /// Sends data or errors the plugin notices by itself (a changed file, a streamed line).
+    public var push: PushChannel
+}
+
+/// Pushes for one source.
+public struct PushChannel: Sendable {
+    let source: String
+    let output: PluginOutput
+
+    public func newData(_ content: JSONValue) async {
+        await output.send(.newData(id: nil, source: source, content: content, etag: nil, lastModified: nil))
+    }
+
+    public func error(_ error: SourceError) async {
+        await output.send(.error(id: nil, source: source, error: error))
+    }
+}
+
+/// A plugin's options were not acceptable; each problem names the option by JSON Pointer.
+public struct InvalidOptions: Error, Sendable {
+    public var problems: [OptionProblem]
+    public init(problems: [OptionProblem]) { self.problems = problems }
+}

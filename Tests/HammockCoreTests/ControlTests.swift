@@ -1,0 +1,78 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// SPEC §6: control lines on stdin.
+@Suite struct ControlLines {
+    func parse(_ text: String) throws(ControlLineError) -> ControlCommand {
+        try ControlCommand(line: Array(text.utf8))
+    }
+
+    func failure(_ text: String) -> String? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func everyOperation() throws {
+        #expect(try parse(#"{"op":"load","source":"a"}"#) == .load(.source("a")))
+        #expect(try parse(#"{"op":"load","view":"v"}"#) == .load(.view("v")))
+        #expect(try parse(#"{"op":"loadIfNeeded","source":"a"}"#) == .loadIfNeeded(.source("a")))
+        #expect(try parse(#"{"op":"retry","view":"repo_page"}"#) == .retry(.view("repo_page")))
+        #expect(try parse(#"{"op":"cancel","source":"a"}"#) == .cancel(.source("a")))
+        #expect(try parse(#"{"op":"wipe","view":"v"}"#) == .wipe(.view("v")))
+        #expect(
+            try parse(#"{"op":"override","source":"a","content":{"x":[1,null]}}"#)
+                == .override(source: "a", content: ["x": [1, nil]]))
+        #expect(try parse(#"{"op":"override","source":"a","content":null}"#) == .override(source: "a", content: .null))
+        #expect(try parse(#"{"op":"snapshot"}"#) == .snapshot)
+        #expect(try parse(#"{"op":"reload"}"#) == .reload)
+        #expect(try parse(#" {"source":"a","op":"load","extra":1} "#) == .load(.source("a")))
+    }
+
+    @Test func notJSON() {
+        let message = failure("load a")
+        #expect(message?.hasPrefix("control line is not valid JSON: ") == true)
+        #expect(message?.contains(" at byte 0") == true)
+        #expect(failure(#"{"op":"load""#)?.hasPrefix("control line is not valid JSON: ") == true)
+    }
+
+    @Test func notAnObject() {
+        #expect(
+            failure(#"["load"]"#)
+                == #"control line must be a JSON object like {"op":"load","source":"id"}, got an array"#)
+        #expect(failure("42")?.hasSuffix("got a number") == true)
+    }
+
+    @Test func noOp() {
+        #expect(
+            failure(#"{"source":"a"}"#)
+                == #"control line has no "op"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, snapshot, reload"#)
+        #expect(failure(#"{"op":5}"#) == #""op" must be a string, got a number"#)
+    }
+
+    @Test func unknownOp() {
+        #expect(
+            failure(#"{"op":"reboot","source":"a"}"#)
+                == #"unknown op "reboot"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, snapshot, reload"#)
+    }
+
+    @Test func missingTarget() {
+        #expect(failure(#"{"op":"load"}"#) == #""load" needs a "source" or a "view""#)
+        #expect(failure(#"{"op":"cancel"}"#) == #""cancel" needs a "source" or a "view""#)
+        #expect(failure(#"{"op":"override","content":1}"#) == #""override" needs a "source" (a string)"#)
+        #expect(failure(#"{"op":"override","source":"a"}"#) == #""override" needs a "content""#)
+    }
+
+    @Test func bothSourceAndView() {
+        #expect(failure(#"{"op":"load","source":"a","view":"v"}"#) == #""load" takes either "source" or "view", not both"#)
+    }
+
+    @Test func targetMustBeAString() {
+        #expect(failure(#"{"op":"load","source":1}"#) == #""source" and "view" must be strings"#)
+        #expect(failure(#"{"op":"wipe","view":["v"]}"#) == #""source" and "view" must be strings"#)
+    }
+}

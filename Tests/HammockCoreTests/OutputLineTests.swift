@@ -1,0 +1,114 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// SPEC §5: the exact text of each line, fields in the spec's order.
+@Suite struct OutputLines {
+    func text(_ line: OutputLine, seq: Int) -> String { String(decoding: line.encoded(seq: seq), as: UTF8.self) }
+
+    @Test func hello() {
+        let line = OutputLine.hello(sources: ["repo", "load"], views: ["repo_page"], version: "0.1.0")
+        #expect(
+            text(line, seq: 1)
+                == #"{"type":"hello","seq":1,"protocol":1,"version":"0.1.0","sources":["repo","load"],"views":["repo_page"]}"#
+                + "\n")
+        #expect(hammockVersion == "0.1.0")
+    }
+
+    @Test func sourceLineWithOrigin() {
+        let state = SourceState(
+            content: "0.42 0.30 0.25 1/123 4567", timestamp: Timestamp(millisecondsSince1970: 1_795_341_600_123))
+        let line = OutputLine.source(id: "load", event: .newData("ignored here", origin: .load), state: state)
+        #expect(
+            text(line, seq: 3)
+                == #"{"type":"source","seq":3,"id":"load","event":"newData","origin":"load","state":{"content":"0.42 0.30 0.25 1/123 4567","latestError":null,"isLoading":false,"timestamp":"2026-11-22T10:00:00.123Z","failures":0}}"#
+                + "\n")
+    }
+
+    @Test func sourceLineWithoutOrigin() {
+        let line = OutputLine.source(id: "load", event: .requested, state: SourceState(isLoading: true))
+        #expect(
+            text(line, seq: 2)
+                == #"{"type":"source","seq":2,"id":"load","event":"requested","state":{"content":null,"latestError":null,"isLoading":true,"timestamp":null,"failures":0}}"#
+                + "\n")
+    }
+
+    @Test func sourceLineWithErrorAndStaleContent() {
+        let state = SourceState(
+            content: ["n": 1], latestError: SourceError(message: "HTTP 503", httpStatus: 503, retryAfter: .seconds(9)),
+            timestamp: t0, failures: 2)
+        let line = OutputLine.source(id: "repo", event: .error(state.latestError!), state: state)
+        #expect(
+            text(line, seq: 7)
+                == #"{"type":"source","seq":7,"id":"repo","event":"error","state":{"content":{"n":1},"latestError":{"message":"HTTP 503","httpStatus":503},"isLoading":false,"timestamp":"2026-11-22T10:00:00.000Z","failures":2}}"#
+                + "\n")
+    }
+
+    @Test func snapshotOfANeverTouchedSourceHasNullEvent() {
+        let line = OutputLine.source(id: "a", event: nil, state: SourceState())
+        #expect(
+            text(line, seq: 1)
+                == #"{"type":"source","seq":1,"id":"a","event":null,"state":{"content":null,"latestError":null,"isLoading":false,"timestamp":null,"failures":0}}"#
+                + "\n")
+    }
+
+    @Test func viewLine() {
+        let view = ViewDefinition(id: "repo_page", sources: ["repo", "contributors"])
+        let states: [String: SourceState] = [
+            "repo": SourceState(content: 5, timestamp: t0), "contributors": SourceState(content: ["x"], timestamp: t0),
+        ]
+        let state = view.evaluate { states[$0]! }
+        #expect(
+            text(.view(id: "repo_page", state: state), seq: 4)
+                == #"{"type":"view","seq":4,"id":"repo_page","status":"data","content":{"repo":5,"contributors":["x"]},"latestError":null,"errors":{},"canTryAgain":false}"#
+                + "\n")
+    }
+
+    @Test func viewLineWithErrors() {
+        let first = SourceError(message: "a failed", code: "timeout")
+        let second = SourceError(message: "b failed", exitStatus: 1)
+        let view = ViewDefinition(id: "v", sources: ["a", "b"], display: [.error])
+        let states = ["a": SourceState(latestError: first), "b": SourceState(latestError: second)]
+        let state = view.evaluate { states[$0]! }
+        #expect(
+            text(.view(id: "v", state: state), seq: 10)
+                == #"{"type":"view","seq":10,"id":"v","status":"error","content":null,"latestError":{"message":"a failed","code":"timeout"},"errors":{"a":{"message":"a failed","code":"timeout"},"b":{"message":"b failed","exitStatus":1}},"canTryAgain":true}"#
+                + "\n")
+    }
+
+    @Test func bye() {
+        #expect(text(.bye(reason: "signal", failed: nil), seq: 99) == #"{"type":"bye","seq":99,"reason":"signal"}"# + "\n")
+        #expect(
+            text(.bye(reason: "once", failed: ["a", "b"]), seq: 5)
+                == #"{"type":"bye","seq":5,"reason":"once","failed":["a","b"]}"# + "\n")
+        #expect(text(.bye(reason: "once", failed: []), seq: 5) == #"{"type":"bye","seq":5,"reason":"once","failed":[]}"# + "\n")
+    }
+
+    @Test func errorAndRemoved() {
+        #expect(
+            text(.error(message: "unknown op \"x\""), seq: 6)
+                == #"{"type":"error","seq":6,"message":"unknown op \"x\""}"# + "\n")
+        #expect(text(.removed(id: "a", what: "source"), seq: 8) == #"{"type":"removed","seq":8,"id":"a","what":"source"}"# + "\n")
+    }
+
+    @Test func encodeAppends() {
+        var out = Array("x".utf8)
+        OutputLine.error(message: "m").encode(seq: 1, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x" + #"{"type":"error","seq":1,"message":"m"}"# + "\n")
+    }
+
+    @Test func coalescingKeys() {
+        #expect(OutputLine.source(id: "a", event: nil, state: SourceState()).coalescingKey == "source:a")
+        #expect(OutputLine.view(id: "a", state: ViewDefinition(id: "a", sources: []).evaluate { _ in SourceState() }).coalescingKey == "view:a")
+        #expect(OutputLine.hello(sources: [], views: [], version: "1").coalescingKey == nil)
+        #expect(OutputLine.bye(reason: "signal", failed: nil).coalescingKey == nil)
+        #expect(OutputLine.error(message: "m").coalescingKey == nil)
+    }
+
+    @Test func timestampsAreRFC3339WithMilliseconds() {
+        #expect(Timestamp(millisecondsSince1970: 0).rfc3339 == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp(millisecondsSince1970: 951_782_400_007).rfc3339 == "2000-02-29T00:00:00.007Z")
+        #expect(Timestamp(millisecondsSince1970: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
+        #expect(at(ms: 3_723_456).rfc3339 == "2026-11-22T11:02:03.456Z")
+    }
+}

@@ -1,0 +1,163 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// SPEC §1, Siesta's event table, one row at a time.
+@Suite struct EventTable {
+    let failure = SourceError(message: "boom", httpStatus: 500)
+
+    @Test func requestedOnlySetsLoading() {
+        var state = SourceState(content: "old", latestError: failure, timestamp: t0, failures: 2)
+        state.apply(.requested, at: at(5), otherLoadsInFlight: false)
+        #expect(state == SourceState(content: "old", latestError: failure, isLoading: true, timestamp: t0, failures: 2))
+    }
+
+    @Test func requestCancelledClearsLoadingUnlessAnotherLoadIsInFlight() {
+        var state = SourceState(content: "old", isLoading: true, timestamp: t0)
+        state.apply(.requestCancelled, at: at(5), otherLoadsInFlight: true)
+        #expect(state == SourceState(content: "old", isLoading: true, timestamp: t0))
+        state.apply(.requestCancelled, at: at(6), otherLoadsInFlight: false)
+        #expect(state == SourceState(content: "old", isLoading: false, timestamp: t0))
+    }
+
+    @Test func newDataReplacesContentClearsErrorAndStampsTime() {
+        var state = SourceState(content: "old", latestError: failure, isLoading: true, timestamp: t0, failures: 3)
+        state.apply(.newData(["n": 1], origin: .load), at: at(5), otherLoadsInFlight: false)
+        #expect(state == SourceState(content: ["n": 1], isLoading: false, timestamp: at(5), failures: 0))
+    }
+
+    @Test func newDataKeepsLoadingWhileAnotherLoadIsInFlight() {
+        var state = SourceState(isLoading: true)
+        state.apply(.newData("x", origin: .load), at: at(1), otherLoadsInFlight: true)
+        #expect(state == SourceState(content: "x", isLoading: true, timestamp: at(1)))
+    }
+
+    @Test func newDataWithJSONNullCountsAsContent() {
+        var state = SourceState()
+        state.apply(.newData(.null, origin: .push), at: at(1), otherLoadsInFlight: false)
+        #expect(state.content == .null)
+        #expect(state.hasContent)
+    }
+
+    @Test func notModifiedKeepsContentClearsErrorAndStampsTime() {
+        var state = SourceState(content: "old", latestError: failure, isLoading: true, timestamp: t0, failures: 1)
+        state.apply(.notModified, at: at(7), otherLoadsInFlight: false)
+        #expect(state == SourceState(content: "old", isLoading: false, timestamp: at(7), failures: 0))
+        state.isLoading = true
+        state.apply(.notModified, at: at(8), otherLoadsInFlight: true)
+        #expect(state.isLoading)
+    }
+
+    @Test func errorKeepsStaleContentAndCountsFailures() {
+        var state = SourceState(content: "stale", isLoading: true, timestamp: t0)
+        state.apply(.error(failure), at: at(3), otherLoadsInFlight: false)
+        #expect(state == SourceState(content: "stale", latestError: failure, isLoading: false, timestamp: at(3), failures: 1))
+        let second = SourceError(message: "again", exitStatus: 2)
+        state.apply(.error(second), at: at(4), otherLoadsInFlight: true)
+        #expect(state == SourceState(content: "stale", latestError: second, isLoading: true, timestamp: at(4), failures: 2))
+        state.apply(.newData("fresh", origin: .load), at: at(5), otherLoadsInFlight: false)
+        #expect(state.failures == 0)
+        #expect(state.latestError == nil)
+    }
+
+    @Test func notModifiedResetsFailures() {
+        var state = SourceState(content: "c")
+        state.apply(.error(failure), at: at(1), otherLoadsInFlight: false)
+        state.apply(.error(failure), at: at(2), otherLoadsInFlight: false)
+        #expect(state.failures == 2)
+        state.apply(.notModified, at: at(3), otherLoadsInFlight: false)
+        #expect(state.failures == 0)
+    }
+
+    @Test func wipeForgetsEverything() {
+        var state = SourceState(content: "c", latestError: failure, isLoading: false, timestamp: t0, failures: 4)
+        state.apply(.newData(.null, origin: .wipe), at: at(9), otherLoadsInFlight: false)
+        #expect(state == SourceState())
+        #expect(!state.hasContent)
+        var loading = SourceState(content: "c", isLoading: true, timestamp: t0)
+        loading.apply(.newData(.null, origin: .wipe), at: at(9), otherLoadsInFlight: true)
+        #expect(loading == SourceState(isLoading: true))
+    }
+
+    @Test func everyOriginStandsOnNewData() {
+        for origin in DataOrigin.allCases {
+            let event = SourceEvent.newData(1, origin: origin)
+            #expect(event.origin == origin)
+            #expect(event.name == "newData")
+        }
+        #expect(SourceEvent.requested.origin == nil)
+        #expect(SourceEvent.error(failure).origin == nil)
+        #expect(
+            [SourceEvent.requested, .requestCancelled, .notModified, .error(failure)].map(\.name)
+                == ["requested", "requestCancelled", "notModified", "error"])
+    }
+
+    @Test func errorJSONCarriesOnlyWhatIsSetAndNeverRetryAfter() {
+        let full = SourceError(message: "m", httpStatus: 503, exitStatus: 2, code: "c", retryAfter: .seconds(5))
+        #expect(full.json.jsonString == #"{"message":"m","httpStatus":503,"exitStatus":2,"code":"c"}"#)
+        #expect(SourceError(message: "only").json.jsonString == #"{"message":"only"}"#)
+    }
+}
+
+@Suite struct Freshness {
+    @Test func upToDateWithinExpirationWhenThereIsNoError() {
+        let state = SourceState(content: 1, timestamp: t0)
+        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: at(30)))
+        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: at(ms: 30_001)))
+    }
+
+    @Test func errorUsesTheRetryDelay() {
+        let state = SourceState(content: 1, latestError: SourceError(message: "x"), timestamp: t0, failures: 1)
+        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), now: at(2)))
+        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), now: at(ms: 2001)))
+    }
+
+    @Test func invalidatedOrNeverLoadedIsNotUpToDate() {
+        let state = SourceState(content: 1, timestamp: t0)
+        #expect(!isUpToDate(state, invalidated: true, expiration: .seconds(30), retryDelay: .seconds(1), now: t0))
+        #expect(!isUpToDate(SourceState(), invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: t0))
+    }
+
+    @Test func backoffDoublesUpToTheMaximum() {
+        let policy = RetryPolicy.standard
+        let delays = (1...9).map { policy.delay(afterFailures: $0, retryAfter: nil, unitRandom: 0) }
+        #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
+        #expect(policy.delay(afterFailures: 0, retryAfter: nil, unitRandom: 0) == .seconds(1))
+        #expect(policy.delay(afterFailures: 10_000, retryAfter: nil, unitRandom: 0) == .seconds(60))
+        let custom = RetryPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(30))
+        #expect((1...5).map { custom.delay(afterFailures: $0, retryAfter: nil, unitRandom: 0) }
+            == [2, 4, 8, 16, 30].map { Duration.seconds($0) })
+    }
+
+    @Test func jitterTakesUpToAQuarterOff() {
+        let policy = RetryPolicy.standard
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, unitRandom: 0) == .milliseconds(1000))
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, unitRandom: 0.5) == .milliseconds(875))
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, unitRandom: 0.999_999) == .milliseconds(750))
+        #expect(policy.delay(afterFailures: 3, retryAfter: nil, unitRandom: 0.999_999) == .milliseconds(3000))
+        #expect(policy.delay(afterFailures: 8, retryAfter: nil, unitRandom: 0.999_999) == .milliseconds(45_000))
+    }
+
+    @Test func retryAfterWins() {
+        let policy = RetryPolicy.standard
+        #expect(policy.delay(afterFailures: 5, retryAfter: .seconds(120), unitRandom: 0.7) == .seconds(120))
+        #expect(policy.delay(afterFailures: 1, retryAfter: .milliseconds(300), unitRandom: 0) == .milliseconds(300))
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(-5), unitRandom: 0) == .zero)
+    }
+
+    @Test func maximumNeverBelowInitial() {
+        let policy = RetryPolicy(initialDelay: .seconds(10), maximumDelay: .seconds(5))
+        #expect(policy.maximumDelay == .seconds(10))
+        #expect(!RetryPolicy.off.isAutomatic)
+        #expect(RetryPolicy.standard.isAutomatic)
+    }
+
+    @Test func splitMixIsReproducible() {
+        var a = SplitMix64(seed: 42)
+        var b = SplitMix64(seed: 42)
+        var c = SplitMix64(seed: 43)
+        let first = (0..<4).map { _ in a.next() }
+        #expect(first == (0..<4).map { _ in b.next() })
+        #expect(first != (0..<4).map { _ in c.next() })
+    }
+}

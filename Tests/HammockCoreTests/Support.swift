@@ -1,0 +1,82 @@
+import HammockCore
+import HammockJSON
+
+/// 2026-11-22T10:00:00.000Z: every test starts its clock here and moves it by hand.
+let t0 = Timestamp(millisecondsSince1970: 1_795_341_600_000)
+
+/// `t0` plus a number of milliseconds.
+func at(ms: Int64) -> Timestamp { t0 + .milliseconds(ms) }
+
+/// `t0` plus a number of seconds.
+func at(_ seconds: Int64) -> Timestamp { t0 + .seconds(seconds) }
+
+/// A source of the built-in `fake` kind with the given common keys.
+func fakeSource(
+    _ id: String, refresh: Duration? = nil, expiration: Duration = .seconds(30), retry: RetryPolicy = .standard,
+    timeout: Duration = .seconds(10), select: String? = nil, options: JSONObject = [:],
+    templates: [TemplatedOption] = []
+) -> SourceDefinition {
+    SourceDefinition(
+        id: id, kind: "fake", options: options, refresh: refresh, expiration: expiration, retry: retry,
+        timeout: timeout, select: select.flatMap { JSONPointer($0) }, templates: templates)
+}
+
+/// The unit random number the core's generator draws first, second, ... for a seed.
+func unitRandoms(seed: UInt64, count: Int) -> [Double] {
+    var generator = SplitMix64(seed: seed)
+    return (0..<count).map { _ in Double.random(in: 0..<1, using: &generator) }
+}
+
+extension OutputLine {
+    /// A short, comparable description of the line: `hello`, `source a requested`,
+    /// `source a newData load`, `view v data`, `error <message>`, `bye once [a]`.
+    var summary: String {
+        switch self {
+        case .hello(let sources, let views, _): "hello \(sources) \(views)"
+        case .source(let id, let event, _):
+            (["source", id, event?.name ?? "nil"] + (event?.origin.map { [$0.rawValue] } ?? [])).joined(separator: " ")
+        case .view(let id, let state): "view \(id) \(state.status.rawValue)"
+        case .removed(let id, let what): "removed \(what) \(id)"
+        case .error(let message): "error \(message)"
+        case .bye(let reason, let failed): "bye \(reason) \(failed ?? [])"
+        }
+    }
+
+    var text: String { String(decoding: encoded(seq: 1), as: UTF8.self) }
+}
+
+extension EngineAction {
+    var summary: String {
+        switch self {
+        case .startLoad(let request): "startLoad \(request.source) #\(request.loadID)"
+        case .cancelLoad(let source, _, let loadID): "cancelLoad \(source) #\(loadID)"
+        case .emit(let line): line.summary
+        case .finish(let status): "finish \(status)"
+        }
+    }
+}
+
+extension [EngineAction] {
+    var summaries: [String] { map(\.summary) }
+
+    var loads: [LoadRequest] {
+        compactMap { if case .startLoad(let request) = $0 { request } else { nil } }
+    }
+
+    var lines: [OutputLine] {
+        compactMap { if case .emit(let line) = $0 { line } else { nil } }
+    }
+
+    /// The states on the source lines for `id`, in order.
+    func states(of id: String) -> [SourceState] {
+        lines.compactMap { if case .source(id, _, let state) = $0 { state } else { nil } }
+    }
+
+    func viewStates(_ id: String) -> [ViewState] {
+        lines.compactMap { if case .view(id, let state) = $0 { state } else { nil } }
+    }
+
+    var finishStatus: Int32? {
+        compactMap { if case .finish(let status) = $0 { status } else { nil } }.first
+    }
+}

@@ -1,0 +1,152 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// SPEC §2: merging sources into views.
+@Suite struct Views {
+    static let loading = SourceState(isLoading: true)
+    static let data = SourceState(content: "d", timestamp: t0)
+    static let failed = SourceState(latestError: SourceError(message: "down", httpStatus: 503), timestamp: t0, failures: 1)
+    static let idle = SourceState()
+
+    /// Evaluates a view over `a`, `b` (in that order) with the given states.
+    func evaluate(
+        _ a: SourceState, _ b: SourceState, ready: Readiness = .all, display: [DisplayRule]? = nil
+    ) -> ViewState {
+        let view = ViewDefinition(id: "v", sources: ["a", "b"], ready: ready, display: display)
+        return view.evaluate { ["a": a, "b": b][$0]! }
+    }
+
+    @Test func eachRuleOnItsOwn() {
+        // loading: any source is loading
+        #expect(evaluate(Self.loading, Self.idle, display: [.loading]).status == .loading)
+        #expect(evaluate(Self.idle, Self.idle, display: [.loading]).status == .idle)
+        // error: any source has a latest error
+        #expect(evaluate(Self.idle, Self.failed, display: [.error]).status == .error)
+        #expect(evaluate(Self.idle, Self.data, display: [.error]).status == .idle)
+        // anyData
+        #expect(evaluate(Self.idle, Self.data, display: [.anyData]).status == .data)
+        #expect(evaluate(Self.idle, Self.loading, display: [.anyData]).status == .idle)
+        // allData
+        #expect(evaluate(Self.data, Self.data, display: [.allData]).status == .data)
+        #expect(evaluate(Self.data, Self.idle, display: [.allData]).status == .idle)
+        // alwaysData
+        #expect(evaluate(Self.idle, Self.idle, display: [.alwaysData]).status == .data)
+        // no rules: idle
+        #expect(evaluate(Self.loading, Self.failed, display: []).status == .idle)
+    }
+
+    @Test func presetsAreTheSpecsLists() {
+        #expect(DisplayRule.presets["standard"] == [.anyData, .loading, .error])
+        #expect(DisplayRule.presets["overlay"] == [.loading, .error, .anyData])
+        #expect(DisplayRule.presets["noError"] == [.loading, .alwaysData])
+        #expect(DisplayRule.presets["dataOnly"] == [.alwaysData])
+        #expect(DisplayRule.presets.count == 4)
+    }
+
+    @Test func standardFavoursData() {
+        let rules = DisplayRule.presets["standard"]!
+        let staleAndFailing = SourceState(content: "old", latestError: SourceError(message: "x"), isLoading: true)
+        #expect(evaluate(staleAndFailing, Self.idle, display: rules).status == .data)
+        #expect(evaluate(Self.loading, Self.failed, display: rules).status == .loading)
+        #expect(evaluate(Self.idle, Self.failed, display: rules).status == .error)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
+    }
+
+    @Test func overlayShowsSpinnerThenErrorOverData() {
+        let rules = DisplayRule.presets["overlay"]!
+        #expect(evaluate(Self.data, Self.loading, display: rules).status == .loading)
+        #expect(evaluate(Self.data, Self.failed, display: rules).status == .error)
+        #expect(evaluate(Self.data, Self.idle, display: rules).status == .data)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
+    }
+
+    @Test func noErrorNeverShowsAnError() {
+        let rules = DisplayRule.presets["noError"]!
+        #expect(evaluate(Self.failed, Self.loading, display: rules).status == .loading)
+        #expect(evaluate(Self.failed, Self.failed, display: rules).status == .data)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .data)
+    }
+
+    @Test func dataOnlyIsAlwaysData() {
+        let rules = DisplayRule.presets["dataOnly"]!
+        #expect(evaluate(Self.failed, Self.loading, display: rules).status == .data)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .data)
+    }
+
+    @Test func defaultsDependOnReadiness() {
+        #expect(ViewDefinition(id: "v", sources: ["a"]).ready == .all)
+        #expect(ViewDefinition(id: "v", sources: ["a"]).display == [.allData, .loading, .error])
+        #expect(ViewDefinition(id: "v", sources: ["a"], ready: .any).display == [.anyData, .loading, .error])
+        #expect(ViewDefinition(id: "v", sources: ["a"], ready: .any, display: [.error]).display == [.error])
+        // ready: all with one source loaded and one still loading shows the spinner, not half the data.
+        #expect(evaluate(Self.data, Self.loading).status == .loading)
+        #expect(evaluate(Self.data, Self.loading, ready: .any).status == .data)
+        #expect(evaluate(Self.data, Self.data).status == .data)
+        #expect(evaluate(Self.data, Self.failed).status == .error)
+        #expect(evaluate(Self.idle, Self.idle).status == .idle)
+    }
+
+    @Test func contentForReadyAll() {
+        #expect(evaluate(Self.data, Self.idle).content == .null)
+        #expect(evaluate(Self.idle, Self.idle).content == .null)
+        let b = SourceState(content: ["x": 1], timestamp: t0)
+        let state = evaluate(Self.data, b)
+        #expect(state.content == ["a": "d", "b": ["x": 1]])
+        #expect(state.content.jsonString == #"{"a":"d","b":{"x":1}}"#)
+    }
+
+    @Test func contentForReadyAnyHasNullForMissingSources() {
+        #expect(evaluate(Self.idle, Self.loading, ready: .any).content == .null)
+        let state = evaluate(Self.failed, Self.data, ready: .any)
+        #expect(state.content.jsonString == #"{"a":null,"b":"d"}"#)
+    }
+
+    @Test func contentIsInTheViewsOrder() {
+        let view = ViewDefinition(id: "v", sources: ["b", "a"])
+        let state = view.evaluate { ["a": SourceState(content: 1), "b": SourceState(content: 2)][$0]! }
+        #expect(state.content.jsonString == #"{"b":2,"a":1}"#)
+    }
+
+    @Test func jsonNullContentCountsAsData() {
+        let nullData = SourceState(content: .null, timestamp: t0)
+        let state = evaluate(nullData, Self.data)
+        #expect(state.status == .data)
+        #expect(state.content.jsonString == #"{"a":null,"b":"d"}"#)
+    }
+
+    @Test func latestErrorIsTheFirstFailingSourceInViewOrder() {
+        let first = SourceError(message: "first", code: "a")
+        let second = SourceError(message: "second", httpStatus: 404)
+        let state = evaluate(SourceState(latestError: second), SourceState(latestError: first))
+        #expect(state.latestError == second)
+        #expect(state.errors.map(\.source) == ["a", "b"])
+        #expect(state.errors.map(\.error) == [second, first])
+        #expect(state.canTryAgain)
+    }
+
+    @Test func noErrorsNothingToTryAgain() {
+        let state = evaluate(Self.data, Self.loading)
+        #expect(state.latestError == nil)
+        #expect(state.errors.isEmpty)
+        #expect(!state.canTryAgain)
+    }
+
+    @Test func sourceThatFailsAfterItHadData() {
+        let stale = SourceState(
+            content: "old", latestError: SourceError(message: "gone"), timestamp: at(5), failures: 1)
+        // Default rules for ready: all → allData wins, the stale data is shown and the error travels along.
+        let all = evaluate(stale, Self.data)
+        #expect(all.status == .data)
+        #expect(all.content.jsonString == #"{"a":"old","b":"d"}"#)
+        #expect(all.latestError?.message == "gone")
+        #expect(all.canTryAgain)
+        // overlay puts the error over the data.
+        #expect(evaluate(stale, Self.data, display: DisplayRule.presets["overlay"]!).status == .error)
+        // [loading, error] without a data rule: error.
+        #expect(evaluate(stale, Self.data, display: [.loading, .error]).status == .error)
+        // standard: data.
+        #expect(evaluate(stale, Self.idle, display: DisplayRule.presets["standard"]!).status == .data)
+    }
+
+}

@@ -1,0 +1,2 @@
+// Placeholder until the file plugin lands in this folder.
+import HammockPluginKit

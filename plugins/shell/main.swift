@@ -1,0 +1,2 @@
+// Placeholder until the shell plugin lands in this folder.
+import HammockPluginKit
