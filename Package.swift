@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,6 +51,7 @@ let package = Package(
                 "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .executableTarget(
@@ -63,20 +65,25 @@ let package = Package(
         .executableTarget(
             name: "hammock-plugin-shell",
             dependencies: [
-                "HammockPluginKit", "HammockCore", "HammockJSON",
+                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML",
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "plugins/shell"
         ),
         .executableTarget(
             name: "hammock-plugin-file",
-            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON"],
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"],
             path: "plugins/file"
         ),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
         .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
+        .testTarget(
+            name: "HammockPluginTests",
+            dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
+        ),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockJSON"]

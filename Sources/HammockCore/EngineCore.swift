@@ -148,6 +148,16 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// A failure the loader noticed by itself: a watched file vanished, a streaming command died, the
+    /// kind's plugin crashed. Content stays; the source retries as after any failed load.
+    public mutating func pushedError(source id: String, error: SourceError, now: Timestamp) -> [EngineAction] {
+        guard sources[id] != nil else { return [] }
+        apply(.error(error), to: id, now: now)
+        if sources[id]!.inFlight.isEmpty && sources[id]!.nextAttemptAt == nil { scheduleNextAttempt(id, now: now) }
+        emitChangedViews()
+        return takeActions()
+    }
+
     /// Restores content saved by an earlier run (the offline cache).
     public mutating func restored(source id: String, content: JSONValue, now: Timestamp) -> [EngineAction] {
         guard sources[id] != nil else { return [] }

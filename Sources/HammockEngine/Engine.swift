@@ -25,13 +25,57 @@ public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
     private let options: RunOptions
     private let logger: Logger
-    private let loaderFactory: LoaderFactory
+    private let inputs: AsyncStream<EngineInput>
+    private let inbox: EngineInbox
+    private let loaders: [String: any SourceLoader]
 
     public init(configuration: LoadedConfiguration, options: RunOptions, logger: Logger, pluginResolver: PluginResolver) {
         self.loaded = configuration
         self.options = options
         self.logger = logger
-        self.loaderFactory = LoaderFactory(resolver: pluginResolver, loaded: configuration, logger: logger)
+        (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
+        loaders = LoaderFactory.makeLoaders(
+            for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger)
+    }
+
+    /// What the plugins said of the configuration's sources.
+    public struct PluginValidation: Sendable {
+        /// Problems with the options as written, at their YAML line and column.
+        public var optionProblems: [Diagnostic] = []
+        /// Plugins that could not start or died while checking, at each affected source.
+        public var pluginFailures: [Diagnostic] = []
+    }
+
+    /// Starts the plugins and asks each to check its sources' options, as written.
+    ///
+    /// `hammock check` treats a plugin failure as an error; `hammock run` goes on and lets supervision
+    /// restart the plugin, while its sources show why they do not load.
+    public func validatePlugins() async -> PluginValidation {
+        var validation = PluginValidation()
+        let sources = loaded.configuration.sources
+        for (kind, loader) in loaders.sorted(by: { $0.key < $1.key }) {
+            guard let host = loader as? PluginHost else { continue }
+            let ofKind = sources.filter { $0.kind == kind }.map { (id: $0.id, options: JSONValue.object($0.options)) }
+            for (source, answer) in await host.validate(ofKind).sorted(by: { $0.key < $1.key }) {
+                switch answer {
+                case .valid:
+                    break
+                case .invalid(let problems):
+                    validation.optionProblems += problems.map { loaded.diagnostic(source: source, problem: $0) }
+                case .pluginFailed(let reason):
+                    let mark = loaded.positions[source]?.source ?? .init(line: 1, column: 1)
+                    validation.pluginFailures.append(Diagnostic(mark, "source \"\(source)\": \(reason)"))
+                }
+            }
+        }
+        return validation
+    }
+
+    /// Stops every plugin (and every command they run); returns when they are gone.
+    public func shutdownLoaders() async {
+        await withTaskGroup(of: Void.self) { group in
+            for loader in loaders.values { group.addTask { await loader.shutdown() } }
+        }
     }
 
     /// A control line longer than this is refused rather than buffered.
@@ -39,7 +83,7 @@ public final class Engine: Sendable {
 
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     public func run() async -> Int32 {
-        let (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
+        let inbox = inbox
         let writer = OutputWriter { inbox.yield(.stop(reason: "stdout closed")) }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { signal in
             inbox.yield(.stop(reason: signal == SIGINT ? "interrupt" : "signal"))
@@ -55,7 +99,6 @@ public final class Engine: Sendable {
 
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
-        let loaders = await loaderFactory.makeLoaders(for: loaded.configuration, inbox: inbox)
         let timer = Timer(inbox: inbox)
 
         var exitStatus: Int32 = 0
@@ -88,6 +131,8 @@ public final class Engine: Sendable {
                     actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
                 case .pushed(let source, let content):
                     actions = core.pushed(source: source, content: content, now: now)
+                case .pushedError(let source, let error):
+                    actions = core.pushedError(source: source, error: error, now: now)
                 case .control(let bytes):
                     do throws(ControlLineError) {
                         let command = try ControlCommand(line: bytes)
@@ -112,9 +157,7 @@ public final class Engine: Sendable {
 
         timer.cancel()
         signals.cancel()
-        await withTaskGroup(of: Void.self) { group in
-            for loader in loaders.values { group.addTask { await loader.shutdown() } }
-        }
+        await shutdownLoaders()
         if let byeReason {
             logger.info("stopping", metadata: ["reason": "\(byeReason)"])
             writer.finish(with: .bye(reason: byeReason, failed: nil), timeout: options.drainTimeout)

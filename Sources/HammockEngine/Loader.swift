@@ -16,6 +16,7 @@ protocol SourceLoader: Sendable {
 enum EngineInput: Sendable {
     case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
     case pushed(source: String, content: JSONValue)
+    case pushedError(source: String, error: SourceError)
     case control([UInt8])
     case controlTooLong(Int)
     case tick

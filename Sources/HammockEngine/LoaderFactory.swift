@@ -2,17 +2,17 @@ import HammockConfig
 import HammockCore
 import Logging
 
-/// Makes one loader per kind that the configuration uses.
-struct LoaderFactory: Sendable {
-    let resolver: PluginResolver
-    let loaded: LoadedConfiguration
-    let logger: Logger
-
-    func makeLoaders(for configuration: Configuration, inbox: EngineInbox) async -> [String: any SourceLoader] {
+/// Makes one loader per kind that the configuration uses: the built-in `fake`, or a plugin host.
+enum LoaderFactory {
+    static func makeLoaders(
+        for configuration: Configuration, resolver: PluginResolver, inbox: EngineInbox, logger: Logger
+    ) -> [String: any SourceLoader] {
         var loaders: [String: any SourceLoader] = [:]
         for kind in configuration.kinds {
             if kind == "fake" {
                 loaders[kind] = FakeLoader(inbox: inbox)
+            } else if let command = resolver.command(for: kind) {
+                loaders[kind] = PluginHost(kind: kind, command: command, inbox: inbox, logger: logger)
             }
         }
         return loaders

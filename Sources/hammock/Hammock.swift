@@ -47,11 +47,16 @@ struct ConfigurationArguments: ParsableArguments {
         case .success(let loaded):
             return loaded
         case .failure(let error):
-            FileHandle.standardError.write(Data((error.description + "\n").utf8))
-            let count = error.diagnostics.count
-            FileHandle.standardError.write(Data("\(config): \(count) error\(count == 1 ? "" : "s")\n".utf8))
+            report(error)
             throw ExitCode(2)
         }
+    }
+
+    /// Every problem on stderr as `file:line:column: message`, then a count.
+    func report(_ error: ConfigurationError) {
+        let count = error.diagnostics.count
+        let text = error.description + "\n\(config): \(count) error\(count == 1 ? "" : "s")\n"
+        FileHandle.standardError.write(Data(text.utf8))
     }
 }
 
@@ -76,11 +81,20 @@ struct Run: AsyncParsableCommand {
         case .success(let value): onceDeadline = value
         case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
         }
-        let resolver = PluginResolver()
-        let loaded = try arguments.load(resolver: resolver)
+        let loaded = try arguments.load(resolver: PluginResolver())
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        // Plugins check their own options first, so a typo stops hammock with its line and column instead of
+        // turning into a source error at run time. A plugin that fails to start is not a configuration
+        // error: supervision restarts it and its sources show why.
+        let validation = await engine.validatePlugins()
+        if !validation.optionProblems.isEmpty {
+            await engine.shutdownLoaders()
+            arguments.report(ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems))
+            throw ExitCode(2)
+        }
+        for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
         let status = await engine.run()
         if status != 0 { throw ExitCode(status) }
     }
@@ -94,8 +108,19 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
-        _ = arguments.makeLogger()
+        let logger = arguments.makeLogger()
         let loaded = try arguments.load(resolver: PluginResolver())
+        // Start the plugins the configuration needs, so that their own keys are checked too.
+        let engine = Engine(
+            configuration: loaded, options: RunOptions(), logger: logger,
+            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        let validation = await engine.validatePlugins()
+        await engine.shutdownLoaders()
+        let problems = validation.optionProblems + validation.pluginFailures
+        if !problems.isEmpty {
+            arguments.report(ConfigurationError(file: loaded.file, diagnostics: problems))
+            throw ExitCode(2)
+        }
         let configuration = loaded.configuration
         let kinds = configuration.kinds.joined(separator: ", ")
         print(

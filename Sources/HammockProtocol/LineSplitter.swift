@@ -1,0 +1,54 @@
+/// Cuts a byte stream into newline-terminated lines, refusing to buffer a line longer than a limit.
+///
+/// Whoever reads a pipe from another process (the engine reading a plugin, a plugin reading the engine)
+/// must not let the other side grow its memory without bound by never sending a newline.
+public struct LineSplitter: Sendable {
+    public enum Piece: Sendable, Equatable {
+        case line([UInt8])
+        /// A line of this many bytes was dropped.
+        case tooLong(Int)
+    }
+
+    public let maximumLineLength: Int
+    private var line: [UInt8] = []
+    private var skipped = 0
+
+    public init(maximumLineLength: Int) {
+        self.maximumLineLength = maximumLineLength
+    }
+
+    /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (Piece) throws -> Void) rethrows {
+        var start = 0
+        let count = bytes.count
+        while start < count {
+            let newline = bytes[start..<count].firstIndex(of: UInt8(ascii: "\n"))
+            let end = newline ?? count
+            if skipped > 0 || line.count + (end - start) > maximumLineLength {
+                skipped += line.count + (end - start)
+                line.removeAll(keepingCapacity: false)
+            } else {
+                line.append(contentsOf: bytes[start..<end])
+            }
+            if newline != nil { try finishLine(emit) }
+            start = end + 1
+        }
+    }
+
+    /// The input ended: a last line without a newline still counts.
+    public mutating func finish(emit: (Piece) throws -> Void) rethrows {
+        try finishLine(emit)
+    }
+
+    private mutating func finishLine(_ emit: (Piece) throws -> Void) rethrows {
+        if skipped > 0 {
+            let length = skipped
+            skipped = 0
+            try emit(.tooLong(length))
+        } else if !line.isEmpty {
+            let complete = line
+            line.removeAll(keepingCapacity: true)
+            try emit(.line(complete))
+        }
+    }
+}

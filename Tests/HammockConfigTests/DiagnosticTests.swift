@@ -1,0 +1,356 @@
+import HammockConfig
+import HammockCore
+import HammockJSON
+import Testing
+
+/// Broken configurations: every diagnostic at the exact line and column, with its message.
+@Suite struct BrokenConfigurations {
+    @Test func unknownTopLevelKeyWithDidYouMean() {
+        let text = """
+            version: 1
+            sources:
+              a: { kind: fake }
+            view:
+              v: { sources: [a] }
+            """
+        #expect(problems(text) == [#"4:1: unknown key "view" in the configuration (did you mean "views"?)"#])
+    }
+
+    @Test func unknownKeyWithoutASuggestionListsTheKnownOnes() {
+        let text = """
+            sources:
+              a: { kind: fake }
+            colours: red
+            """
+        #expect(
+            problems(text) == [
+                #"3:1: unknown key "colours" in the configuration; expected one of: version, defaults, sources, views, plugins"#
+            ])
+    }
+
+    @Test func unknownKeyInAView() {
+        let text = """
+            sources:
+              a: { kind: fake }
+            views:
+              v:
+                sources: [a]
+                redy: any
+            """
+        #expect(problems(text) == [#"6:5: unknown key "redy" in view "v" (did you mean "ready"?)"#])
+    }
+
+    @Test func unknownKeyInDefaults() {
+        let text = """
+            defaults: { expiration: 30s, timout: 10s }
+            sources:
+              a: { kind: fake }
+            """
+        #expect(problems(text) == [#"1:30: unknown key "timout" in defaults (did you mean "timeout"?)"#])
+    }
+
+    @Test func sourcesMustBeAMapping() {
+        let text = """
+            sources:
+              - kind: fake
+            """
+        #expect(problems(text) == ["2:3: sources must be a mapping, found a list"])
+    }
+
+    @Test func durationWithoutUnit() {
+        let text = """
+            sources:
+              a:
+                kind: fake
+                refresh: 5
+            """
+        #expect(problems(text) == [#"4:14: refresh: "5" has no unit; write 5s, 5ms, 5m or 5h"#])
+    }
+
+    @Test func durationGarbage() {
+        let text = """
+            sources:
+              a:
+                kind: fake
+                timeout: soon
+                expiration: 0s
+            """
+        #expect(
+            problems(text) == [
+                #"4:14: timeout: "soon" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s"#,
+                "5:17: expiration must be longer than zero",
+            ])
+    }
+
+    @Test func unknownSourceInAViewWithDidYouMean() {
+        let text = """
+            sources:
+              posts: { kind: fake }
+              users: { kind: fake }
+            views:
+              v:
+                sources: [posts, usres]
+            """
+        #expect(problems(text) == [#"6:22: view "v" uses unknown source "usres" (did you mean "users"?)"#])
+    }
+
+    @Test func didYouMeanIsTheSameOnEveryRun() {
+        // "web3" is one edit from both "web1" and "web2": the suggestion must not depend on hashing order.
+        let text = """
+            sources:
+              web2: { kind: fake }
+              web1: { kind: fake }
+            views:
+              v: { sources: [web3] }
+            """
+        #expect(problems(text) == [#"5:18: view "v" uses unknown source "web3" (did you mean "web1"?)"#])
+    }
+
+    @Test func unsetEnvironmentVariable() {
+        let text = """
+            sources:
+              a:
+                kind: rest
+                url: "https://x/${TOKEN}"
+            """
+        #expect(
+            problems(text) == [
+                "4:10: environment variable TOKEN is not set (set it, or write ${TOKEN:-default} to give a default)"
+            ])
+        #expect(problems(text, environment: ["TOKEN": "t"]) == [])
+    }
+
+    @Test func malformedInterpolation() {
+        let text = """
+            sources:
+              a: { kind: rest, url: "${1X}", query: "${OPEN" }
+            """
+        #expect(
+            problems(text) == [
+                #"2:25: "${1X}" is not a variable; write ${NAME} or ${NAME:-default}"#,
+                #"2:40: unclosed "${"; write ${NAME} or ${NAME:-default}"#,
+            ])
+    }
+
+    @Test func unknownKindWithDidYouMean() {
+        let text = """
+            sources:
+              a:
+                kind: shel
+              b:
+                kind: weather
+            """
+        #expect(
+            problems(text) == [
+                #"3:11: unknown kind "shel" (did you mean "shell"?): no plugin found; looked for plugins.shel.command"#,
+                #"5:11: unknown kind "weather": no plugin found; looked for plugins.weather.command"#,
+            ])
+    }
+
+    @Test func aKindFromThePluginsSectionIsKnown() {
+        let text = """
+            sources:
+              a: { kind: weather, city: Oslo }
+            plugins:
+              weather: { command: [python3, weather.py] }
+            """
+        #expect(problems(text) == [])
+    }
+
+    @Test func dependencyCycleBetweenTwoSources() {
+        let text = """
+            sources:
+              a:
+                kind: rest
+                url: "http://x/{{ b.id }}"
+              b:
+                kind: rest
+                url: "http://x/{{ a.id }}"
+            """
+        #expect(problems(text) == ["4:5: dependency cycle: a → b → a"])
+    }
+
+    @Test func selfReference() {
+        let text = """
+            sources:
+              a:
+                kind: shell
+                command: [echo, "{{ a.value }}"]
+            """
+        #expect(problems(text) == ["4:21: dependency cycle: a → a"])
+    }
+
+    @Test func referenceToAnUnknownSource() {
+        let text = """
+            sources:
+              post: { kind: fake, content: { id: 1 } }
+              user:
+                kind: rest
+                url: "http://x/{{ pst.id }}"
+            """
+        #expect(problems(text) == [#"5:5: {{ pst.id }} refers to unknown source "pst" (did you mean "post"?)"#])
+    }
+
+    @Test func malformedTemplate() {
+        let text = """
+            sources:
+              post: { kind: fake }
+              user:
+                kind: rest
+                url: "http://x/{{ post.id"
+            """
+        #expect(problems(text) == [#"5:5: unclosed "{{" in template (expected "}}")"#])
+    }
+
+    @Test func templateInsideAShellScript() {
+        let text = """
+            sources:
+              post: { kind: fake }
+              user:
+                kind: shell
+                script: "curl http://x/{{ post.id }} | jq ."
+            """
+        #expect(
+            problems(text) == [
+                "5:5: a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
+            ])
+    }
+
+    @Test func invalidFakeOptions() {
+        let text = """
+            sources:
+              a:
+                kind: fake
+                state: broken
+                delay: 5
+                colour: red
+            """
+        #expect(
+            problems(text) == [
+                #"4:5: source "a": state must be one of data, loading, error"#,
+                #"5:5: source "a": "5" has no unit; write 5s, 5ms, 5m or 5h"#,
+                #"6:5: source "a": unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, expiration, retry, timeout, select, cache"#,
+            ])
+    }
+
+    @Test func sourceWithoutKind() {
+        let text = """
+            sources:
+              a:
+                url: http://x
+            """
+        #expect(problems(text) == [#"3:5: source "a" has no `kind:` (fake, shell, file, rest, or a plugin's kind)"#])
+    }
+
+    @Test func multipleDocuments() {
+        let text = """
+            sources:
+              a: { kind: fake }
+            ---
+            sources:
+              b: { kind: fake }
+            """
+        #expect(problems(text) == ["3:1: multiple YAML documents are not supported (found a second document)"])
+    }
+
+    @Test func yamlSyntaxError() {
+        let text = """
+            sources:
+              a: { kind: fake
+              b: { kind: fake }
+            """
+        #expect(problems(text) == ["3:4: did not find expected ',' or '}' while parsing a flow mapping"])
+    }
+
+    @Test func emptyFile() {
+        #expect(problems("# nothing\n") == ["1:1: the configuration is empty; it needs at least `sources:`"])
+    }
+
+    @Test func everyErrorAtOnceSortedByPosition() {
+        let text = """
+            sources:
+              a:
+                kind: fake
+                refresh: often
+              b:
+                kind: rset
+            views:
+              v: { sources: [a, c] }
+            extra: 1
+            """
+        let loaded = loader().parse(text, file: "test.yaml")
+        guard case .failure(let error) = loaded else {
+            Issue.record("the configuration must not load")
+            return
+        }
+        #expect(
+            error.description == """
+                test.yaml:4:14: refresh: "often" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s
+                test.yaml:6:11: unknown kind "rset": no plugin found; looked for plugins.rset.command
+                test.yaml:8:21: view "v" uses unknown source "c"
+                test.yaml:9:1: unknown key "extra" in the configuration; expected one of: version, defaults, sources, views, plugins
+                """)
+        #expect(error.diagnostics.count == 4)
+        #expect(error.diagnostics == error.diagnostics.sorted())
+    }
+
+    @Test func unsupportedVersionAndBadViewParts() {
+        let text = """
+            version: 2
+            sources:
+              a: { kind: fake }
+            views:
+              v: { sources: [a], ready: some, display: standrd }
+              w: { sources: [a], display: [loading, eror] }
+              x: { ready: any }
+            """
+        #expect(
+            problems(text) == [
+                "1:10: unsupported version; this hammock reads `version: 1`",
+                #"5:30: ready must be `all` or `any`, found "some""#,
+                #"5:45: unknown display preset "standrd" (did you mean "standard"?); presets: dataOnly, noError, overlay, standard, or a list of rules"#,
+                #"6:41: unknown display rule "eror" (did you mean "error"?); rules: loading, error, anyData, allData, alwaysData"#,
+                #"7:6: view "x" has no `sources:`"#,
+            ])
+    }
+
+    @Test func badRetryAndCacheAndSelect() {
+        let text = """
+            sources:
+              a: { kind: fake, retry: [1s], cache: maybe, select: "no-slash" }
+              b: { kind: fake, retry: { initial: 2s, maximum: 30s } }
+            """
+        #expect(
+            problems(text) == [
+                "2:27: retry must be off, a duration (the first delay) or {initial, max}, found a list",
+                "2:41: cache must be true or false, found a string",
+                #"2:56: select "no-slash" is not a JSON Pointer; write e.g. /items/0/name"#,
+                #"3:42: unknown key "maximum" in retry; expected one of: initial, max"#,
+            ])
+    }
+
+    @Test func badPlugins() {
+        let text = """
+            sources:
+              a: { kind: fake }
+            plugins:
+              one: { command: python3 }
+              two: {}
+              three: { command: [] }
+            """
+        #expect(
+            problems(text) == [
+                "4:19: plugins.one.command must be a list such as [python3, plugin.py], found a string",
+                "5:8: plugins.two has no `command:` (a list: program and arguments)",
+                "6:21: plugins.three.command is empty",
+            ])
+    }
+
+    @Test func badSourceIDs() {
+        let text = """
+            sources:
+              "a b": { kind: fake }
+            """
+        #expect(problems(text) == [#"2:3: source id "a b" may hold only letters, digits, "_" and "-""#])
+    }
+}

@@ -1,0 +1,190 @@
+import HammockConfig
+import HammockCore
+import HammockJSON
+import Testing
+
+@Suite struct ValidConfigurations {
+    static let text = """
+        version: 1
+        defaults:
+          expiration: 1m
+          timeout: 5s
+          refresh: 10s
+          retry: 2s
+        sources:
+          repo:
+            kind: rest
+            url: https://api.github.com/repos/x/y
+            headers: { Authorization: "Bearer ${GITHUB_TOKEN}", Host: "${HOST:-localhost}" }
+            select: /stargazers_count
+            refresh: 60s
+            count: 3
+            ratio: 1.5
+            big: 12345678901234567
+            flags: [true, false, null, "yes"]
+            nested:
+              a:
+                b: [1, "two"]
+          off1: { kind: fake, retry: off }
+          off2: { kind: fake, retry: false }
+          five: { kind: fake, retry: 5s }
+          full: { kind: fake, retry: { initial: 2s, max: 30s }, cache: true }
+          owner:
+            kind: rest
+            url: "https://api.github.com/users/{{ repo.owner.login }}"
+          cmd:
+            kind: shell
+            command: [echo, "{{ repo.name }}", "{{owner.id}}-{{ repo.id }}"]
+        views:
+          page:
+            sources: [repo, owner]
+            ready: any
+            display: overlay
+          rules:
+            sources: [repo]
+            display: [loading, alwaysData]
+          plain:
+            sources: [cmd]
+        plugins:
+          weather: { command: [python3, plugins/examples/weather.py] }
+        """
+
+    static func loaded() throws -> LoadedConfiguration {
+        try load(text, environment: ["GITHUB_TOKEN": "s3cret", "UNUSED": "nope"])
+    }
+
+    @Test func commonKeysAndDefaultsInheritance() throws {
+        let configuration = try Self.loaded().configuration
+        #expect(configuration.sources.map(\.id) == ["repo", "off1", "off2", "five", "full", "owner", "cmd"])
+        #expect(configuration.kinds == ["rest", "fake", "shell"])
+        let repo = try #require(configuration.source("repo"))
+        #expect(repo.kind == "rest")
+        #expect(repo.expiration == .seconds(60))
+        #expect(repo.timeout == .seconds(5))
+        #expect(repo.refresh == .seconds(60))
+        #expect(repo.retry == RetryPolicy(initialDelay: .seconds(2)))
+        #expect(repo.select == JSONPointer("/stargazers_count"))
+        #expect(repo.cache == false)
+        let owner = try #require(configuration.source("owner"))
+        #expect(owner.refresh == .seconds(10))
+        #expect(owner.expiration == .seconds(60))
+        #expect(owner.select == nil)
+        #expect(configuration.source("full")?.cache == true)
+    }
+
+    @Test func builtInDefaultsWithoutADefaultsSection() throws {
+        let source = try #require(try load("sources:\n  a: { kind: fake }\n").configuration.source("a"))
+        #expect(source == SourceDefinition(id: "a", kind: "fake"))
+        #expect(source.expiration == .seconds(30))
+        #expect(source.timeout == .seconds(10))
+        #expect(source.refresh == nil)
+        #expect(source.retry == .standard)
+    }
+
+    @Test func retryForms() throws {
+        let configuration = try Self.loaded().configuration
+        #expect(configuration.source("off1")?.retry == .off)
+        #expect(configuration.source("off2")?.retry == .off)
+        #expect(configuration.source("five")?.retry == RetryPolicy(initialDelay: .seconds(5), maximumDelay: .seconds(60)))
+        #expect(configuration.source("full")?.retry == RetryPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(30)))
+        let on = try load("sources:\n  a: { kind: fake, retry: true }\n  b: { kind: fake, retry: { max: 5m } }\n")
+        #expect(on.configuration.source("a")?.retry == .standard)
+        #expect(on.configuration.source("b")?.retry == RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(300)))
+    }
+
+    @Test func optionsBecomeJSON() throws {
+        let repo = try #require(try Self.loaded().configuration.source("repo"))
+        let expected: JSONObject = [
+            "url": "https://api.github.com/repos/x/y",
+            "headers": ["Authorization": "Bearer s3cret", "Host": "localhost"],
+            "count": 3,
+            "ratio": 1.5,
+            "big": .number(JSONNumber(text: "12345678901234567")!),
+            "flags": [true, false, nil, "yes"],
+            "nested": ["a": ["b": [1, "two"]]],
+        ]
+        #expect(repo.options == expected)
+        #expect(JSONValue.object(repo.options).jsonString.contains(#""big":12345678901234567"#))
+    }
+
+    @Test func environmentValuesAreSecrets() throws {
+        #expect(try Self.loaded().configuration.secrets == ["s3cret"])
+        // An empty value hides nothing and is not recorded.
+        let empty = try load("sources:\n  a: { kind: rest, url: \"x${E}\" }\n", environment: ["E": ""])
+        #expect(empty.configuration.secrets.isEmpty)
+        // `$$` is a literal dollar.
+        let dollar = try load("sources:\n  a: { kind: rest, url: \"a$$b$c\" }\n")
+        #expect(dollar.configuration.source("a")?.options["url"] == "a$b$c")
+    }
+
+    @Test func templatesAndInputs() throws {
+        let configuration = try Self.loaded().configuration
+        let owner = try #require(configuration.source("owner"))
+        #expect(owner.inputs == ["repo"])
+        #expect(owner.templates.map(\.pointer) == [JSONPointer("/url")])
+        #expect(owner.templates.map(\.percentEncode) == [true])
+        #expect(owner.templates.first?.template.references.map(\.description) == ["repo.owner.login"])
+        let cmd = try #require(configuration.source("cmd"))
+        #expect(cmd.inputs == ["repo", "owner"])
+        #expect(cmd.templates.map(\.pointer) == [JSONPointer("/command/1"), JSONPointer("/command/2")])
+        #expect(cmd.templates.map(\.percentEncode) == [false, false])
+        let resolved = cmd.resolvedOptions { ["repo": ["name": "a b", "id": 1], "owner": ["id": "o"]][$0] }
+        #expect(resolved == .success(["command": ["echo", "a b", "o-1"]]))
+        #expect(configuration.source("repo")?.templates.isEmpty == true)
+    }
+
+    @Test func views() throws {
+        let views = try Self.loaded().configuration.views
+        #expect(views.map(\.id) == ["page", "rules", "plain"])
+        #expect(views[0] == ViewDefinition(id: "page", sources: ["repo", "owner"], ready: .any, display: [.loading, .error, .anyData]))
+        #expect(views[1] == ViewDefinition(id: "rules", sources: ["repo"], ready: .all, display: [.loading, .alwaysData]))
+        #expect(views[2] == ViewDefinition(id: "plain", sources: ["cmd"], ready: .all, display: [.allData, .loading, .error]))
+        let any = try load("sources:\n  a: { kind: fake }\nviews:\n  v: { sources: [a], ready: any }\n")
+        #expect(any.configuration.views.first?.display == [.anyData, .loading, .error])
+        for (preset, rules) in DisplayRule.presets {
+            let loaded = try load("sources:\n  a: { kind: fake }\nviews:\n  v: { sources: [a], display: \(preset) }\n")
+            #expect(loaded.configuration.views.first?.display == rules)
+        }
+    }
+
+    @Test func plugins() throws {
+        let configuration = try Self.loaded().configuration
+        #expect(configuration.plugins == ["weather": PluginDefinition(command: ["python3", "plugins/examples/weather.py"])])
+    }
+
+    @Test func optionPositionsMapPointersBackToTheFile() throws {
+        let loaded = try Self.loaded()
+        #expect(loaded.file == "test.yaml")
+        let positions = try #require(loaded.positions["repo"])
+        func mark(_ pointer: String) -> String { "\(positions.mark(for: JSONPointer(pointer)!))" }
+        #expect(mark("") == "8:3")
+        #expect(mark("/url") == "10:5")
+        #expect(mark("/headers") == "11:5")
+        #expect(mark("/headers/Authorization") == "11:16")
+        #expect(mark("/headers/Host") == "11:59")
+        #expect(mark("/flags/3") == "17:30")
+        #expect(mark("/nested/a/b") == "20:9")
+        #expect(mark("/nested/a/b/1") == "20:16")
+        // A pointer to something not written falls back to its nearest written ancestor, then the source.
+        #expect(mark("/nested/a/zzz") == "19:7")
+        #expect(mark("/nope") == "8:3")
+        // Common keys are not options.
+        #expect(mark("/refresh") == "8:3")
+
+        let diagnostic = loaded.diagnostic(
+            source: "repo", problem: OptionProblem(pointer: JSONPointer("/headers/Host")!, message: "expected a URL host"))
+        #expect(diagnostic.formatted(file: "test.yaml") == #"test.yaml:11:59: source "repo": expected a URL host"#)
+        let unknown = loaded.diagnostic(source: "ghost", problem: OptionProblem(pointer: JSONPointer("/x")!, message: "m"))
+        #expect(unknown.formatted(file: "c.yaml") == #"c.yaml:1:1: source "ghost": m"#)
+    }
+
+    @Test func loadingAFile() throws {
+        let path = "/tmp/hammock-config-test-\(UInt32.random(in: 0...UInt32.max)).yaml"
+        let missing = loader().load(file: path)
+        guard case .failure(let error) = missing else {
+            Issue.record("a missing file must fail")
+            return
+        }
+        #expect(error.description == "\(path):1:1: cannot read the file (does it exist?)")
+    }
+}

@@ -1,0 +1,481 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// The orchestrating state machine, with time driven by hand.
+@Suite struct EngineCoreLoading {
+    func core(_ sources: [SourceDefinition], views: [ViewDefinition] = [], mode: EngineCore.Mode = .continuous) -> EngineCore {
+        EngineCore(configuration: Configuration(sources: sources, views: views), mode: mode)
+    }
+
+    @Test func startSaysHelloThenRequestsEverySource() throws {
+        var engine = core(
+            [fakeSource("a", options: ["content": 1]), fakeSource("b", timeout: .seconds(3))],
+            views: [ViewDefinition(id: "v", sources: ["a", "b"])])
+        let actions = engine.start(now: t0)
+        #expect(
+            actions.summaries == [
+                #"hello ["a", "b"] ["v"]"#, "source a requested", "startLoad a #1", "source b requested",
+                "startLoad b #2", "view v loading",
+            ])
+        guard case .emit(.hello(_, _, let version)) = actions[0] else { throw Failure("no hello") }
+        #expect(version == hammockVersion)
+        let requests = actions.loads
+        #expect(requests[0].kind == "fake")
+        #expect(requests[0].options == ["content": 1])
+        #expect(requests[0].timeout == .seconds(10))
+        #expect(requests[0].etag == nil)
+        #expect(requests[1].timeout == .seconds(3))
+        #expect(actions.states(of: "a") == [SourceState(isLoading: true)])
+        #expect(engine.state(of: "a") == SourceState(isLoading: true))
+        #expect(engine.state(of: "nope") == nil)
+        #expect(engine.sourceIDs == ["a", "b"])
+    }
+
+    @Test func finishedLoadEmitsNewDataAndTheView() {
+        var engine = core([fakeSource("a"), fakeSource("b")], views: [ViewDefinition(id: "v", sources: ["a", "b"])])
+        _ = engine.start(now: t0)
+        let first = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["n": 1]), now: at(1))
+        // a has data but b is still loading: with ready: all the view stays "loading", so no view line.
+        #expect(first.summaries == ["source a newData load"])
+        #expect(first.states(of: "a") == [SourceState(content: ["n": 1], timestamp: at(1))])
+        let second = engine.loadFinished(source: "b", loadID: 2, outcome: .newData("B"), now: at(2))
+        #expect(second.summaries == ["source b newData load", "view v data"])
+        #expect(second.viewStates("v").first?.content == ["a": ["n": 1], "b": "B"])
+        #expect(engine.viewState(0).status == .data)
+        // The default `timeout` plus the grace is the only thing left on the clock: no refresh, no error.
+        #expect(engine.nextDeadline == nil)
+    }
+
+    @Test func anotherLoadInFlightKeepsTheSourceLoading() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        #expect(engine.handle(.load(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #2"])
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(2))
+        #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: true, timestamp: at(2)))
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .notModified, now: at(3))
+        #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: false, timestamp: at(3)))
+    }
+
+    @Test func pushAndCacheOrigins() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        #expect(engine.pushed(source: "a", content: "p", now: at(1)).summaries == ["source a newData push"])
+        // the load is still in flight
+        #expect(engine.state(of: "a")?.isLoading == true)
+        #expect(engine.restored(source: "a", content: "c", now: at(2)).summaries == ["source a newData cache"])
+        #expect(engine.pushed(source: "nope", content: 1, now: at(2)).isEmpty)
+    }
+
+    @Test func restoredContentIsStillLoadedAfresh() {
+        var engine = core([fakeSource("a")])
+        _ = engine.restored(source: "a", content: "cached", now: t0)
+        // fresh by its timestamp, but invalidated: loadIfNeeded loads
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1)).loads.count == 1)
+    }
+
+    @Test func notModifiedWithoutContentIsAnError() {
+        var engine = core([fakeSource("a", retry: .off)])
+        _ = engine.start(now: t0)
+        let actions = engine.loadFinished(source: "a", loadID: 1, outcome: .notModified, now: at(1))
+        #expect(actions.summaries == ["source a error"])
+        #expect(engine.state(of: "a")?.latestError?.code == "notModifiedWithoutContent")
+    }
+
+    @Test func etagAndLastModifiedGoWithTheNextLoad() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(
+            source: "a", loadID: 1, outcome: .newData(1, etag: "\"e1\"", lastModified: "Sun, 22 Nov 2026 10:00:00 GMT"),
+            now: at(1))
+        let request = engine.handle(.load(.source("a")), now: at(2)).loads.first
+        #expect(request?.etag == "\"e1\"")
+        #expect(request?.lastModified == "Sun, 22 Nov 2026 10:00:00 GMT")
+        #expect(request?.loadID == 2)
+    }
+}
+
+@Suite struct EngineCoreTimers {
+    func core(_ sources: [SourceDefinition], seed: UInt64 = 0x5EED) -> EngineCore {
+        EngineCore(configuration: Configuration(sources: sources), seed: seed)
+    }
+
+    @Test func refreshPollsAfterEachLoad() {
+        var engine = core([fakeSource("a", refresh: .seconds(10))])
+        _ = engine.start(now: t0)
+        // While the load is in flight, the only deadline is the engine's own load timeout (10s + 2s grace).
+        #expect(engine.nextDeadline == at(12))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.nextDeadline == at(11))
+        #expect(engine.tick(now: at(ms: 10_999)).isEmpty)
+        #expect(engine.tick(now: at(11)).summaries == ["source a requested", "startLoad a #2"])
+        #expect(engine.nextDeadline == at(23))
+        #expect(engine.tick(now: at(20)).isEmpty)
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .notModified, now: at(21))
+        #expect(engine.nextDeadline == at(31))
+    }
+
+    @Test func pollingNeverRunsTwoLoadsAtOnce() {
+        // Polls every 2s; every load takes 3s to answer. The next poll is 2s after an answer, never during a load.
+        var engine = core([fakeSource("a", refresh: .seconds(2))])
+        var inFlight: [(id: Int, answerAt: Int64)] = []
+        var starts: [Int64] = []
+        var maximumInFlight = 0
+        func record(_ actions: [EngineAction], _ now: Int64) {
+            for request in actions.loads {
+                starts.append(now)
+                inFlight.append((request.loadID, now + 3000))
+            }
+            maximumInFlight = max(maximumInFlight, inFlight.count)
+        }
+        record(engine.start(now: t0), 0)
+        var now: Int64 = 0
+        while now < 30_000 {
+            now += 250
+            for load in inFlight where load.answerAt <= now {
+                inFlight.removeAll { $0.id == load.id }
+                record(engine.loadFinished(source: "a", loadID: load.id, outcome: .newData(.number(JSONNumber(Int(now)))), now: at(ms: now)), now)
+            }
+            if let deadline = engine.nextDeadline, deadline <= at(ms: now) { record(engine.tick(now: at(ms: now)), now) }
+        }
+        #expect(maximumInFlight == 1)
+        #expect(starts == [0, 5000, 10_000, 15_000, 20_000, 25_000, 30_000])
+    }
+
+    @Test func automaticRetryAtTheBackoffDelay() {
+        let randoms = unitRandoms(seed: 7, count: 2)
+        let firstDelay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: randoms[0])
+        let secondDelay = RetryPolicy.standard.delay(afterFailures: 2, retryAfter: nil, unitRandom: randoms[1])
+        #expect(firstDelay > .milliseconds(750) && firstDelay <= .seconds(1))
+        #expect(secondDelay > .milliseconds(1500) && secondDelay <= .seconds(2))
+
+        var engine = core([fakeSource("a")], seed: 7)
+        _ = engine.start(now: t0)
+        let failed = engine.loadFinished(
+            source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
+        #expect(failed.summaries == ["source a error"])
+        #expect(engine.nextDeadline == at(1) + firstDelay)
+        #expect(engine.tick(now: at(1) + (firstDelay - .milliseconds(1))).isEmpty)
+        #expect(engine.tick(now: at(1) + firstDelay).summaries == ["source a requested", "startLoad a #2"])
+        let secondFailure = at(1) + firstDelay + .milliseconds(100)
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "down")), now: secondFailure)
+        #expect(engine.state(of: "a")?.failures == 2)
+        #expect(engine.nextDeadline == secondFailure + secondDelay)
+        // Success resets the failures; without refresh nothing more is scheduled.
+        _ = engine.tick(now: secondFailure + secondDelay)
+        _ = engine.loadFinished(source: "a", loadID: 3, outcome: .newData(1), now: secondFailure + secondDelay)
+        #expect(engine.state(of: "a")?.failures == 0)
+        #expect(engine.nextDeadline == nil)
+    }
+
+    @Test func retryOffDoesNotRetry() {
+        var engine = core([fakeSource("a", retry: .off)])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
+        #expect(engine.nextDeadline == nil)
+        #expect(engine.tick(now: at(3600)).isEmpty)
+    }
+
+    @Test func retryOffWithRefreshWaitsForTheNextPoll() {
+        var engine = core([fakeSource("a", refresh: .seconds(30), retry: .off)])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
+        #expect(engine.nextDeadline == at(31))
+    }
+
+    @Test func retryAfterSetsTheNextAttempt() {
+        var engine = core([fakeSource("a", refresh: .seconds(5))])
+        _ = engine.start(now: t0)
+        let error = SourceError(message: "slow down", httpStatus: 429, retryAfter: .seconds(120))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(error), now: at(1))
+        #expect(engine.nextDeadline == at(121))
+        #expect(engine.tick(now: at(120)).isEmpty)
+        #expect(engine.tick(now: at(121)).loads.count == 1)
+    }
+
+    @Test func loadIfNeededJoinsALoadInFlight() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(ms: 500)).isEmpty)
+    }
+
+    @Test func loadIfNeededSkipsFreshDataAndLoadsStaleData() {
+        var engine = core([fakeSource("a", expiration: .seconds(30))])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(31)).isEmpty)
+        #expect(
+            engine.handle(.loadIfNeeded(.source("a")), now: at(ms: 31_001)).summaries
+                == ["source a requested", "startLoad a #2"])
+    }
+
+    @Test func loadIfNeededAfterAnErrorWaitsForTheRetryDelay() {
+        let delay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: unitRandoms(seed: 3, count: 1)[0])
+        var engine = core([fakeSource("a", retry: .off)], seed: 3)
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1) + delay).isEmpty)
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1) + delay + .milliseconds(1)).loads.count == 1)
+    }
+
+    @Test func explicitLoadAndRetryAlwaysLoadEvenRightAfterAnError() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(engine.handle(.load(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #2"])
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(engine.handle(.retry(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #3"])
+        // An explicit load cancels the pending automatic retry: it is the attempt.
+        #expect(engine.nextDeadline == at(13))
+    }
+
+    @Test func cancelThenIgnoreTheLateAnswer() {
+        var engine = core([fakeSource("a")])
+        _ = engine.start(now: t0)
+        let cancelled = engine.handle(.cancel(.source("a")), now: at(1))
+        #expect(cancelled.summaries == ["cancelLoad a #1", "source a requestCancelled"])
+        #expect(cancelled.states(of: "a") == [SourceState()])
+        #expect(engine.loadFinished(source: "a", loadID: 1, outcome: .newData("late"), now: at(2)).isEmpty)
+        #expect(engine.state(of: "a") == SourceState())
+        // Nothing in flight: cancelling again does nothing.
+        #expect(engine.handle(.cancel(.source("a")), now: at(3)).isEmpty)
+    }
+
+    @Test func aLoaderThatNeverAnswersTimesOutAndKeepsContent() {
+        var engine = core([fakeSource("a", timeout: .seconds(5))], seed: 11)
+        engine.loadTimeoutGrace = .seconds(1)
+        _ = engine.start(now: t0)
+        #expect(engine.nextDeadline == at(6))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData("old"), now: at(1))
+        _ = engine.handle(.load(.source("a")), now: at(10))
+        #expect(engine.nextDeadline == at(16))
+        #expect(engine.tick(now: at(ms: 15_999)).isEmpty)
+        let timedOut = engine.tick(now: at(16))
+        #expect(timedOut.summaries == ["cancelLoad a #2", "source a error"])
+        let error = SourceError(message: #"no answer from the "fake" loader within 5s"#, code: "timeout")
+        #expect(engine.state(of: "a") == SourceState(content: "old", latestError: error, timestamp: at(16), failures: 1))
+        // The answer that finally comes is no longer wanted, and the automatic retry is scheduled.
+        #expect(engine.loadFinished(source: "a", loadID: 2, outcome: .newData("late"), now: at(17)).isEmpty)
+        let delay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: unitRandoms(seed: 11, count: 1)[0])
+        #expect(engine.nextDeadline == at(16) + delay)
+    }
+}
+
+@Suite struct EngineCoreControl {
+    func core() -> EngineCore {
+        EngineCore(
+            configuration: Configuration(
+                sources: [fakeSource("a"), fakeSource("b")],
+                views: [ViewDefinition(id: "v", sources: ["a", "b"], ready: .any)]))
+    }
+
+    @Test func overrideSetsContent() {
+        var engine = core()
+        _ = engine.start(now: t0)
+        let actions = engine.handle(.override(source: "a", content: ["x": 1]), now: at(1))
+        #expect(actions.summaries == ["source a newData override", "view v data"])
+        // The load of a is still in flight.
+        #expect(engine.state(of: "a") == SourceState(content: ["x": 1], isLoading: true, timestamp: at(1)))
+        #expect(actions.viewStates("v").first?.content == ["a": ["x": 1], "b": nil])
+    }
+
+    @Test func wipeForgetsContentErrorAndValidators() {
+        var engine = core()
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1, etag: "e"), now: at(1))
+        _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
+        let wiped = engine.handle(.wipe(.view("v")), now: at(2))
+        #expect(wiped.summaries == ["source a newData wipe", "source b newData wipe", "view v idle"])
+        #expect(engine.state(of: "a") == SourceState())
+        #expect(engine.state(of: "b") == SourceState())
+        let reload = engine.handle(.loadIfNeeded(.source("a")), now: at(3)).loads
+        #expect(reload.count == 1)
+        #expect(reload.first?.etag == nil)
+    }
+
+    @Test func retryOfAViewLoadsOnlyItsFailingSources() {
+        var engine = core()
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(engine.viewState(0).canTryAgain)
+        let retried = engine.handle(.retry(.view("v")), now: at(2))
+        #expect(retried.loads.map(\.source) == ["b"])
+        #expect(engine.handle(.load(.view("v")), now: at(3)).loads.map(\.source) == ["a", "b"])
+    }
+
+    @Test func snapshotWritesEveryStateAgain() {
+        var engine = core()
+        #expect(engine.snapshot().map(\.summary) == ["source a nil", "source b nil", "view v idle"])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        let actions = engine.handle(.snapshot, now: at(2))
+        #expect(actions.summaries == ["source a newData load", "source b requested", "view v data"])
+        #expect(actions.states(of: "a") == [SourceState(content: 1, timestamp: at(1))])
+        #expect(actions.states(of: "b") == [SourceState(isLoading: true)])
+    }
+
+    @Test func unknownSourceOrViewIsAnErrorLineAndChangesNothing() {
+        var engine = core()
+        _ = engine.start(now: t0)
+        let before = (engine.state(of: "a"), engine.state(of: "b"), engine.nextDeadline)
+        #expect(
+            engine.handle(.load(.source("c")), now: at(1)).summaries
+                == [#"error unknown source "c" (sources: a, b)"#])
+        #expect(
+            engine.handle(.override(source: "c", content: 1), now: at(1)).summaries
+                == [#"error unknown source "c" (sources: a, b)"#])
+        #expect(engine.handle(.wipe(.view("w")), now: at(1)).summaries == [#"error unknown view "w" (views: v)"#])
+        #expect(engine.handle(.reload, now: at(1)).summaries == ["error reload is carried out by the runtime, not the core"])
+        #expect(engine.state(of: "a") == before.0)
+        #expect(engine.state(of: "b") == before.1)
+        #expect(engine.nextDeadline == before.2)
+
+        var viewless = EngineCore(configuration: Configuration(sources: [fakeSource("a")]))
+        #expect(viewless.handle(.retry(.view("v")), now: t0).summaries == [#"error unknown view "v" (views: none)"#])
+    }
+
+    @Test func selectPicksTheValueAtThePointer() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a", select: "/data/0/name")]))
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["data": [["name": "x"]]]), now: at(1))
+        #expect(engine.state(of: "a")?.content == "x")
+        _ = engine.handle(.load(.source("a")), now: at(2))
+        let missing = engine.loadFinished(source: "a", loadID: 2, outcome: .newData(["data": []]), now: at(3))
+        #expect(missing.summaries == ["source a error"])
+        let error = SourceError(message: #"select "/data/0/name" matches nothing in the loaded content"#, code: "selectMissing")
+        #expect(engine.state(of: "a") == SourceState(content: "x", latestError: error, timestamp: at(3), failures: 1))
+        // A push goes through select too.
+        _ = engine.pushed(source: "a", content: ["data": [["name": "pushed"]]], now: at(4))
+        #expect(engine.state(of: "a")?.content == "pushed")
+    }
+}
+
+@Suite struct EngineCoreOnce {
+    func core(_ sources: [SourceDefinition], deadline: Duration = .seconds(30)) -> EngineCore {
+        EngineCore(
+            configuration: Configuration(sources: sources, views: [ViewDefinition(id: "v", sources: sources.map(\.id))]),
+            mode: .once(deadline: deadline))
+    }
+
+    @Test func allLoadedExitsZero() {
+        var engine = core([fakeSource("a", refresh: .seconds(1)), fakeSource("b")])
+        _ = engine.start(now: t0)
+        #expect(engine.nextDeadline == at(12))
+        #expect(engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1)).finishStatus == nil)
+        let last = engine.loadFinished(source: "b", loadID: 2, outcome: .newData(2), now: at(2))
+        #expect(last.summaries == ["source b newData load", "view v data", "bye once []", "finish 0"])
+        #expect(engine.nextDeadline == nil)
+        // Finished: nothing more is written, and `refresh` does not poll.
+        #expect(engine.handle(.load(.source("a")), now: at(3)).lines.isEmpty)
+        #expect(engine.tick(now: at(60)).lines.isEmpty)
+    }
+
+    @Test func oneFailedExitsOne() {
+        var engine = core([fakeSource("a"), fakeSource("b")])
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
+        // No automatic retry in --once.
+        #expect(engine.nextDeadline == at(12))
+        let last = engine.loadFinished(source: "b", loadID: 2, outcome: .newData(2), now: at(2))
+        #expect(last.summaries == ["source b newData load", #"bye once ["a"]"#, "finish 1"])
+    }
+
+    @Test func stillLoadingAtTheDeadlineCountsAsFailed() {
+        var engine = core([fakeSource("a"), fakeSource("b", timeout: .seconds(60))], deadline: .seconds(30))
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.nextDeadline == at(30))
+        #expect(engine.tick(now: at(ms: 29_999)).isEmpty)
+        let last = engine.tick(now: at(30))
+        #expect(last.summaries == [#"bye deadline ["b"]"#, "cancelLoad b #2", "finish 1"])
+    }
+
+    @Test func aLoadThatTimesOutFinishesAtOnce() {
+        var engine = core([fakeSource("a"), fakeSource("b", timeout: .seconds(1))], deadline: .seconds(30))
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.nextDeadline == at(3))
+        let last = engine.tick(now: at(3))
+        #expect(last.summaries == ["cancelLoad b #2", "source b error", "view v error", #"bye once ["b"]"#, "finish 1"])
+    }
+}
+
+@Suite struct EngineCoreDependencies {
+    static func user(_ url: String = "http://x/{{ post.userId }}") -> SourceDefinition {
+        let template = try! Template.parse(url)!
+        return fakeSource(
+            "user", options: ["url": .string(url), "other": "{{ kept as written }}"],
+            templates: [TemplatedOption(pointer: JSONPointer(tokens: ["url"]), template: template, percentEncode: true)])
+    }
+
+    @Test func waitsForItsInputThenLoadsAndReloadsOnlyWhenTheUsedValueChanges() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
+        #expect(engine.start(now: t0).summaries == [#"hello ["post", "user"] []"#, "source post requested", "startLoad post #1"])
+        #expect(engine.state(of: "user") == SourceState())
+
+        let posted = engine.loadFinished(
+            source: "post", loadID: 1, outcome: .newData(["userId": "a b/c", "title": "t1"]), now: at(1))
+        #expect(posted.summaries == ["source post newData load", "source user requested", "startLoad user #2"])
+        #expect(posted.loads.first?.options == ["url": "http://x/a%20b%2Fc", "other": "{{ kept as written }}"])
+        _ = engine.loadFinished(source: "user", loadID: 2, outcome: .newData("U1"), now: at(2))
+
+        // An unrelated part of post changes: user stays as it is.
+        _ = engine.handle(.load(.source("post")), now: at(3))
+        let retitled = engine.loadFinished(
+            source: "post", loadID: 3, outcome: .newData(["userId": "a b/c", "title": "t2"]), now: at(4))
+        #expect(retitled.summaries == ["source post newData load"])
+
+        // The used value changes: user reloads with the new value.
+        _ = engine.handle(.load(.source("post")), now: at(5))
+        let moved = engine.loadFinished(source: "post", loadID: 4, outcome: .newData(["userId": 7]), now: at(6))
+        #expect(moved.summaries == ["source post newData load", "source user requested", "startLoad user #5"])
+        #expect(moved.loads.first?.options["url"] == "http://x/7")
+
+        // It changes again while user is loading: the stale load is cancelled for a new one.
+        let again = engine.pushed(source: "post", content: ["userId": 8], now: at(7))
+        #expect(
+            again.summaries == [
+                "source post newData push", "cancelLoad user #5", "source user requestCancelled", "source user requested",
+                "startLoad user #6",
+            ])
+        #expect(engine.loadFinished(source: "user", loadID: 5, outcome: .newData("stale"), now: at(8)).isEmpty)
+    }
+
+    @Test func aPathWithNoValueIsAnErrorUntilTheInputChanges() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
+        _ = engine.start(now: t0)
+        let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["title": "t"]), now: at(1))
+        #expect(posted.summaries == ["source post newData load", "source user error"])
+        #expect(engine.state(of: "user")?.latestError?.code == "templateUnresolved")
+        #expect(engine.state(of: "user")?.latestError?.message == #"{{ post.userId }} has no value in the content of "post""#)
+        // Retrying will not help, so nothing is scheduled.
+        #expect(engine.nextDeadline == nil)
+        let fixed = engine.pushed(source: "post", content: ["userId": 1], now: at(2))
+        #expect(fixed.loads.map(\.source) == ["user"])
+    }
+
+    @Test func onceModeLoadsDependentsAfterTheirInputs() {
+        var engine = EngineCore(
+            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
+        _ = engine.start(now: t0)
+        let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["userId": 1]), now: at(1))
+        #expect(posted.finishStatus == nil)
+        let done = engine.loadFinished(source: "user", loadID: 2, outcome: .newData("U"), now: at(2))
+        #expect(done.summaries == ["source user newData load", "bye once []", "finish 0"])
+    }
+
+    @Test func onceModeDependentOfAFailedInputFails() {
+        var engine = EngineCore(
+            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
+        _ = engine.start(now: t0)
+        let failed = engine.loadFinished(source: "post", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(failed.summaries == ["source post error", "source user error", #"bye once ["post", "user"]"#, "finish 1"])
+        #expect(engine.state(of: "user")?.latestError == SourceError(message: #"not loaded: its input "post" has no content"#, code: "inputFailed"))
+    }
+}
+
+struct Failure: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

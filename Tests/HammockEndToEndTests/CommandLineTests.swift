@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// `hammock check`, `--version`, `--help`.
+@Suite("Command line")
+struct CommandLineTests {
+    @Test("check: a valid file exits 0 with a one-line summary")
+    func checkValid() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              a: { kind: fake, content: 1 }
+              b: { kind: fake, state: error, refresh: 5s }
+            views:
+              v: { sources: [a, b], ready: any, display: standard }
+            """, in: directory)
+        let run = try await HammockProcess.execute(["check", path])
+        #expect(run.termination == .exited(0), "stderr: \(run.stderr)")
+        let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count == 1, "one line: \(run.stdout)")
+        let summary = String(lines.first ?? "")
+        #expect(summary.hasPrefix(path), summary)
+        #expect(summary.contains("2 sources"), summary)
+        #expect(summary.contains("1 view"), summary)
+    }
+
+    @Test("check: every problem of a broken file as PATH:LINE:COLUMN: message, exit 2")
+    func checkBroken() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Line numbers are in the comments on the right of the Swift source, not in the file.
+        let path = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              a:
+                kind: fake
+                refresh: 5 parsecs
+                delya: 50ms
+              b:
+                kind: fake
+                content: 1
+            views:
+              v:
+                sources: [a, ghost]
+            colour: blue
+            """, in: directory)
+        //  1 version: 1
+        //  5     refresh: 5 parsecs          the value starts at column 14
+        //  6     delya: 50ms                 the key starts at column 5
+        // 12     sources: [a, ghost]         "ghost" starts at column 18
+        // 13 colour: blue                    column 1
+        let run = try await HammockProcess.execute(["check", path])
+        #expect(run.termination == .exited(2), "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(run.stdout.isEmpty, "problems go to stderr: \(run.stdout)")
+        let problems = run.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix(path + ":") }
+
+        func problem(at position: String, _ fragments: String...) {
+            let matching = problems.filter { $0.hasPrefix("\(path):\(position): ") }
+            #expect(matching.count == 1, "one problem at \(position); problems: \(problems)")
+            for fragment in fragments {
+                #expect(matching.first?.contains(fragment) == true, "\(position) should mention \(fragment): \(matching)")
+            }
+        }
+        problem(at: "5:14", "refresh", "5 parsecs")
+        problem(at: "6:5", "delya", "did you mean \"delay\"")
+        problem(at: "12:18", "ghost")
+        problem(at: "13:1", "colour")
+        let positioned = problems.filter { $0.wholeMatch(of: /.+:\d+:\d+: .+/) != nil }
+        #expect(positioned.count == 4, "exactly the four problems: \(problems)")
+    }
+
+    @Test("check: a missing file is reported with exit 2")
+    func checkMissingFile() async throws {
+        let run = try await HammockProcess.execute(["check", "/nonexistent/hammock.yaml"])
+        #expect(run.termination == .exited(2))
+        #expect(run.stderr.contains("/nonexistent/hammock.yaml:1:1: "), "\(run.stderr)")
+    }
+
+    @Test("--version prints 0.1.0")
+    func version() async throws {
+        let run = try await HammockProcess.execute(["--version"])
+        #expect(run.termination == .exited(0))
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0.1.0")
+    }
+
+    @Test("--help exits 0 and names the commands")
+    func help() async throws {
+        let run = try await HammockProcess.execute(["--help"])
+        #expect(run.termination == .exited(0))
+        for word in ["run", "check", "USAGE"] {
+            #expect(run.stdout.contains(word), "\(word) in: \(run.stdout)")
+        }
+    }
+
+    @Test("run with a broken file exits 2 and writes nothing on stdout")
+    func runBroken() async throws {
+        try await HammockProcess.withRunning(config: "version: 1\nsources:\n  a: { kind: nothing-like-this }\n") { hammock in
+            #expect(try await hammock.waitForExit() == .exited(2))
+            #expect(hammock.lines.isEmpty)
+            #expect(hammock.stderrText.contains("\(hammock.configPath):3:"), "\(hammock.stderrText)")
+        }
+    }
+}

@@ -1,0 +1,599 @@
+import Foundation
+import HammockJSON
+import Synchronization
+import Testing
+
+// A harness that drives the real, built `hammock` executable as a consumer would: a subprocess with
+// pipes on stdin, stdout and stderr.
+//
+//     try await HammockProcess.withRunning(config: yaml) { hammock in
+//         let hello = try await hammock.nextLine { _ in true }
+//         try hammock.send(controlLine: #"{"op":"load","source":"a"}"#)
+//         try await hammock.waitFor(type: "source", id: "a") { $0.event == "newData" }
+//     }
+//
+// `withRunning` kills the process and removes its temporary folder however the body ends. Waits fail
+// the test (by throwing `HammockHarnessError`) with every line read so far and the tail of stderr.
+
+// MARK: - One line of output
+
+/// One line `hammock` wrote on stdout, parsed.
+struct HammockLine: Sendable, CustomStringConvertible {
+    /// The line as written, without its `\n`.
+    let text: String
+    let json: JSONValue
+    /// When the harness read it.
+    let receivedAt: ContinuousClock.Instant
+
+    var type: String? { json["type"]?.stringValue }
+    var seq: Int? { json["seq"]?.numberValue?.intValue }
+    var id: String? { json["id"]?.stringValue }
+    /// `source` lines: the event that produced the state (`requested`, `newData`, ...).
+    var event: String? { json["event"]?.stringValue }
+    /// `source` lines with a `newData` event: `load`, `push`, `cache`, `override` or `wipe`.
+    var origin: String? { json["origin"]?.stringValue }
+    /// `source` lines: the whole state of the source.
+    var state: JSONValue? { json["state"] }
+    /// `view` lines: `loading`, `error`, `data` or `idle`.
+    var status: String? { json["status"]?.stringValue }
+
+    /// A member of the line.
+    subscript(key: String) -> JSONValue? { json[key] }
+
+    /// The value at a JSON Pointer into the line, e.g. `/state/latestError/httpStatus`.
+    subscript(pointer pointer: String) -> JSONValue? {
+        guard let parsed = JSONPointer(pointer) else { return nil }
+        return json[parsed]
+    }
+
+    var description: String { text }
+}
+
+/// How a process ended.
+enum Termination: Sendable, Equatable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+
+    var description: String {
+        switch self {
+        case .exited(let status): "exit status \(status)"
+        case .signaled(let signal): "killed by signal \(signal)"
+        }
+    }
+}
+
+/// A wait that gave up or a harness operation that failed; the description says everything the test
+/// author needs (what was expected, every line read so far, the tail of stderr).
+struct HammockHarnessError: Error, CustomStringConvertible {
+    let message: String
+    let sourceLocation: SourceLocation
+
+    var description: String { "\(message)\n(at \(sourceLocation))" }
+}
+
+/// The result of a run that was left to finish by itself (`check`, `--version`, ...).
+struct CompletedRun: Sendable {
+    var termination: Termination
+    var stdout: String
+    var stderr: String
+}
+
+// MARK: - The process
+
+final class HammockProcess: Sendable {
+    /// Generous, so a loaded machine does not fail a correct engine; tests stay fast because waits return
+    /// as soon as the line is there.
+    static let defaultTimeout: Duration = .seconds(8)
+
+    let pid: Int32
+    /// A fresh temporary folder owned by this process; removed by `stop()`.
+    let directory: String
+    /// The configuration file `hammock run` was given.
+    let configPath: String
+    let arguments: [String]
+
+    private let process: Process
+    private let stdinDescriptor: Mutex<Int32?>
+    private let stdout: PipeReader
+    private let stderr: PipeReader
+
+    // MARK: Finding the executable, writing configurations
+
+    /// The built `hammock` executable: beside the running test executable, where SwiftPM puts both the test
+    /// bundle and the products (`HAMMOCK_EXECUTABLE` overrides it).
+    static func executablePath(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        if let override = ProcessInfo.processInfo.environment["HAMMOCK_EXECUTABLE"] { return override }
+        let testExecutable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let folder = (testExecutable as NSString).deletingLastPathComponent
+        let path = folder + "/hammock"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw HammockHarnessError(
+                message: """
+                    the hammock executable is not at \(path) (beside the test executable \(testExecutable)); \
+                    build it first with `swift build --build-tests`, or set HAMMOCK_EXECUTABLE
+                    """,
+                sourceLocation: sourceLocation)
+        }
+        return path
+    }
+
+    /// A new, empty folder under the system's temporary folder.
+    static func makeTemporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.path + "/hammock-e2e-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Writes `yaml` to `name` in `directory` and returns the file's path.
+    @discardableResult
+    static func writeConfig(_ yaml: String, in directory: String, name: String = "config.yaml") throws -> String {
+        let path = directory + "/" + name
+        try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The environment a child gets: a small, predictable base plus `extra`.
+    static func environment(_ extra: [String: String], home: String) -> [String: String] {
+        var environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "LANG": "C.UTF-8",
+        ]
+        environment.merge(extra) { _, new in new }
+        return environment
+    }
+
+    // MARK: Running
+
+    /// Writes `config` to a fresh temporary folder, starts `hammock run CONFIG ARGUMENTS...`, runs `body`,
+    /// then kills the process and removes the folder, whether `body` returned or threw. Also fails the test
+    /// if any stdout line was not a JSON object.
+    static func withRunning<Result: Sendable>(
+        config: String, arguments: [String] = [], environment: [String: String] = [:],
+        readingStdout: Bool = true, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (HammockProcess) async throws -> Result
+    ) async throws -> Result {
+        let hammock = try launch(
+            config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
+            sourceLocation: sourceLocation)
+        let result: Result
+        do {
+            result = try await body(hammock)
+        } catch {
+            await hammock.stop()
+            throw error
+        }
+        await hammock.stop()
+        let malformed = hammock.malformedLines
+        #expect(malformed.isEmpty, "stdout lines that are not JSON objects: \(malformed)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// Starts `hammock run CONFIG ARGUMENTS...` with `config` written to a fresh temporary folder. Prefer
+    /// `withRunning`, which always cleans up; whoever calls this must call `stop()`.
+    static func launch(
+        config: String, arguments: [String] = [], environment: [String: String] = [:],
+        readingStdout: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> HammockProcess {
+        let executable = try executablePath(sourceLocation: sourceLocation)
+        let directory = try makeTemporaryDirectory()
+        let configPath = try writeConfig(config, in: directory)
+        return try HammockProcess(
+            executable: executable, arguments: ["run", configPath] + arguments,
+            environment: Self.environment(environment, home: directory), directory: directory,
+            configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, sourceLocation: sourceLocation)
+    }
+
+    /// Runs `hammock ARGUMENTS...` to its end with stdin empty and returns its status and output; kills it
+    /// and fails if it takes longer than `timeout`.
+    static func execute(
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = defaultTimeout,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> CompletedRun {
+        let executable = try executablePath(sourceLocation: sourceLocation)
+        let directory = try makeTemporaryDirectory()
+        let child = try HammockProcess(
+            executable: executable, arguments: arguments, environment: Self.environment(environment, home: directory),
+            directory: directory, configPath: "", stdoutIsJSON: false, readingStdout: true,
+            sourceLocation: sourceLocation)
+        do {
+            child.closeStdin()
+            let termination = try await child.waitForExit(timeout: timeout, sourceLocation: sourceLocation)
+            // The pipes reach their end shortly after the exit; wait for it so no output is lost.
+            await child.stdout.waitUntilFinished(timeout: .seconds(2))
+            await child.stderr.waitUntilFinished(timeout: .seconds(2))
+            let run = CompletedRun(
+                termination: termination, stdout: child.stdout.text, stderr: child.stderr.text)
+            await child.stop()
+            return run
+        } catch {
+            await child.stop()
+            throw error
+        }
+    }
+
+    private init(
+        executable: String, arguments: [String], environment: [String: String], directory: String,
+        configPath: String, stdoutIsJSON: Bool, readingStdout: Bool, sourceLocation: SourceLocation
+    ) throws {
+        let stdinPipe = try Self.makePipe()
+        let stdoutPipe = try Self.makePipe()
+        let stderrPipe = try Self.makePipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardInput = FileHandle(fileDescriptor: stdinPipe.read, closeOnDealloc: false)
+        process.standardOutput = FileHandle(fileDescriptor: stdoutPipe.write, closeOnDealloc: false)
+        process.standardError = FileHandle(fileDescriptor: stderrPipe.write, closeOnDealloc: false)
+        do {
+            try process.run()
+        } catch {
+            for descriptor in [stdinPipe.read, stdinPipe.write, stdoutPipe.read, stdoutPipe.write, stderrPipe.read, stderrPipe.write] {
+                close(descriptor)
+            }
+            throw HammockHarnessError(
+                message: "could not start \(executable) \(arguments.joined(separator: " ")): \(error)",
+                sourceLocation: sourceLocation)
+        }
+        // The child has its own copies now; keeping the parent's would hide the ends of the pipes.
+        close(stdinPipe.read)
+        close(stdoutPipe.write)
+        close(stderrPipe.write)
+
+        self.process = process
+        self.pid = process.processIdentifier
+        self.directory = directory
+        self.configPath = configPath
+        self.arguments = arguments
+        self.stdinDescriptor = Mutex(stdinPipe.write)
+        self.stdout = PipeReader(descriptor: stdoutPipe.read, parsesJSON: stdoutIsJSON, paused: !readingStdout)
+        self.stderr = PipeReader(descriptor: stderrPipe.read, parsesJSON: false, paused: false)
+        stdout.start(name: "hammock-e2e.stdout")
+        stderr.start(name: "hammock-e2e.stderr")
+    }
+
+    deinit {
+        // A backstop only: `withRunning` and `execute` stop the process themselves.
+        if process.isRunning { kill(pid, SIGKILL) }
+        stdinDescriptor.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        }
+    }
+
+    /// A pipe whose ends are closed on `exec`, so a process started by a test running in parallel never
+    /// inherits them (which would keep this test's pipes from reaching their end).
+    private static func makePipe() throws -> (read: Int32, write: Int32) {
+        var descriptors: [Int32] = [-1, -1]
+        guard pipe2(&descriptors, O_CLOEXEC) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return (descriptors[0], descriptors[1])
+    }
+
+    // MARK: Reading stdout
+
+    /// Every line read so far, in order.
+    var lines: [HammockLine] { stdout.withState { $0.lines } }
+
+    /// How many lines have been read so far: a mark for `lines(since:)`.
+    var lineCount: Int { stdout.withState { $0.lines.count } }
+
+    /// The lines read after `mark` (a former `lineCount`).
+    func lines(since mark: Int) -> [HammockLine] { stdout.withState { Array($0.lines[min(mark, $0.lines.count)...]) } }
+
+    /// Stdout lines that were not JSON objects (there must be none).
+    var malformedLines: [String] { stdout.withState { $0.malformed } }
+
+    /// Everything written on stderr so far.
+    var stderrText: String { stderr.text }
+
+    /// Returns the first line after the previous match (or from the start) that satisfies `predicate`, and
+    /// moves past it; lines skipped over stay in `lines`. Throws when `timeout` passes first.
+    @discardableResult
+    func nextLine(
+        where predicate: (HammockLine) -> Bool, timeout: Duration = defaultTimeout, _ what: String = "a line matching the condition",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> HammockLine {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (found, finished) = stdout.withState { state -> (HammockLine?, Bool) in
+                while state.cursor < state.lines.count {
+                    let line = state.lines[state.cursor]
+                    state.cursor += 1
+                    if predicate(line) { return (line, false) }
+                }
+                return (nil, state.finished)
+            }
+            if let found { return found }
+            if finished {
+                throw failure("stdout ended before \(what)", sourceLocation: sourceLocation)
+            }
+            if ContinuousClock.now >= deadline {
+                throw failure("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// `nextLine` for a line of a `type` (and an `id`) that also satisfies `predicate`.
+    @discardableResult
+    func waitFor(
+        type: String, id: String? = nil, timeout: Duration = defaultTimeout,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        where predicate: (HammockLine) -> Bool = { _ in true }
+    ) async throws -> HammockLine {
+        var what = "a \"\(type)\" line"
+        if let id { what += " for \"\(id)\"" }
+        what += " matching the condition"
+        return try await nextLine(
+            where: { $0.type == type && (id == nil || $0.id == id) && predicate($0) }, timeout: timeout, what,
+            sourceLocation: sourceLocation)
+    }
+
+    /// Waits until `condition` holds for every line read so far (for facts that do not depend on the order of
+    /// lines, such as "both sources have answered"); throws when `timeout` passes first.
+    func waitUntil(
+        _ what: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: ([HammockLine]) -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !stdout.withState({ condition($0.lines) }) {
+            if ContinuousClock.now >= deadline {
+                throw failure("timed out after \(timeout) waiting until \(what)", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Forgets the lines read so far for the purpose of `nextLine`: the next match must come after them.
+    func skipLinesReadSoFar() {
+        stdout.withState { $0.cursor = $0.lines.count }
+    }
+
+    /// Reads lines until none arrives for `quiet`, then returns those read since the call (at most
+    /// `timeout` in all).
+    func linesUntilQuiet(quiet: Duration = .milliseconds(300), timeout: Duration = defaultTimeout) async throws -> [HammockLine] {
+        let mark = lineCount
+        let deadline = ContinuousClock.now + timeout
+        var count = mark
+        var lastChange = ContinuousClock.now
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            let now = lineCount
+            if now != count {
+                count = now
+                lastChange = .now
+            } else if ContinuousClock.now - lastChange >= quiet {
+                break
+            }
+        }
+        return lines(since: mark)
+    }
+
+    /// Stops reading stdout, so the pipe fills up as with a consumer that does not read.
+    func pauseReading() { stdout.withState { $0.paused = true } }
+
+    func resumeReading() { stdout.withState { $0.paused = false } }
+
+    /// Closes the read end of stdout, as a consumer that goes away does; waits until it is closed.
+    func closeStdout() async {
+        stdout.withState { $0.closeRequested = true }
+        await stdout.waitUntilFinished(timeout: .seconds(5))
+    }
+
+    // MARK: Writing stdin, signals, exit
+
+    /// Writes one control line (a `\n` is added).
+    func send(controlLine: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let bytes = Array((controlLine + "\n").utf8)
+        let problem: String? = stdinDescriptor.withLock { descriptor in
+            guard let descriptor else { return "stdin is already closed" }
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return "write to stdin failed: \(String(cString: strerror(errno)))"
+                }
+                offset += written
+            }
+            return nil
+        }
+        if let problem {
+            throw failure("cannot send \(controlLine): \(problem)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Writes one control line given as a JSON value.
+    func send(_ control: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try send(controlLine: control.jsonString, sourceLocation: sourceLocation)
+    }
+
+    /// Closes hammock's stdin (its end of input).
+    func closeStdin() {
+        stdinDescriptor.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        }
+    }
+
+    func signal(_ number: Int32) {
+        kill(pid, number)
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits for the process to end and says how; throws if it is still running after `timeout`.
+    @discardableResult
+    func waitForExit(timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Termination {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                throw failure("the process was still running after \(timeout)", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return termination
+    }
+
+    /// How the process ended; only valid once it has.
+    private var termination: Termination {
+        switch process.terminationReason {
+        case .exit: .exited(process.terminationStatus)
+        case .uncaughtSignal: .signaled(process.terminationStatus)
+        @unknown default: .exited(process.terminationStatus)
+        }
+    }
+
+    /// The process's resident set size (`VmRSS` in /proc/PID/status), in KiB; nil once it has ended.
+    func residentKiB() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
+    /// Kills the process if it still runs, waits for it, closes every pipe and removes the temporary folder.
+    /// Safe to call more than once.
+    func stop() async {
+        if process.isRunning { kill(pid, SIGKILL) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        closeStdin()
+        stdout.withState { $0.closeRequested = true }
+        stderr.withState { $0.closeRequested = true }
+        await stdout.waitUntilFinished(timeout: .seconds(2))
+        await stderr.waitUntilFinished(timeout: .seconds(2))
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: Failures
+
+    private func failure(_ message: String, sourceLocation: SourceLocation) -> HammockHarnessError {
+        let seen = lines
+        let shown = seen.suffix(80)
+        var text = "\(message)\n"
+        text += "hammock \(arguments.joined(separator: " ")) (pid \(pid), \(process.isRunning ? "running" : "\(termination)"))\n"
+        text += "stdout: \(seen.count) lines read"
+        if shown.count < seen.count { text += ", the last \(shown.count) shown" }
+        text += ":\n" + shown.map { "  " + $0.text }.joined(separator: "\n")
+        let malformed = malformedLines
+        if !malformed.isEmpty { text += "\nnot JSON on stdout:\n" + malformed.map { "  " + $0 }.joined(separator: "\n") }
+        let errorText = stderr.text
+        text += "\nstderr (tail):\n" + errorText.split(separator: "\n").suffix(30).map { "  " + $0 }.joined(separator: "\n")
+        return HammockHarnessError(message: text, sourceLocation: sourceLocation)
+    }
+}
+
+// MARK: - Reading a pipe
+
+/// Reads one pipe on a thread of its own and keeps what it read: lines, parsed as JSON for stdout.
+///
+/// The thread polls with a short timeout rather than blocking in `read`, so it can be paused (a consumer that
+/// stops reading) and can close the descriptor itself (closing it from another thread while `read` blocks
+/// on it would not end the pipe).
+private final class PipeReader: Sendable {
+    struct State {
+        var lines: [HammockLine] = []
+        var text: [UInt8] = []
+        var malformed: [String] = []
+        /// The index in `lines` where `nextLine` continues.
+        var cursor = 0
+        var paused: Bool
+        var closeRequested = false
+        /// The end of the pipe was reached, or the descriptor was closed.
+        var finished = false
+    }
+
+    private let descriptor: Int32
+    private let parsesJSON: Bool
+    private let state: Mutex<State>
+
+    init(descriptor: Int32, parsesJSON: Bool, paused: Bool) {
+        self.descriptor = descriptor
+        self.parsesJSON = parsesJSON
+        state = Mutex(State(paused: paused))
+    }
+
+    func start(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    func withState<R>(_ body: (inout State) -> R) -> R {
+        state.withLock { state in body(&state) }
+    }
+
+    var text: String { withState { String(decoding: $0.text, as: UTF8.self) } }
+
+    func waitUntilFinished(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while !withState({ $0.finished }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    private func run() {
+        var partial: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        defer {
+            close(descriptor)
+            withState { $0.finished = true }
+        }
+        while true {
+            let (closeRequested, paused) = withState { ($0.closeRequested, $0.paused) }
+            if closeRequested { return }
+            if paused {
+                usleep(5_000)
+                continue
+            }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 20)
+            if ready <= 0 { continue }  // a timeout, or EINTR
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return
+            }
+            if count == 0 {
+                if !partial.isEmpty { deliver(partial, terminated: false) }
+                return
+            }
+            let received = chunk[0..<count]
+            withState { $0.text.append(contentsOf: received) }
+            var start = received.startIndex
+            while let newline = received[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                partial.append(contentsOf: received[start..<newline])
+                deliver(partial, terminated: true)
+                partial.removeAll(keepingCapacity: true)
+                start = newline + 1
+            }
+            partial.append(contentsOf: received[start...])
+        }
+    }
+
+    private func deliver(_ bytes: [UInt8], terminated: Bool) {
+        guard parsesJSON else { return }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let now = ContinuousClock.now
+        guard terminated else {
+            withState { $0.malformed.append("(no final newline) " + text) }
+            return
+        }
+        do {
+            let value = try JSONValue(parsing: bytes)
+            guard case .object = value else {
+                withState { $0.malformed.append(text) }
+                return
+            }
+            withState { $0.lines.append(HammockLine(text: text, json: value, receivedAt: now)) }
+        } catch {
+            withState { $0.malformed.append("\(text)  (\(error))") }
+        }
+    }
+}

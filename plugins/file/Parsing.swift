@@ -1,0 +1,116 @@
+import HammockCore
+import HammockJSON
+import HammockYAML
+
+/// Turns a file's bytes into content. Every failure says what the file is not and where it went wrong,
+/// because the user fixes it in an editor and needs a place to look.
+func parseContent(_ bytes: [UInt8], as format: ParseFormat) -> Result<JSONValue, SourceError> {
+    // Editors on Windows like to start UTF-8 files with a byte order mark; no format here wants it.
+    let skipped = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    let body = bytes[skipped...]
+    switch format {
+    case .json:
+        do {
+            return .success(try JSONValue(parsing: body))
+        } catch {
+            let offset = skipped + error.offset
+            let (line, column) = lineAndColumn(of: offset, in: bytes)
+            return .failure(parseFailure("not JSON: \(error.message) at byte \(offset) (line \(line), column \(column))"))
+        }
+    case .yaml:
+        let text: String
+        switch utf8Text(body, offset: skipped) {
+        case .success(let decoded): text = decoded
+        case .failure(let failure): return .failure(failure)
+        }
+        do {
+            guard let root = try YAML.parse(text) else { return .success(.null) }
+            return yamlToJSON(root).mapError { parseFailure("not usable as JSON: \($0.message) at line \($0.mark.line), column \($0.mark.column)") }
+        } catch {
+            return .failure(parseFailure("not YAML: \(error.message) at line \(error.mark.line), column \(error.mark.column)"))
+        }
+    case .text:
+        return utf8Text(body, offset: skipped).map { text in
+            // Like a shell's $(…): the newline every editor adds at the end is not part of the value.
+            var trimmed = Substring(text)
+            if trimmed.hasSuffix("\n") { trimmed = trimmed.dropLast() }
+            return .string(String(trimmed))
+        }
+    case .lines:
+        return utf8Text(body, offset: skipped).map { text in
+            // Empty lines in the middle are kept so line numbers match the file; only the final newline
+            // does not start another line.
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            if lines.last?.isEmpty == true { lines.removeLast() }
+            return .array(lines.map { line in .string(String(line.hasSuffix("\r") ? line.dropLast() : line)) })
+        }
+    }
+}
+
+private func parseFailure(_ message: String) -> SourceError {
+    SourceError(message: message, code: "parseFailed")
+}
+
+/// Rejects rather than repairs bad UTF-8: a replacement character in the content would hide that the file
+/// is not the text the user thinks it is.
+private func utf8Text(_ bytes: ArraySlice<UInt8>, offset base: Int) -> Result<String, SourceError> {
+    var iterator = bytes.makeIterator()
+    var parser = Unicode.UTF8.ForwardParser()
+    var offset = base
+    while true {
+        switch parser.parseScalar(from: &iterator) {
+        case .valid(let scalar): offset += scalar.count
+        case .emptyInput: return .success(String(decoding: bytes, as: UTF8.self))
+        case .error: return .failure(parseFailure("not UTF-8 text: invalid byte at byte \(offset)"))
+        }
+    }
+}
+
+/// 1-based, counting characters in the line, as editors show them.
+private func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+    let prefix = bytes[..<min(offset, bytes.count)]
+    let line = prefix.reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+    let lineStart = prefix.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+    return (line, String(decoding: bytes[lineStart..<prefix.endIndex], as: UTF8.self).count + 1)
+}
+
+/// YAML can say things JSON cannot (NaN, infinities, non-scalar keys); those are errors at their position
+/// rather than silently changed values.
+func yamlToJSON(_ node: YAMLNode) -> Result<JSONValue, YAMLError> {
+    switch node.kind {
+    case .scalar(let scalar):
+        switch scalar.resolved {
+        case .null: return .success(.null)
+        case .bool(let flag): return .success(.bool(flag))
+        case .int(let number): return .success(.number(JSONNumber(number)))
+        case .float(let number):
+            guard let value = JSONNumber(exactly: number) else {
+                return .failure(YAMLError(mark: node.mark, message: "\(scalar.text) has no JSON number"))
+            }
+            return .success(.number(value))
+        case .string(let text): return .success(.string(text))
+        }
+    case .sequence(let items):
+        var array: [JSONValue] = []
+        array.reserveCapacity(items.count)
+        for item in items {
+            switch yamlToJSON(item) {
+            case .success(let value): array.append(value)
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(.array(array))
+    case .mapping(let pairs):
+        var object = JSONObject()
+        for pair in pairs {
+            guard let key = pair.key.scalar?.text else {
+                return .failure(YAMLError(mark: pair.key.mark, message: "a key is \(pair.key.kindName); JSON keys are strings"))
+            }
+            switch yamlToJSON(pair.value) {
+            case .success(let value): object[key] = value
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(.object(object))
+    }
+}
