@@ -322,7 +322,8 @@ private struct ConfigurationReader {
     ) {
         for source in sources {
             for entry in references[source.id] ?? [] where sourceMarks[entry.reference.source] == nil {
-                let hint = closestMatch(to: entry.reference.source, among: Array(sourceMarks.keys)).map {
+                // Sorted: among equally close names the suggestion must not depend on the run's hash seed.
+                let hint = closestMatch(to: entry.reference.source, among: sourceMarks.keys.sorted()).map {
                     " (did you mean \"\($0)\"?)"
                 } ?? ""
                 problem(entry.mark, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
@@ -361,7 +362,8 @@ private struct ConfigurationReader {
                 for item in items {
                     guard let source = string(item, "a view's source") else { continue }
                     if sourceMarks[source] == nil {
-                        let hint = closestMatch(to: source, among: Array(sourceMarks.keys)).map {
+                        // Sorted, as above: the same file must give the same message on every run.
+                        let hint = closestMatch(to: source, among: sourceMarks.keys.sorted()).map {
                             " (did you mean \"\($0)\"?)"
                         } ?? ""
                         problem(item.mark, "view \"\(id)\" uses unknown source \"\(source)\"\(hint)")

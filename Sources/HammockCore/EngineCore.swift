@@ -189,6 +189,8 @@ public struct EngineCore: Sendable {
                 if sources[id]!.inFlight.isEmpty { load(id, now: now) }
             }
         }
+        // A load that timed out above may have been the last one `--once` was waiting for.
+        checkOnceCompletion(now: now)
         if let onceDeadline, now >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
         emitChangedViews()
         return takeActions()
@@ -288,7 +290,10 @@ public struct EngineCore: Sendable {
             sources[id]!.isWaitingForInputs = true
             return
         case .failure(let problem):
-            sources[id]!.isWaitingForInputs = false
+            // Retrying cannot fix a path that points nowhere: like a source whose inputs have no content yet,
+            // it waits for an input to change, and no earlier options may make that change look like no change.
+            sources[id]!.isWaitingForInputs = true
+            sources[id]!.lastOptions = nil
             apply(.error(SourceError(message: problem.message, code: "templateUnresolved")), to: id, now: now)
             markSettled(id, now: now)
             return

@@ -35,7 +35,8 @@ public final class Engine: Sendable {
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
         loaders = LoaderFactory.makeLoaders(
-            for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger)
+            for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
+            standardError: StandardError(redactor: Redactor(secrets: configuration.configuration.secrets)))
     }
 
     /// What the plugins said of the configuration's sources.
@@ -51,12 +52,19 @@ public final class Engine: Sendable {
     /// `hammock check` treats a plugin failure as an error; `hammock run` goes on and lets supervision
     /// restart the plugin, while its sources show why they do not load.
     public func validatePlugins() async -> PluginValidation {
-        var validation = PluginValidation()
         let sources = loaded.configuration.sources
-        for (kind, loader) in loaders.sorted(by: { $0.key < $1.key }) {
-            guard let host = loader as? PluginHost else { continue }
-            let ofKind = sources.filter { $0.kind == kind }.map { (id: $0.id, options: JSONValue.object($0.options)) }
-            for (source, answer) in await host.validate(ofKind).sorted(by: { $0.key < $1.key }) {
+        // Every plugin checks its sources at the same time; a slow handshake delays only its own kind.
+        let answers = await withTaskGroup(of: [String: PluginHost.ValidationAnswer].self) { group in
+            for (kind, loader) in loaders {
+                guard let host = loader as? PluginHost else { continue }
+                let ofKind = sources.filter { $0.kind == kind }.map { (id: $0.id, options: JSONValue.object($0.options)) }
+                group.addTask { await host.validate(ofKind) }
+            }
+            return await group.reduce(into: [:]) { $0.merge($1) { first, _ in first } }
+        }
+        var validation = PluginValidation()
+        do {
+            for (source, answer) in answers.sorted(by: { $0.key < $1.key }) {
                 switch answer {
                 case .valid:
                     break
@@ -84,7 +92,9 @@ public final class Engine: Sendable {
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     public func run() async -> Int32 {
         let inbox = inbox
-        let writer = OutputWriter { inbox.yield(.stop(reason: "stdout closed")) }
+        let writer = OutputWriter(redactor: Redactor(secrets: loaded.configuration.secrets)) {
+            inbox.yield(.stop(reason: "stdout closed"))
+        }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { signal in
             inbox.yield(.stop(reason: signal == SIGINT ? "interrupt" : "signal"))
         }

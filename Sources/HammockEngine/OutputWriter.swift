@@ -12,6 +12,7 @@ import HammockCore
 /// Swift concurrency pool; a condition variable is the natural hand-off between the two.
 public final class OutputWriter: @unchecked Sendable {
     private let descriptor: Int32
+    private let redactor: Redactor
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
     private var order: [Int] = []
@@ -30,8 +31,9 @@ public final class OutputWriter: @unchecked Sendable {
     /// consumer that does not read cannot grow the queue.
     static let maximumWaitingUncoalescedLines = 1000
 
-    public init(descriptor: Int32 = STDOUT_FILENO, onClosed: @escaping @Sendable () -> Void) {
+    public init(descriptor: Int32 = STDOUT_FILENO, redactor: Redactor, onClosed: @escaping @Sendable () -> Void) {
         self.descriptor = descriptor
+        self.redactor = redactor
         self.onClosed = onClosed
         let thread = Thread { [self] in run() }
         thread.name = "hammock.stdout"
@@ -116,6 +118,7 @@ public final class OutputWriter: @unchecked Sendable {
                 seq += 1
                 line.encode(seq: seq, into: &buffer)
             }
+            redactor.redact(&buffer)
             if !writeAll(buffer) {
                 condition.lock()
                 isClosing = true

@@ -18,6 +18,7 @@ actor PluginHost: SourceLoader {
     let command: [String]
     private let logger: Logger
     private let inbox: EngineInbox
+    private let standardError: StandardError
 
     static let handshakeTimeout: Duration = .seconds(5)
     static let shutdownGrace: Duration = .seconds(2)
@@ -58,8 +59,9 @@ actor PluginHost: SourceLoader {
         case pluginFailed(String)
     }
 
-    init(kind: String, command: [String], inbox: EngineInbox, logger: Logger) {
+    init(kind: String, command: [String], inbox: EngineInbox, logger: Logger, standardError: StandardError) {
         self.kind = kind
+        self.standardError = standardError
         self.command = command
         self.inbox = inbox
         self.logger = logger
@@ -140,7 +142,8 @@ actor PluginHost: SourceLoader {
         phase = .starting
         failureReason = nil
         sentOptions.removeAll()
-        process = PluginProcessHandle.launch(command: command, kind: kind, host: self, generation: generation)
+        process = PluginProcessHandle.launch(
+            command: command, kind: kind, host: self, generation: generation, standardError: standardError)
         process?.send(.hello(protocol: pluginProtocolVersion))
         Task {
             try? await Task.sleep(for: Self.handshakeTimeout)
@@ -279,6 +282,9 @@ actor PluginHost: SourceLoader {
         }
         for (_, waiter) in validationWaiters { waiter.resume(returning: .pluginFailed(reason)) }
         validationWaiters.removeAll()
+        // Whoever waits for the plugin to be ready hears of the failure now, not after every restart.
+        for waiter in readinessWaiters { waiter.resume(returning: reason) }
+        readinessWaiters.removeAll()
 
         if crashTimes.count >= Self.maximumCrashes {
             let message = "\(reason); gave up after \(crashTimes.count) failures within \(Self.crashWindow.humanReadable)"
@@ -286,8 +292,6 @@ actor PluginHost: SourceLoader {
             phase = .gaveUp(message)
             for request in queuedLoads { fail(request, message: message, code: "pluginGaveUp") }
             queuedLoads.removeAll()
-            for waiter in readinessWaiters { waiter.resume(returning: message) }
-            readinessWaiters.removeAll()
             return
         }
         let delay = Duration.milliseconds(250 * (1 << min(crashTimes.count - 1, 7)))
@@ -312,16 +316,19 @@ actor PluginHost: SourceLoader {
 /// One running plugin process: its stdin as a queue of lines, its stdout and stderr read by tasks.
 final class PluginProcessHandle: Sendable {
     private let outgoing: AsyncStream<[UInt8]>.Continuation
-    private let processID = ProcessIDBox()
+    /// Filled in by the launching task once the process exists.
+    private let processID: ProcessIDBox
     private let task: Task<Void, Never>
 
     private init(outgoing: AsyncStream<[UInt8]>.Continuation, task: Task<Void, Never>, processID: ProcessIDBox) {
         self.outgoing = outgoing
         self.task = task
-        self.processID.value = processID.value
+        self.processID = processID
     }
 
-    static func launch(command: [String], kind: String, host: PluginHost, generation: Int) -> PluginProcessHandle {
+    static func launch(
+        command: [String], kind: String, host: PluginHost, generation: Int, standardError: StandardError
+    ) -> PluginProcessHandle {
         let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
         let pid = ProcessIDBox()
         let task = Task {
@@ -348,7 +355,7 @@ final class PluginProcessHandle: Sendable {
                         group.addTask {
                             var splitter = LineSplitter(maximumLineLength: 64 << 10)
                             let forward: (LineSplitter.Piece) -> Void = { piece in
-                                if case .line(let bytes) = piece { StandardError.write(prefix: kind, line: bytes) }
+                                if case .line(let bytes) = piece { standardError.write(prefix: kind, line: bytes) }
                             }
                             do {
                                 for try await buffer in execution.standardError {
@@ -425,16 +432,5 @@ private final class ProcessIDBox: @unchecked Sendable {
     var value: pid_t? {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
-    }
-}
-
-/// hammock's stderr, shared by logs and plugins' stderr: one `write` per line so lines never interleave.
-enum StandardError {
-    static func write(prefix: String, line: [UInt8]) {
-        var bytes = Array(prefix.utf8)
-        bytes += [UInt8(ascii: ":"), UInt8(ascii: " ")]
-        bytes += line
-        bytes.append(UInt8(ascii: "\n"))
-        bytes.withUnsafeBytes { _ = Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }

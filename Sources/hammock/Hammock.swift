@@ -28,13 +28,11 @@ struct ConfigurationArguments: ParsableArguments {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
-    func makeLogger() -> Logger {
+    /// Logs go to stderr only, with the configuration's secrets redacted.
+    func makeLogger(secrets: Set<String>) -> Logger {
         let level = logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let output = StandardError(redactor: Redactor(secrets: secrets))
+        LoggingSystem.bootstrap { _ in StandardErrorLogHandler(level: level, output: output) }
         return Logger(label: "hammock")
     }
 
@@ -75,13 +73,13 @@ struct Run: AsyncParsableCommand {
     var deadline: String = "30s"
 
     func run() async throws {
-        let logger = arguments.makeLogger()
         let onceDeadline: Duration
         switch parseDuration(deadline) {
         case .success(let value): onceDeadline = value
         case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
         }
         let loaded = try arguments.load(resolver: PluginResolver())
+        let logger = arguments.makeLogger(secrets: loaded.configuration.secrets)
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
@@ -108,8 +106,8 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
-        let logger = arguments.makeLogger()
         let loaded = try arguments.load(resolver: PluginResolver())
+        let logger = arguments.makeLogger(secrets: loaded.configuration.secrets)
         // Start the plugins the configuration needs, so that their own keys are checked too.
         let engine = Engine(
             configuration: loaded, options: RunOptions(), logger: logger,

@@ -89,9 +89,19 @@ import Testing
               users: { kind: fake }
             views:
               v:
-                sources: [posts, usres]
+                sources: [posts, usrs]
             """
-        #expect(problems(text) == [#"6:22: view "v" uses unknown source "usres" (did you mean "users"?)"#])
+        #expect(problems(text) == [#"6:22: view "v" uses unknown source "usrs" (did you mean "users"?)"#])
+    }
+
+    @Test func noSuggestionForAFarName() {
+        let text = """
+            sources:
+              posts: { kind: fake }
+            views:
+              v: { sources: [weather] }
+            """
+        #expect(problems(text) == [#"4:18: view "v" uses unknown source "weather""#])
     }
 
     @Test func didYouMeanIsTheSameOnEveryRun() {
@@ -128,7 +138,7 @@ import Testing
         #expect(
             problems(text) == [
                 #"2:25: "${1X}" is not a variable; write ${NAME} or ${NAME:-default}"#,
-                #"2:40: unclosed "${"; write ${NAME} or ${NAME:-default}"#,
+                #"2:41: unclosed "${"; write ${NAME} or ${NAME:-default}"#,
             ])
     }
 
@@ -259,7 +269,7 @@ import Testing
               a: { kind: fake
               b: { kind: fake }
             """
-        #expect(problems(text) == ["3:4: did not find expected ',' or '}' while parsing a flow mapping"])
+        #expect(problems(text) == ["3:4: did not find expected ',' or '}' (while parsing a flow mapping started at 2:6)"])
     }
 
     @Test func emptyFile() {
@@ -275,7 +285,7 @@ import Testing
               b:
                 kind: rset
             views:
-              v: { sources: [a, c] }
+              v: { sources: [a, missing] }
             extra: 1
             """
         let loaded = loader().parse(text, file: "test.yaml")
@@ -287,7 +297,7 @@ import Testing
             error.description == """
                 test.yaml:4:14: refresh: "often" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s
                 test.yaml:6:11: unknown kind "rset": no plugin found; looked for plugins.rset.command
-                test.yaml:8:21: view "v" uses unknown source "c"
+                test.yaml:8:21: view "v" uses unknown source "missing"
                 test.yaml:9:1: unknown key "extra" in the configuration; expected one of: version, defaults, sources, views, plugins
                 """)
         #expect(error.diagnostics.count == 4)
@@ -307,8 +317,8 @@ import Testing
         #expect(
             problems(text) == [
                 "1:10: unsupported version; this hammock reads `version: 1`",
-                #"5:30: ready must be `all` or `any`, found "some""#,
-                #"5:45: unknown display preset "standrd" (did you mean "standard"?); presets: dataOnly, noError, overlay, standard, or a list of rules"#,
+                #"5:29: ready must be `all` or `any`, found "some""#,
+                #"5:44: unknown display preset "standrd" (did you mean "standard"?); presets: dataOnly, noError, overlay, standard, or a list of rules"#,
                 #"6:41: unknown display rule "eror" (did you mean "error"?); rules: loading, error, anyData, allData, alwaysData"#,
                 #"7:6: view "x" has no `sources:`"#,
             ])
@@ -323,8 +333,8 @@ import Testing
         #expect(
             problems(text) == [
                 "2:27: retry must be off, a duration (the first delay) or {initial, max}, found a list",
-                "2:41: cache must be true or false, found a string",
-                #"2:56: select "no-slash" is not a JSON Pointer; write e.g. /items/0/name"#,
+                "2:40: cache must be true or false, found a string",
+                #"2:55: select "no-slash" is not a JSON Pointer; write e.g. /items/0/name"#,
                 #"3:42: unknown key "maximum" in retry; expected one of: initial, max"#,
             ])
     }

@@ -161,8 +161,8 @@ import Testing
         #expect(mark("/url") == "10:5")
         #expect(mark("/headers") == "11:5")
         #expect(mark("/headers/Authorization") == "11:16")
-        #expect(mark("/headers/Host") == "11:59")
-        #expect(mark("/flags/3") == "17:30")
+        #expect(mark("/headers/Host") == "11:57")
+        #expect(mark("/flags/3") == "17:32")
         #expect(mark("/nested/a/b") == "20:9")
         #expect(mark("/nested/a/b/1") == "20:16")
         // A pointer to something not written falls back to its nearest written ancestor, then the source.
@@ -173,7 +173,7 @@ import Testing
 
         let diagnostic = loaded.diagnostic(
             source: "repo", problem: OptionProblem(pointer: JSONPointer("/headers/Host")!, message: "expected a URL host"))
-        #expect(diagnostic.formatted(file: "test.yaml") == #"test.yaml:11:59: source "repo": expected a URL host"#)
+        #expect(diagnostic.formatted(file: "test.yaml") == #"test.yaml:11:57: source "repo": expected a URL host"#)
         let unknown = loaded.diagnostic(source: "ghost", problem: OptionProblem(pointer: JSONPointer("/x")!, message: "m"))
         #expect(unknown.formatted(file: "c.yaml") == #"c.yaml:1:1: source "ghost": m"#)
     }

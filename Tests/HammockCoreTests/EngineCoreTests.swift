@@ -57,6 +57,29 @@ import Testing
         #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: false, timestamp: at(3)))
     }
 
+    @Test func aCancelledAnswerKeepsLoadingWhileAnotherLoadRuns() {
+        var engine = core([fakeSource("a", retry: .off)])
+        _ = engine.start(now: t0)
+        _ = engine.handle(.load(.source("a")), now: at(1))
+        let cancelled = engine.loadFinished(source: "a", loadID: 1, outcome: .cancelled, now: at(2))
+        #expect(cancelled.summaries == ["source a requestCancelled"])
+        #expect(cancelled.states(of: "a") == [SourceState(isLoading: true)])
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .cancelled, now: at(3))
+        #expect(engine.state(of: "a") == SourceState())
+    }
+
+    @Test func pushedErrorKeepsContentAndRetries() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a")]), seed: 5)
+        _ = engine.start(now: t0)
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData("c"), now: at(1))
+        let error = SourceError(message: "the watched file is gone", code: "fileMissing")
+        #expect(engine.pushedError(source: "a", error: error, now: at(2)).summaries == ["source a error"])
+        #expect(engine.state(of: "a") == SourceState(content: "c", latestError: error, timestamp: at(2), failures: 1))
+        let delay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: unitRandoms(seed: 5, count: 1)[0])
+        #expect(engine.nextDeadline == at(2) + delay)
+        #expect(engine.pushedError(source: "nope", error: error, now: at(2)).isEmpty)
+    }
+
     @Test func pushAndCacheOrigins() {
         var engine = core([fakeSource("a")])
         _ = engine.start(now: t0)
@@ -378,7 +401,7 @@ import Testing
         // No automatic retry in --once.
         #expect(engine.nextDeadline == at(12))
         let last = engine.loadFinished(source: "b", loadID: 2, outcome: .newData(2), now: at(2))
-        #expect(last.summaries == ["source b newData load", #"bye once ["a"]"#, "finish 1"])
+        #expect(last.summaries == ["source b newData load", "view v error", #"bye once ["a"]"#, "finish 1"])
     }
 
     @Test func stillLoadingAtTheDeadlineCountsAsFailed() {
@@ -453,6 +476,14 @@ import Testing
         #expect(engine.nextDeadline == nil)
         let fixed = engine.pushed(source: "post", content: ["userId": 1], now: at(2))
         #expect(fixed.loads.map(\.source) == ["user"])
+        #expect(fixed.loads.first?.options["url"] == "http://x/1")
+        _ = engine.loadFinished(source: "user", loadID: 2, outcome: .newData("U1"), now: at(3))
+        // The value goes away and comes back unchanged: the source must not stay in error.
+        _ = engine.pushed(source: "post", content: ["title": "t"], now: at(4))
+        #expect(engine.state(of: "user")?.latestError?.code == "templateUnresolved")
+        let back = engine.pushed(source: "post", content: ["userId": 1], now: at(5))
+        #expect(back.loads.map(\.source) == ["user"])
+        #expect(back.loads.first?.options["url"] == "http://x/1")
     }
 
     @Test func onceModeLoadsDependentsAfterTheirInputs() {

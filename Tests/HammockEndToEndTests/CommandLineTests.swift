@@ -22,9 +22,9 @@ struct CommandLineTests {
         let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == 1, "one line: \(run.stdout)")
         let summary = String(lines.first ?? "")
-        #expect(summary.hasPrefix(path), summary)
-        #expect(summary.contains("2 sources"), summary)
-        #expect(summary.contains("1 view"), summary)
+        #expect(summary.hasPrefix(path), "\(summary)")
+        #expect(summary.contains("2 sources"), "\(summary)")
+        #expect(summary.contains("1 view"), "\(summary)")
     }
 
     @Test("check: every problem of a broken file as PATH:LINE:COLUMN: message, exit 2")
@@ -99,7 +99,8 @@ struct CommandLineTests {
     @Test("run with a broken file exits 2 and writes nothing on stdout")
     func runBroken() async throws {
         try await HammockProcess.withRunning(config: "version: 1\nsources:\n  a: { kind: nothing-like-this }\n") { hammock in
-            #expect(try await hammock.waitForExit() == .exited(2))
+            let termination = try await hammock.waitForExit()
+            #expect(termination == .exited(2))
             #expect(hammock.lines.isEmpty)
             #expect(hammock.stderrText.contains("\(hammock.configPath):3:"), "\(hammock.stderrText)")
         }

@@ -216,40 +216,42 @@ final class HammockProcess: Sendable {
         executable: String, arguments: [String], environment: [String: String], directory: String,
         configPath: String, stdoutIsJSON: Bool, readingStdout: Bool, sourceLocation: SourceLocation
     ) throws {
-        let stdinPipe = try Self.makePipe()
-        let stdoutPipe = try Self.makePipe()
-        let stderrPipe = try Self.makePipe()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardInput = FileHandle(fileDescriptor: stdinPipe.read, closeOnDealloc: false)
-        process.standardOutput = FileHandle(fileDescriptor: stdoutPipe.write, closeOnDealloc: false)
-        process.standardError = FileHandle(fileDescriptor: stderrPipe.write, closeOnDealloc: false)
-        do {
-            try process.run()
-        } catch {
-            for descriptor in [stdinPipe.read, stdinPipe.write, stdoutPipe.read, stdoutPipe.write, stderrPipe.read, stderrPipe.write] {
-                close(descriptor)
+        let (stdinWrite, stdoutRead, stderrRead) = try Self.spawnLock.withLock { _ in
+            let stdinPipe = try Self.makePipe()
+            let stdoutPipe = try Self.makePipe()
+            let stderrPipe = try Self.makePipe()
+            process.standardInput = FileHandle(fileDescriptor: stdinPipe.read, closeOnDealloc: false)
+            process.standardOutput = FileHandle(fileDescriptor: stdoutPipe.write, closeOnDealloc: false)
+            process.standardError = FileHandle(fileDescriptor: stderrPipe.write, closeOnDealloc: false)
+            defer {
+                // The child has its own copies; keeping the parent's would hide the ends of the pipes.
+                close(stdinPipe.read)
+                close(stdoutPipe.write)
+                close(stderrPipe.write)
             }
-            throw HammockHarnessError(
-                message: "could not start \(executable) \(arguments.joined(separator: " ")): \(error)",
-                sourceLocation: sourceLocation)
+            do {
+                try process.run()
+            } catch {
+                [stdinPipe.write, stdoutPipe.read, stderrPipe.read].forEach { _ = close($0) }
+                throw HammockHarnessError(
+                    message: "could not start \(executable) \(arguments.joined(separator: " ")): \(error)",
+                    sourceLocation: sourceLocation)
+            }
+            return (stdinPipe.write, stdoutPipe.read, stderrPipe.read)
         }
-        // The child has its own copies now; keeping the parent's would hide the ends of the pipes.
-        close(stdinPipe.read)
-        close(stdoutPipe.write)
-        close(stderrPipe.write)
-
         self.process = process
         self.pid = process.processIdentifier
         self.directory = directory
         self.configPath = configPath
         self.arguments = arguments
-        self.stdinDescriptor = Mutex(stdinPipe.write)
-        self.stdout = PipeReader(descriptor: stdoutPipe.read, parsesJSON: stdoutIsJSON, paused: !readingStdout)
-        self.stderr = PipeReader(descriptor: stderrPipe.read, parsesJSON: false, paused: false)
+        self.stdinDescriptor = Mutex(stdinWrite)
+        self.stdout = PipeReader(descriptor: stdoutRead, parsesJSON: stdoutIsJSON, paused: !readingStdout)
+        self.stderr = PipeReader(descriptor: stderrRead, parsesJSON: false, paused: false)
         stdout.start(name: "hammock-e2e.stdout")
         stderr.start(name: "hammock-e2e.stderr")
     }
@@ -265,13 +267,20 @@ final class HammockProcess: Sendable {
 
     /// A pipe whose ends are closed on `exec`, so a process started by a test running in parallel never
     /// inherits them (which would keep this test's pipes from reaching their end).
+    ///
+    /// Glibc's `pipe2` is not visible from Swift, so the flag is set just after `pipe`; callers hold
+    /// `spawnLock` so that no other test of this process starts a child in between.
     private static func makePipe() throws -> (read: Int32, write: Int32) {
         var descriptors: [Int32] = [-1, -1]
-        guard pipe2(&descriptors, O_CLOEXEC) == 0 else {
+        guard pipe(&descriptors) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
+        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         return (descriptors[0], descriptors[1])
     }
+
+    /// Held while pipes are made and a child is started (see `makePipe`).
+    private static let spawnLock = Mutex(())
 
     // MARK: Reading stdout
 

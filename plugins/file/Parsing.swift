@@ -30,22 +30,33 @@ func parseContent(_ bytes: [UInt8], as format: ParseFormat) -> Result<JSONValue,
             return .failure(parseFailure("not YAML: \(error.message) at line \(error.mark.line), column \(error.mark.column)"))
         }
     case .text:
-        return utf8Text(body, offset: skipped).map { text in
-            // Like a shell's $(…): the newline every editor adds at the end is not part of the value.
-            var trimmed = Substring(text)
-            if trimmed.hasSuffix("\n") { trimmed = trimmed.dropLast() }
-            return .string(String(trimmed))
-        }
+        // Like a shell's $(…): the newline every editor adds at the end is not part of the value.
+        var end = body.endIndex
+        if end > body.startIndex, body[end - 1] == newline { end -= 1 }
+        if end > body.startIndex, body[end - 1] == carriageReturn { end -= 1 }
+        return utf8Text(body[..<end], offset: skipped).map(JSONValue.string)
     case .lines:
-        return utf8Text(body, offset: skipped).map { text in
-            // Empty lines in the middle are kept so line numbers match the file; only the final newline
-            // does not start another line.
-            var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-            if lines.last?.isEmpty == true { lines.removeLast() }
-            return .array(lines.map { line in .string(String(line.hasSuffix("\r") ? line.dropLast() : line)) })
+        // Split on bytes, not Characters: Swift treats "\r\n" as one Character that is not "\n".
+        // Empty lines in the middle are kept so positions match the file; only the final newline does
+        // not start another line.
+        var lines = body.split(separator: newline, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        var offset = skipped
+        var array: [JSONValue] = []
+        for line in lines {
+            let content = line.last == carriageReturn ? line.dropLast() : line
+            switch utf8Text(content, offset: offset) {
+            case .success(let text): array.append(.string(text))
+            case .failure(let failure): return .failure(failure)
+            }
+            offset += line.count + 1
         }
+        return .success(.array(array))
     }
 }
+
+private let newline = UInt8(ascii: "\n")
+private let carriageReturn = UInt8(ascii: "\r")
 
 private func parseFailure(_ message: String) -> SourceError {
     SourceError(message: message, code: "parseFailed")

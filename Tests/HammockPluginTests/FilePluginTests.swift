@@ -1,0 +1,343 @@
+import Foundation
+import Glibc
+import HammockCore
+import HammockJSON
+import HammockProtocol
+import Testing
+
+/// hammock-plugin-file, driven over its protocol. Serialized because the watch tests measure quiet periods,
+/// which a machine busy with the other tests would stretch.
+@Suite(.serialized) struct FilePluginTests {
+    // MARK: - Handshake and options
+
+    @Test func hello() throws {
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        guard case .hello(let version, let kinds, let pluginVersion)? = plugin.hello() else {
+            Issue.record("no hello")
+            return
+        }
+        #expect(version == 1)
+        #expect(kinds == ["file"])
+        #expect(pluginVersion == "0.1.0")
+    }
+
+    @Test func invalidOptionsAreAllReportedWithTheirPointers() throws {
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        let answer = plugin.configure("f", ["wach": true, "parse": "xml", "maxBytes": "lots", "debounce": 5])
+        guard case .invalid(let source, let errors)? = answer else {
+            Issue.record("expected invalid, got \(String(describing: answer))")
+            return
+        }
+        #expect(source == "f")
+        let byPath = Dictionary(errors.map { ($0.pointer.description, $0.message) }, uniquingKeysWith: { $1 })
+        #expect(Set(byPath.keys) == ["/wach", "/path", "/parse", "/maxBytes", "/debounce"])
+        #expect(byPath["/wach"]?.contains("did you mean \"watch\"") == true)
+        #expect(byPath["/path"]?.contains("missing") == true)
+        #expect(byPath["/parse"]?.contains("json, yaml, text, lines") == true)
+
+        // Once fixed, the same source is accepted.
+        #expect(plugin.configure("f", ["path": "/tmp/x.json", "maxBytes": "64KiB", "debounce": "20ms"]) == .configured(source: "f"))
+    }
+
+    @Test func emptyPathIsInvalid() throws {
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        guard case .invalid(_, let errors)? = plugin.configure("f", ["path": ""]) else {
+            Issue.record("expected invalid")
+            return
+        }
+        #expect(errors.map(\.pointer.description) == ["/path"])
+    }
+
+    // MARK: - Loads
+
+    @Test func loadsEachFormatAndGuessesByExtension() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try write("{\"a\": [1, 2.5, \"x\"], \"b\": null}\n", to: directory.appendingPathComponent("data.json"))
+        try write("name: demo\ncount: 3\non: yes\nlist: [a, 1.5, true, ~]\n", to: directory.appendingPathComponent("data.yaml"))
+        try write("k: v\n", to: directory.appendingPathComponent("short.YML"))
+        try write("hello world\n", to: directory.appendingPathComponent("note.txt"))
+        try write("one\n\r\nthree\r\n", to: directory.appendingPathComponent("list.conf"))
+
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        let cases: [(String, JSONValue, JSONValue)] = [
+            ("json", ["path": path(directory, "data.json")], ["a": [1, 2.5, "x"], "b": nil]),
+            ("yaml", ["path": path(directory, "data.yaml")], ["name": "demo", "count": 3, "on": "yes", "list": ["a", 1.5, true, nil]]),
+            ("yml", ["path": path(directory, "short.YML")], ["k": "v"]),
+            ("text", ["path": path(directory, "note.txt")], "hello world"),
+            ("other", ["path": path(directory, "list.conf")], "one\n\r\nthree"),
+            ("lines", ["path": path(directory, "list.conf"), "parse": "lines"], ["one", "", "three"]),
+            ("forcedText", ["path": path(directory, "data.json"), "parse": "text"], "{\"a\": [1, 2.5, \"x\"], \"b\": null}"),
+        ]
+        for (index, (source, options, expected)) in cases.enumerated() {
+            #expect(plugin.configure(source, options) == .configured(source: source))
+            let answer = plugin.load(source, id: index + 1)
+            #expect(answer == .newData(id: index + 1, source: source, content: expected, etag: nil, lastModified: nil), "\(source)")
+        }
+    }
+
+    @Test func tildeIsTheHomeDirectory() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try write("[1]", to: directory.appendingPathComponent("home.json"))
+        let plugin = try PluginProcess(executable: "hammock-plugin-file", environment: ["HOME": directory.path])
+        _ = plugin.hello()
+        #expect(plugin.configure("f", ["path": "~/home.json"]) == .configured(source: "f"))
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: [1], etag: nil, lastModified: nil))
+    }
+
+    @Test func missingFileIsFileMissingNamingThePath() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        let missing = directory.appendingPathComponent("absent.json").path
+        #expect(plugin.configure("f", ["path": .string(missing)]) == .configured(source: "f"))
+        let error = try #require(loadError(plugin, "f", id: 1))
+        #expect(error.code == "fileMissing")
+        #expect(error.message.contains(missing))
+    }
+
+    @Test func fileLargerThanMaxBytesIsAnError() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try write(String(repeating: "x", count: 100), to: directory.appendingPathComponent("big.txt"))
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        #expect(plugin.configure("small", ["path": path(directory, "big.txt"), "maxBytes": 99]) == .configured(source: "small"))
+        let error = try #require(loadError(plugin, "small", id: 1))
+        #expect(error.code == "tooLarge")
+        #expect(error.message.contains("99"))
+
+        // Exactly at the limit is fine; so is a size string.
+        #expect(plugin.configure("exact", ["path": path(directory, "big.txt"), "maxBytes": 100]) == .configured(source: "exact"))
+        #expect(plugin.load("exact", id: 2)?.isNewData == true)
+        #expect(plugin.configure("sized", ["path": path(directory, "big.txt"), "maxBytes": "1KiB"]) == .configured(source: "sized"))
+        #expect(plugin.load("sized", id: 3)?.isNewData == true)
+    }
+
+    @Test func parseFailuresSayWhatAndWhere() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try write("{\"a\":\n  tru}", to: directory.appendingPathComponent("bad.json"))
+        try write("a: [1, 2\nb: 3\n", to: directory.appendingPathComponent("bad.yaml"))
+        try Data([0x61, 0x62, 0xFF, 0x63]).write(to: directory.appendingPathComponent("bad.txt"))
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        #expect(plugin.configure("json", ["path": path(directory, "bad.json")]) == .configured(source: "json"))
+        #expect(plugin.configure("yaml", ["path": path(directory, "bad.yaml")]) == .configured(source: "yaml"))
+        #expect(plugin.configure("text", ["path": path(directory, "bad.txt")]) == .configured(source: "text"))
+
+        let json = try #require(loadError(plugin, "json", id: 1))
+        #expect(json.message.hasPrefix("not JSON: "))
+        #expect(json.message.contains("at byte 8 (line 2, column 3)"))
+        #expect(json.code == "parseFailed")
+        let yaml = try #require(loadError(plugin, "yaml", id: 2))
+        #expect(yaml.message.hasPrefix("not YAML: "))
+        #expect(yaml.message.contains("line "))
+        let text = try #require(loadError(plugin, "text", id: 3))
+        #expect(text.message == "not UTF-8 text: invalid byte at byte 2")
+    }
+
+    // MARK: - Watching
+
+    @Test func inPlaceEditIsExactlyOnePush() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("live.json")
+        try write("{\"v\": 1}", to: file)
+        let plugin = try watching(file)
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+
+        try write("{\"v\": 2}", to: file)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 2], etag: nil, lastModified: nil))
+        expectNoPush(plugin, thenLoad: 2)
+    }
+
+    @Test func atomicReplaceIsExactlyOnePushWithTheNewContent() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("live.yaml")
+        try write("v: 1\n", to: file)
+        let plugin = try watching(file)
+        #expect(plugin.load("f", id: 1)?.isNewData == true)
+
+        for version in 2...3 {
+            let temporary = directory.appendingPathComponent(".live.yaml.swp\(version)")
+            try write("v: \(version)\n", to: temporary)
+            #expect(rename(temporary.path, file.path) == 0)
+            #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": .number(JSONNumber(version))], etag: nil, lastModified: nil))
+        }
+        expectNoPush(plugin, thenLoad: 2)
+    }
+
+    @Test func deleteIsAPushedErrorAndRecreateAPush() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("live.txt")
+        try write("first\n", to: file)
+        let plugin = try watching(file)
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: "first", etag: nil, lastModified: nil))
+
+        try FileManager.default.removeItem(at: file)
+        guard case .error(nil, "f", let error)? = nextPush(plugin) else {
+            Issue.record("expected a pushed error")
+            return
+        }
+        #expect(error.code == "fileMissing")
+        expectNoPush(plugin, thenLoad: 2)
+
+        try write("second\n", to: file)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: "second", etag: nil, lastModified: nil))
+    }
+
+    @Test func rewritingTheSameBytesIsNoPush() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("same.txt")
+        try write("same\n", to: file)
+        let plugin = try watching(file)
+        #expect(plugin.load("f", id: 1)?.isNewData == true)
+
+        try write("same\n", to: file)
+        let temporary = directory.appendingPathComponent("same.tmp")
+        try write("same\n", to: temporary)
+        #expect(rename(temporary.path, file.path) == 0)
+        expectNoPush(plugin, thenLoad: 2)
+
+        // A change after the non-changes still gets through.
+        try write("different\n", to: file)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: "different", etag: nil, lastModified: nil))
+    }
+
+    @Test func fileInDirectoriesCreatedLaterIsPushed() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let nested = directory.appendingPathComponent("a/b")
+        let file = nested.appendingPathComponent("late.json")
+        let plugin = try watching(file)
+        let error = try #require(loadError(plugin, "f", id: 1))
+        #expect(error.code == "fileMissing")
+
+        // One level at a time, then the file: the watch has to move down twice.
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("a"), withIntermediateDirectories: false)
+        usleep(100_000)
+        try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: false)
+        usleep(100_000)
+        try write("[\"late\"]", to: file)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["late"], etag: nil, lastModified: nil))
+
+        // The whole directory goes and comes back in one go.
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("a"))
+        guard case .error(nil, "f", let gone)? = nextPush(plugin) else {
+            Issue.record("expected a pushed error")
+            return
+        }
+        #expect(gone.code == "fileMissing")
+        try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
+        try write("[\"back\"]", to: file)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["back"], etag: nil, lastModified: nil))
+    }
+
+    @Test func removedSourceStopsPushingAndReconfiguringLeaksNothing() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("cycle.txt")
+        try write("0", to: file)
+        let plugin = try watching(file)
+        let pid = plugin.process.processIdentifier
+        func cycle(_ rounds: ClosedRange<Int>) {
+            for round in rounds {
+                #expect(plugin.configure("f", ["path": .string(file.path), "watch": true]) == .configured(source: "f"))
+                #expect(plugin.configure("g\(round)", ["path": .string(file.path), "watch": true]) == .configured(source: "g\(round)"))
+                plugin.send(.remove(source: "g\(round)"))
+            }
+            #expect(plugin.load("f", id: rounds.upperBound)?.isNewData == true)  // every remove before it is handled
+        }
+        // The Swift runtime opens a few descriptors of its own lazily (timers, signals); let it settle.
+        cycle(1...3)
+        let before = openDescriptors(pid)
+        #expect(inotifyWatches(pid) == 1)
+        cycle(4...33)
+        #expect(openDescriptors(pid) <= before + 2, "a leak would be one descriptor per round")
+        #expect(inotifyWatches(pid) == 1)
+
+        plugin.send(.remove(source: "f"))
+        #expect(plugin.load("f", id: 100)?.loadID == 100)
+        #expect(inotifyWatches(pid) == 0)
+        try write("1", to: file)
+        usleep(300_000)
+        // Nothing pushed: the next message is the answer to this load (an error, the source is gone).
+        plugin.send(.load(source: "f", id: 101, etag: nil, lastModified: nil, timeout: nil))
+        #expect(plugin.next()?.loadID == 101)
+    }
+
+    // MARK: - Helpers
+
+    private func watching(_ file: URL) throws -> PluginProcess {
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        #expect(plugin.configure("f", ["path": .string(file.path), "watch": true]) == .configured(source: "f"))
+        return plugin
+    }
+
+    private func nextPush(_ plugin: PluginProcess, sourceLocation: SourceLocation = #_sourceLocation) -> PluginMessage? {
+        plugin.next(timeout: .seconds(5), sourceLocation: sourceLocation) {
+            switch $0 {
+            case .newData(nil, _, _, _, _), .error(nil, _, _): true
+            default: false
+            }
+        }
+    }
+
+    /// Waits out a quiet period, then loads: if anything was pushed meanwhile, it comes before the answer.
+    private func expectNoPush(
+        _ plugin: PluginProcess, thenLoad id: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        usleep(300_000)
+        plugin.send(.load(source: "f", id: id, etag: nil, lastModified: nil, timeout: nil))
+        let message = plugin.next(sourceLocation: sourceLocation)
+        #expect(message?.loadID == id, "unexpected \(String(describing: message))", sourceLocation: sourceLocation)
+    }
+
+    private func loadError(_ plugin: PluginProcess, _ source: String, id: Int) -> SourceError? {
+        if case .error(_, _, let error)? = plugin.load(source, id: id) { return error }
+        return nil
+    }
+
+    private func path(_ directory: URL, _ name: String) -> JSONValue {
+        .string(directory.appendingPathComponent(name).path)
+    }
+
+    /// Truncate and write in place, as `echo … > file` does (no temporary file, no rename).
+    private func write(_ text: String, to url: URL) throws {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw HarnessError("cannot open \(url.path)") }
+        defer { close(descriptor) }
+        let bytes = Array(text.utf8)
+        guard bytes.withUnsafeBytes({ Glibc.write(descriptor, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw HarnessError("short write to \(url.path)")
+        }
+    }
+
+    private func openDescriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    private func inotifyWatches(_ pid: Int32) -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fdinfo")) ?? []
+        return entries.reduce(0) { total, entry in
+            let info = (try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(entry)", encoding: .utf8)) ?? ""
+            return total + info.split(separator: "\n").filter { $0.hasPrefix("inotify wd:") }.count
+        }
+    }
+}
+
+extension PluginMessage {
+    fileprivate var isNewData: Bool {
+        if case .newData = self { true } else { false }
+    }
+}

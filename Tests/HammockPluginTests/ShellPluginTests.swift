@@ -1,0 +1,222 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockProtocol
+import Testing
+
+/// hammock-plugin-shell, driven over its protocol: the test plays the engine.
+@Suite struct ShellPluginTests {
+    private func plugin() throws -> PluginProcess {
+        let plugin = try PluginProcess(executable: "hammock-plugin-shell")
+        #expect(plugin.hello() != nil)
+        return plugin
+    }
+
+    /// Configures a source and expects it to be accepted.
+    private func configured(_ plugin: PluginProcess, _ source: String, _ options: JSONValue) {
+        #expect(plugin.configure(source, options) == .configured(source: source))
+    }
+
+    private func content(_ message: PluginMessage?) -> JSONValue? {
+        if case .newData(_, _, let content, _, _) = message { return content }
+        return nil
+    }
+
+    private func error(_ message: PluginMessage?) -> SourceError? {
+        if case .error(_, _, let error) = message { return error }
+        return nil
+    }
+
+    private func problems(_ message: PluginMessage?) -> [String: String] {
+        guard case .invalid(_, let errors) = message else { return [:] }
+        return Dictionary(errors.map { ($0.pointer.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
+    }
+
+    /// Waits until `condition` holds, for at most `seconds`.
+    private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    private func readPID(_ url: URL) -> Int32? {
+        var pid: Int32?
+        _ = eventually(within: 3) {
+            pid = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            return pid != nil
+        }
+        return pid
+    }
+
+    @Test func answersHello() throws {
+        let plugin = try PluginProcess(executable: "hammock-plugin-shell")
+        #expect(plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
+    }
+
+    @Test func reportsEveryOptionProblemByPointer() throws {
+        let plugin = try plugin()
+        let neither = problems(plugin.configure("neither", ["parse": "text"]))
+        #expect(neither[""]?.contains("needs \"command\"") == true, "\(neither)")
+
+        let both = problems(plugin.configure("both", ["command": ["true"], "script": "true"]))
+        #expect(both["/script"]?.contains("not both") == true, "\(both)")
+
+        let several = problems(plugin.configure("several", ["comand": ["ls"], "parse": "xml", "maxBytes": "lots"]))
+        #expect(several["/comand"]?.contains("did you mean \"command\"") == true, "\(several)")
+        #expect(several["/parse"] != nil, "\(several)")
+        #expect(several["/maxBytes"] != nil, "\(several)")
+        #expect(several[""] != nil, "no command and no script: \(several)")
+
+        let streamLines = problems(plugin.configure("streamLines", ["script": "true", "mode": "stream", "parse": "lines"]))
+        #expect(streamLines.keys.sorted() == ["/parse"], "\(streamLines)")
+
+        let badTypes = problems(plugin.configure("badTypes", ["command": ["ls", 3], "env": ["A": ["x"]], "mode": "watch"]))
+        #expect(badTypes.keys.sorted() == ["/command/1", "/env/A", "/mode"], "\(badTypes)")
+    }
+
+    @Test func textOutputLosesOneTrailingNewline() throws {
+        let plugin = try plugin()
+        configured(plugin, "hi", ["command": ["echo", "hi"]])
+        #expect(content(plugin.load("hi", id: 1)) == "hi")
+        configured(plugin, "two", ["script": "printf 'a\\n\\n'"])
+        #expect(content(plugin.load("two", id: 2)) == "a\n")
+    }
+
+    @Test func linesOutputIsAnArrayOfLines() throws {
+        let plugin = try plugin()
+        configured(plugin, "lines", ["command": ["printf", "one\\ntwo\\nthree\\n"], "parse": "lines"])
+        #expect(content(plugin.load("lines", id: 1)) == ["one", "two", "three"])
+    }
+
+    @Test func jsonOutputIsParsedAndAFailureSaysWhy() throws {
+        let plugin = try plugin()
+        configured(plugin, "good", ["script": "echo '{\"a\": [1, true]}'", "parse": "json"])
+        #expect(content(plugin.load("good", id: 1)) == ["a": [1, true]])
+
+        configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
+        let failure = error(plugin.load("bad", id: 2))
+        #expect(failure?.message.hasPrefix("stdout is not JSON") == true, "\(String(describing: failure))")
+        #expect(failure?.code == "parseFailed")
+    }
+
+    @Test func yamlOutputIsParsed() throws {
+        let plugin = try plugin()
+        configured(plugin, "yaml", ["script": "printf 'name: x\\ncount: 3\\nflag: on\\n'", "parse": "yaml"])
+        #expect(content(plugin.load("yaml", id: 1)) == ["name": "x", "count": 3, "flag": "on"])
+    }
+
+    @Test func nonZeroExitCarriesStatusAndStderrTail() throws {
+        let plugin = try plugin()
+        configured(plugin, "fail", ["script": "echo noise >&2; echo 'disk is full' >&2; exit 3"])
+        let failure = error(plugin.load("fail", id: 1))
+        #expect(failure?.exitStatus == 3)
+        #expect(failure?.message.hasPrefix("exited with status 3: ") == true, "\(String(describing: failure))")
+        #expect(failure?.message.hasSuffix("disk is full") == true, "\(String(describing: failure))")
+    }
+
+    @Test func missingCommandIsAClearError() throws {
+        let plugin = try plugin()
+        configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
+        let failure = error(plugin.load("missing", id: 1))
+        #expect(failure?.code == "commandNotFound")
+        #expect(failure?.message.contains("hammock-no-such-command-xyz") == true)
+    }
+
+    @Test func timeoutEndsTheWholeProcessGroup() throws {
+        let plugin = try plugin()
+        let folder = try makeTemporaryDirectory()
+        let pidFile = folder.appendingPathComponent("child.pid")
+        configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
+        let started = Date()
+        let failure = error(plugin.load("slow", id: 1, timeout: 1))
+        #expect(failure?.code == "timeout")
+        #expect(failure?.message == "timed out after 1s")
+        #expect(Date().timeIntervalSince(started) < 4)
+        let child = try #require(readPID(pidFile))
+        #expect(eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
+    }
+
+    @Test func cancelEndsTheProcessGroup() throws {
+        let plugin = try plugin()
+        let folder = try makeTemporaryDirectory()
+        let pidFile = folder.appendingPathComponent("child.pid")
+        configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
+        plugin.send(.load(source: "slow", id: 7, etag: nil, lastModified: nil, timeout: nil))
+        let child = try #require(readPID(pidFile))
+        #expect(isAlive(child))
+        plugin.send(.cancel(id: 7))
+        #expect(plugin.next { $0.loadID == 7 } == .cancelled(id: 7))
+        #expect(eventually(within: 3) { !isAlive(child) }, "the background child \(child) survived the cancel")
+    }
+
+    @Test func aSlowCommandDoesNotHoldUpAnotherSource() throws {
+        let plugin = try plugin()
+        configured(plugin, "slow", ["script": "sleep 2; echo slow"])
+        configured(plugin, "fast", ["command": ["echo", "fast"]])
+        plugin.send(.load(source: "slow", id: 1, etag: nil, lastModified: nil, timeout: nil))
+        plugin.send(.load(source: "fast", id: 2, etag: nil, lastModified: nil, timeout: nil))
+        let first = plugin.next { $0.loadID != nil }
+        #expect(first?.loadID == 2)
+        #expect(content(first) == "fast")
+        #expect(content(plugin.next { $0.loadID == 1 }) == "slow")
+    }
+
+    @Test func outputBeyondMaxBytesIsAnError() throws {
+        let plugin = try plugin()
+        configured(plugin, "big", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "maxBytes": "1KiB"])
+        let started = Date()
+        let failure = error(plugin.load("big", id: 1))
+        #expect(failure?.code == "outputTooLarge")
+        #expect(failure?.message.contains("maxBytes") == true)
+        #expect(Date().timeIntervalSince(started) < 4, "the command was not ended")
+
+        configured(plugin, "fits", ["script": "printf 12345", "maxBytes": 5])
+        #expect(content(plugin.load("fits", id: 2)) == "12345")
+    }
+
+    @Test func environmentAndWorkingDirectory() throws {
+        let plugin = try plugin()
+        let folder = try makeTemporaryDirectory().resolvingSymlinksInPath()
+        configured(plugin, "where", ["script": "echo \"$GREETING $(pwd -P) $HOME\"", "env": ["GREETING": "hello"], "cwd": .string(folder.path)])
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? ""
+        #expect(content(plugin.load("where", id: 1)) == .string("hello \(folder.path) \(home)"))
+    }
+
+    @Test func streamLinesArriveInOrderAndAnExitIsPushedThenRestarted() throws {
+        let plugin = try plugin()
+        configured(plugin, "lines", ["script": "echo one; echo two; echo three; echo bye >&2; exit 4", "mode": "stream"])
+        #expect(content(plugin.load("lines", id: 1)) == "one")
+        let pushes = (0..<3).map { _ in plugin.next { $0.loadID == nil } }
+        #expect(pushes[0] == .newData(id: nil, source: "lines", content: "two", etag: nil, lastModified: nil))
+        #expect(pushes[1] == .newData(id: nil, source: "lines", content: "three", etag: nil, lastModified: nil))
+        #expect(pushes[2] == .error(id: nil, source: "lines", error: SourceError(message: "exited with status 4: bye", exitStatus: 4)))
+        // Restarted after the 1 s backoff: the lines come again, as pushes.
+        let again = plugin.next(timeout: .seconds(5)) { $0.loadID == nil }
+        #expect(again == .newData(id: nil, source: "lines", content: "one", etag: nil, lastModified: nil))
+    }
+
+    @Test func streamJSONLinesAndALoadWhileRunningGetsTheLatest() throws {
+        let plugin = try plugin()
+        configured(plugin, "json", ["script": "echo '{\"n\":1}'; echo '{\"n\":2}'; sleep 30", "mode": "stream", "parse": "json"])
+        #expect(content(plugin.load("json", id: 1)) == ["n": 1])
+        #expect(content(plugin.next { $0.loadID == nil }) == ["n": 2])
+        #expect(content(plugin.load("json", id: 2)) == ["n": 2])
+        plugin.send(.remove(source: "json"))
+    }
+
+    @Test func closingInputEndsThePluginAndItsStreamCommand() throws {
+        let plugin = try plugin()
+        let folder = try makeTemporaryDirectory()
+        let pidFile = folder.appendingPathComponent("child.pid")
+        configured(plugin, "stream", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; echo ready; wait"), "mode": "stream"])
+        #expect(content(plugin.load("stream", id: 1)) == "ready")
+        let child = try #require(readPID(pidFile))
+        #expect(isAlive(child))
+        plugin.closeInput()
+        #expect(plugin.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(!isAlive(child), "the stream command's child \(child) outlived the plugin")
+    }
+}

@@ -1,0 +1,85 @@
+import HammockCore
+import HammockPluginKit
+import Synchronization
+
+/// `mode: poll`: every load runs the command once and answers with its whole output.
+final class PollSource: PluginSource {
+    let options: ShellOptions
+    private struct State {
+        var running: [ObjectIdentifier: ProcessGroupHandle] = [:]
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    init(options: ShellOptions) {
+        self.options = options
+    }
+
+    func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
+        let handle = ProcessGroupHandle()
+        let key = ObjectIdentifier(handle)
+        guard state.withLock({ state in
+            guard !state.stopped else { return false }
+            state.running[key] = handle
+            return true
+        }) else { return .error(SourceError(message: "the source was stopped", code: "stopped")) }
+        defer { _ = state.withLock { $0.running.removeValue(forKey: key) } }
+
+        // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
+        // the process group through the handle, then waits for the run to wind down, so no process of it
+        // is left when the load returns.
+        let options = self.options
+        let run = Task { await Self.run(options, handle: handle) }
+        await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await Task.sleep(for: request.timeout ?? .seconds(366 * 86_400))
+                        if let timeout = request.timeout { await handle.end(.timeout(timeout)) }
+                    } catch {
+                        // Woken because the run finished (or the load was cancelled, handled below).
+                    }
+                }
+                group.addTask { _ = await run.value }
+                await group.next()
+                group.cancelAll()
+            }
+        } onCancel: {
+            handle.endSoon(.cancelled)
+        }
+        return await run.value
+    }
+
+    func stop() async {
+        let handles = state.withLock { state in
+            state.stopped = true
+            return Array(state.running.values)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for handle in handles { group.addTask { await handle.end(.stopped) } }
+        }
+    }
+
+    private static func run(_ options: ShellOptions, handle: ProcessGroupHandle) async -> PluginLoadResult {
+        var output: [UInt8] = []
+        let result = await runCommand(options, handle: handle) { bytes in
+            guard output.count + bytes.count <= options.maxBytes else {
+                handle.endSoon(.outputTooLarge)
+                return false
+            }
+            output += bytes
+            return true
+        }
+        if result.endReason == .outputTooLarge {
+            return .error(
+                SourceError(
+                    message: "output exceeded maxBytes (\(options.maxBytes) bytes); the command was ended",
+                    code: "outputTooLarge"))
+        }
+        if let failure = result.failure() { return .error(failure) }
+        switch options.parse.parse(output: output) {
+        case .success(let content): return .newData(content)
+        case .failure(let error): return .error(error)
+        }
+    }
+}

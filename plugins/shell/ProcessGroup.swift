@@ -1,0 +1,152 @@
+import Glibc
+import Synchronization
+
+/// Why a command was ended before it finished by itself; the first reason given is the one reported.
+enum EndReason: Sendable, Equatable {
+    case timeout(Duration)
+    case cancelled
+    case outputTooLarge
+    case lineTooLong
+    case stopped
+}
+
+/// Ends one command's process group, whoever asks and whenever: before the command has even started,
+/// while it runs, or after its leader is gone but a child it left behind still holds on.
+///
+/// Every command runs in a process group of its own, so a signal to the group reaches the children a
+/// script starts (`sleep 100 & ...`) and not the plugin itself.
+final class ProcessGroupHandle: Sendable {
+    private struct State {
+        var groupID: pid_t?
+        var reason: EndReason?
+        var ending: Task<Void, Never>?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    static let gracePeriod: Duration = .seconds(2)
+
+    /// The reason the group was ended, if it was.
+    var endReason: EndReason? { state.withLock { $0.reason } }
+
+    /// Called once the command is running. An end asked for while it was starting begins now.
+    func attach(_ groupID: pid_t) {
+        state.withLock { state in
+            state.groupID = groupID
+            if state.reason != nil && state.ending == nil { state.ending = Self.startEnding(groupID) }
+        }
+    }
+
+    /// Asks the group to end (TERM, then KILL after the grace period), and waits until it is gone.
+    /// Runs apart from the caller's task, so that a cancelled caller still waits for the end.
+    func end(_ reason: EndReason) async {
+        await Task { await self.endAndWait(reason) }.value
+    }
+
+    private func endAndWait(_ reason: EndReason) async {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            let (ending, starting): (Task<Void, Never>?, Bool) = state.withLock { state in
+                if state.reason == nil { state.reason = reason }
+                if state.finished { return (nil, false) }
+                guard let groupID = state.groupID else { return (nil, true) }
+                if state.ending == nil { state.ending = Self.startEnding(groupID) }
+                return (state.ending, false)
+            }
+            // Still being spawned: `attach` will start the end; wait for it to be there to wait on.
+            guard starting, ContinuousClock.now < deadline else {
+                await ending?.value
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Asks the group to end without waiting, for callers that must not block (the output reader).
+    func endSoon(_ reason: EndReason) {
+        Task { await self.end(reason) }
+    }
+
+    /// Called after the command's leader has been reaped: nothing it started may outlive it, so whatever
+    /// is left in its group is ended too, and later calls to `end` have nothing to do.
+    func finish() async {
+        let ending: Task<Void, Never>? = state.withLock { state in
+            guard !state.finished else { return nil }
+            if state.ending == nil, let groupID = state.groupID, groupHasLiveMembers(groupID) {
+                state.ending = Self.startEnding(groupID)
+            }
+            return state.ending
+        }
+        await ending?.value
+        state.withLock { $0.finished = true }
+    }
+
+    /// An unstructured task, so that a cancelled caller cannot cut the sequence short and leave a
+    /// process behind.
+    private static func startEnding(_ groupID: pid_t) -> Task<Void, Never> {
+        Task { await terminateGroup(groupID, grace: gracePeriod) }
+    }
+}
+
+/// TERM to the whole group, then KILL to whatever is left after `grace`; returns when none is left.
+func terminateGroup(_ groupID: pid_t, grace: Duration) async {
+    guard groupHasLiveMembers(groupID) else { return }
+    killpg(groupID, SIGTERM)
+    if await waitUntilGroupIsGone(groupID, within: grace) { return }
+    killpg(groupID, SIGKILL)
+    _ = await waitUntilGroupIsGone(groupID, within: .seconds(5))
+}
+
+private func waitUntilGroupIsGone(_ groupID: pid_t, within limit: Duration) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while groupHasLiveMembers(groupID) {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return true
+}
+
+/// Whether any process of the group is still running. Zombies do not count: a dead leader waits for its
+/// reaper, and orphans wait for init, which in a container may never reap them.
+func groupHasLiveMembers(_ groupID: pid_t) -> Bool {
+    if killpg(groupID, 0) != 0 && errno == ESRCH { return false }
+    guard let directory = opendir("/proc") else { return true }
+    defer { closedir(directory) }
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        guard let first = name.utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { continue }
+        if let (state, group) = processStateAndGroup(name), group == groupID, state != "Z", state != "X" {
+            return true
+        }
+    }
+    return false
+}
+
+/// The state letter and process group of a process, from `/proc/<pid>/stat`.
+private func processStateAndGroup(_ pid: String) -> (Character, pid_t)? {
+    let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var buffer = [UInt8](repeating: 0, count: 1024)
+    let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+    guard count > 0 else { return nil }
+    // The command name (field 2) may hold spaces and parentheses; the fields after the last `)` do not.
+    guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+    let fields = buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
+    guard fields.count >= 3, let state = fields[0].first, let group = pid_t(String(decoding: fields[2], as: UTF8.self)) else {
+        return nil
+    }
+    return (Character(UnicodeScalar(state)), group)
+}
+
+/// `SIGTERM` rather than `15`, for messages people read.
+func signalName(_ number: Int32) -> String {
+    let names: [Int32: String] = [
+        SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGABRT: "SIGABRT",
+        SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGPIPE: "SIGPIPE",
+        SIGALRM: "SIGALRM", SIGTERM: "SIGTERM", SIGUSR1: "SIGUSR1", SIGUSR2: "SIGUSR2",
+    ]
+    return names[number] ?? "signal \(number)"
+}

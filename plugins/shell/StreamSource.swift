@@ -1,0 +1,195 @@
+import HammockCore
+import HammockJSON
+import HammockPluginKit
+
+/// `mode: stream`: one long-running command whose every stdout line is new content.
+///
+/// The first load starts the command and is answered by its first line; later lines are pushes. A load
+/// while it runs is answered by the latest line. When the command ends, the failure is pushed and the
+/// command starts again after a backoff (1s doubling to 60s, back to 1s after a run of 30s or more).
+actor StreamSource: PluginSource {
+    let options: ShellOptions
+    let push: PushChannel
+
+    private struct Waiter {
+        var continuation: CheckedContinuation<PluginLoadResult, Never>
+        var timer: Task<Void, Never>?
+    }
+
+    private var loop: Task<Void, Never>?
+    private var current: ProcessGroupHandle?
+    /// The content of the latest line of the current run; nil while none has arrived.
+    private var latest: JSONValue?
+    private var running = false
+    private var waiting: [Int: Waiter] = [:]
+    private var backoff: Task<Void, Never>?
+    private var restartNow = false
+    private var stopped = false
+
+    static let initialDelay: Duration = .seconds(1)
+    static let maximumDelay: Duration = .seconds(60)
+    /// A run this long counts as healthy: the next restart waits the initial delay again.
+    static let healthyRun: Duration = .seconds(30)
+    /// Pushes wait this long after a line answered a load, so the answer reaches the engine first (the kit
+    /// sends answers and pushes on separate paths).
+    static let answerSettle: Duration = .milliseconds(50)
+
+    init(options: ShellOptions, push: PushChannel) {
+        self.options = options
+        self.push = push
+    }
+
+    func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
+        if stopped { return .error(SourceError(message: "the source was stopped", code: "stopped")) }
+        if running, let latest { return .newData(latest) }
+        if loop == nil {
+            loop = Task { await self.runLoop() }
+        } else if !running {
+            // Waiting out a backoff: an explicit load means "try now".
+            restartNow = true
+            backoff?.cancel()
+        }
+        let id = request.id
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                var timer: Task<Void, Never>?
+                if let timeout = request.timeout {
+                    timer = Task {
+                        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                        self.resolve(
+                            id,
+                            .error(SourceError(message: "no output within \(formatDuration(timeout))", code: "timeout")))
+                    }
+                }
+                waiting[id] = Waiter(continuation: continuation, timer: timer)
+            }
+        } onCancel: {
+            Task { await self.resolve(id, .error(SourceError(message: "cancelled", code: "cancelled"))) }
+        }
+    }
+
+    func stop() async {
+        stopped = true
+        backoff?.cancel()
+        await current?.end(.stopped)
+        await loop?.value
+        answerWaiting(.error(SourceError(message: "the source was stopped", code: "stopped")))
+    }
+
+    // MARK: - The command's life
+
+    private nonisolated func runLoop() async {
+        var delay = Self.initialDelay
+        while true {
+            let handle = ProcessGroupHandle()
+            guard await begin(handle) else { return }
+            let started = ContinuousClock.now
+            var splitter = LineSplitter(maximumLength: options.maxBytes)
+            let result = await runCommand(options, handle: handle) { bytes in
+                guard let lines = splitter.append(bytes) else {
+                    handle.endSoon(.lineTooLong)
+                    return false
+                }
+                for line in lines { await self.received(line) }
+                return true
+            }
+            if result.endReason != .lineTooLong, let last = splitter.remainder { await received(last) }
+            guard await ended(failure(of: result)) else { return }
+            if ContinuousClock.now - started >= Self.healthyRun { delay = Self.initialDelay }
+            await waitBeforeRestart(delay)
+            delay = min(delay * 2, Self.maximumDelay)
+        }
+    }
+
+    private nonisolated func failure(of result: CommandResult) -> SourceError {
+        if result.endReason == .lineTooLong {
+            return SourceError(
+                message: "a line exceeded maxBytes (\(options.maxBytes) bytes); the command was ended",
+                code: "outputTooLarge")
+        }
+        if let failure = result.failure() { return failure }
+        let tail = result.stderrTail.isEmpty ? "" : ": \(result.stderrTail)"
+        return SourceError(message: "exited with status 0\(tail)", exitStatus: 0)
+    }
+
+    private func begin(_ handle: ProcessGroupHandle) -> Bool {
+        guard !stopped else { return false }
+        current = handle
+        running = true
+        latest = nil
+        restartNow = false
+        return true
+    }
+
+    private func received(_ line: ArraySlice<UInt8>) async {
+        guard !stopped, let parsed = options.parse.parse(line: line) else { return }
+        switch parsed {
+        case .success(let content):
+            latest = content
+            if waiting.isEmpty {
+                await push.newData(content)
+            } else {
+                answerWaiting(.newData(content))
+                try? await Task.sleep(for: Self.answerSettle)
+            }
+        case .failure(let error):
+            if waiting.isEmpty { await push.error(error) } else { answerWaiting(.error(error)) }
+        }
+    }
+
+    /// Reports the end of a run; false when the source is stopped and must not restart.
+    private func ended(_ failure: SourceError) async -> Bool {
+        running = false
+        current = nil
+        guard !stopped else { return false }
+        if waiting.isEmpty { await push.error(failure) } else { answerWaiting(.error(failure)) }
+        return !stopped
+    }
+
+    private func waitBeforeRestart(_ delay: Duration) async {
+        guard !restartNow, !stopped else { return }
+        let sleeper = Task { _ = try? await Task.sleep(for: delay) }
+        backoff = sleeper
+        await sleeper.value
+        backoff = nil
+    }
+
+    // MARK: - Loads waiting for a line
+
+    private func resolve(_ id: Int, _ result: PluginLoadResult) {
+        guard let waiter = waiting.removeValue(forKey: id) else { return }
+        waiter.timer?.cancel()
+        waiter.continuation.resume(returning: result)
+    }
+
+    private func answerWaiting(_ result: PluginLoadResult) {
+        for id in waiting.keys { resolve(id, result) }
+    }
+}
+
+/// Cuts a byte stream into lines, refusing to hold a line longer than the limit.
+struct LineSplitter {
+    let maximumLength: Int
+    private var pending: [UInt8] = []
+
+    init(maximumLength: Int) {
+        self.maximumLength = maximumLength
+    }
+
+    /// The complete lines so far, or nil when a line grew past the limit.
+    mutating func append(_ bytes: [UInt8]) -> [ArraySlice<UInt8>]? {
+        pending += bytes
+        var lines: [ArraySlice<UInt8>] = []
+        var start = pending.startIndex
+        while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            lines.append(Array(pending[start..<newline])[...])
+            start = newline + 1
+        }
+        pending.removeSubrange(..<start)
+        if pending.count > maximumLength || lines.contains(where: { $0.count > maximumLength }) { return nil }
+        return lines
+    }
+
+    /// A last line the command did not end with a newline.
+    var remainder: ArraySlice<UInt8>? { pending.isEmpty ? nil : pending[...] }
+}
