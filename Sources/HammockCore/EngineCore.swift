@@ -403,17 +403,23 @@ public struct EngineCore: Sendable {
 
     private mutating func checkOnceCompletion(now: Timestamp) {
         guard case .once = mode, !isFinished else { return }
-        // A source still waiting for an input that has settled without content will never load.
-        for id in sourceIDs where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
-            let blocked = sources[id]!.definition.inputs.first { input in
-                sources[input].map { $0.isSettled && $0.state.content == nil } ?? true
-            }
-            if let blocked {
-                apply(
-                    .error(SourceError(
-                        message: "not loaded: its input \"\(blocked)\" has no content", code: "inputFailed")),
-                    to: id, now: now)
-                sources[id]!.isSettled = true
+        // A source still waiting for an input that has settled without content will never load. Failing one
+        // can block another declared before it (a chain c → b → a), so go round until nothing changes.
+        var failedOne = true
+        while failedOne {
+            failedOne = false
+            for id in sourceIDs where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
+                let blocked = sources[id]!.definition.inputs.first { input in
+                    sources[input].map { $0.isSettled && $0.state.content == nil } ?? true
+                }
+                if let blocked {
+                    apply(
+                        .error(SourceError(
+                            message: "not loaded: its input \"\(blocked)\" has no content", code: "inputFailed")),
+                        to: id, now: now)
+                    sources[id]!.isSettled = true
+                    failedOne = true
+                }
             }
         }
         if sourceIDs.allSatisfy({ sources[$0]!.isSettled }) { finishOnce(now: now, deadlinePassed: false) }

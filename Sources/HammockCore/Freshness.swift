@@ -19,8 +19,8 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The delay before the next attempt after `failures` consecutive failures.
     ///
     /// Exponential backoff with jitter: the nominal delay doubles per failure up to the maximum, and the
-    /// actual one is drawn from the upper three quarters of it, so sources that failed together (a network
-    /// outage) do not retry in lockstep. A `Retry-After` from the server wins over both.
+    /// actual one is drawn between three quarters of it and all of it, so sources that failed together (a
+    /// network outage) do not retry in lockstep. A `Retry-After` from the server wins over both.
     ///
     /// - Parameter unitRandom: a number in `0..<1`; the core draws it from its seeded generator.
     public func delay(afterFailures failures: Int, retryAfter: Duration?, unitRandom: Double) -> Duration {

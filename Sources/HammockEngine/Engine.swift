@@ -92,6 +92,9 @@ public final class Engine: Sendable {
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     public func run() async -> Int32 {
         let inbox = inbox
+        // A closed stdout (or a plugin's closed stdin) must fail the write with EPIPE, not kill the engine
+        // before it can shut its plugins down.
+        signal(SIGPIPE, SIG_IGN)
         let writer = OutputWriter(redactor: Redactor(secrets: loaded.configuration.secrets)) {
             inbox.yield(.stop(reason: "stdout closed"))
         }

@@ -38,6 +38,9 @@ public final class OutputWriter: @unchecked Sendable {
         let thread = Thread { [self] in run() }
         thread.name = "hammock.stdout"
         thread.start()
+        let watcher = Thread { [self] in watchForClosedConsumer() }
+        watcher.name = "hammock.stdout.watch"
+        watcher.start()
     }
 
     public func send(_ line: OutputLine) {
@@ -120,19 +123,39 @@ public final class OutputWriter: @unchecked Sendable {
             }
             redactor.redact(&buffer)
             if !writeAll(buffer) {
-                condition.lock()
-                isClosing = true
-                isDone = true
-                pending.removeAll()
-                order.removeAll()
-                condition.broadcast()
-                let notify = onClosed
-                onClosed = nil
-                condition.unlock()
-                notify?()
+                consumerIsGone()
                 return
             }
         }
+    }
+
+    /// Notices a consumer that closed its end while nothing is being written: a failed write notices it too,
+    /// but an engine with nothing new to say would otherwise run on for nobody. `poll` with no requested
+    /// events sleeps until `POLLERR` (a pipe whose read end is closed) or `POLLHUP` (a socket or terminal
+    /// hung up); for a regular file it sleeps for ever.
+    private func watchForClosedConsumer() {
+        var watched = pollfd(fd: descriptor, events: 0, revents: 0)
+        while true {
+            let ready = poll(&watched, 1, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { consumerIsGone() }
+            return
+        }
+    }
+
+    /// Drops whatever waits, stops accepting lines and tells the engine, once.
+    private func consumerIsGone() {
+        condition.lock()
+        isClosing = true
+        isDone = true
+        pending.removeAll()
+        order.removeAll()
+        orderStart = 0
+        condition.broadcast()
+        let notify = onClosed
+        onClosed = nil
+        condition.unlock()
+        notify?()
     }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {

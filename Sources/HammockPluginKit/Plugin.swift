@@ -20,9 +20,11 @@ import HammockProtocol
 ///
 /// The plugin exits when the engine says `shutdown`, when its stdin closes, on SIGTERM, or when the engine
 /// is gone (it is re-parented), after stopping every source, so no command it started outlives it.
+/// `onShutdown` runs after that, just before the exit: the place to close what the sources share (an
+/// HTTP client, a connection pool).
 public enum Plugin {
     public static func run(
-        kinds: [String], version: String,
+        kinds: [String], version: String, onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
     ) async -> Never {
         // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
@@ -67,6 +69,7 @@ public enum Plugin {
             break
         }
         await dispatcher.shutdown()
+        await onShutdown()
         exit(0)
     }
 }
@@ -101,7 +104,9 @@ actor PluginDispatcher {
     let output: PluginOutput
     let makeSource: @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
-    private var loads: [Int: Task<Void, Never>] = [:]
+    private var loads: [Int: (source: String, task: Task<Void, Never>)] = [:]
+    /// The newest push of each source that waits for that source's loads in flight to be answered.
+    private var heldPushes: [String: PluginMessage] = [:]
 
     init(
         kinds: [String], version: String, output: PluginOutput,
@@ -120,7 +125,7 @@ actor PluginDispatcher {
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(InvalidOptions) {
-                let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, output: output))
+                let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, dispatcher: self))
                 sources[id] = try await makeSource(setup)
                 await output.send(.configured(source: id))
             } catch {
@@ -134,17 +139,20 @@ actor PluginDispatcher {
             let request = PluginLoadRequest(
                 id: loadID, etag: etag, lastModified: lastModified,
                 timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
-            loads[loadID] = Task {
+            let task = Task {
                 let result = await source.load(request)
                 await self.answer(loadID, source: id, result)
             }
+            loads[loadID] = (id, task)
         case .cancel(let loadID):
-            if let task = loads.removeValue(forKey: loadID) {
-                task.cancel()
+            if let load = loads.removeValue(forKey: loadID) {
+                load.task.cancel()
                 await output.send(.cancelled(id: loadID))
+                await releaseHeldPush(for: load.source)
             }
         case .remove(let id):
             await sources.removeValue(forKey: id)?.stop()
+            heldPushes[id] = nil
         case .shutdown:
             await shutdown()
         }
@@ -160,11 +168,28 @@ actor PluginDispatcher {
         case .error(let error):
             await output.send(.error(id: loadID, source: source, error: error))
         }
+        await releaseHeldPush(for: source)
+    }
+
+    func push(_ message: PluginMessage, for source: String) async {
+        if loads.values.contains(where: { $0.source == source }) {
+            heldPushes[source] = message
+        } else {
+            await output.send(message)
+        }
+    }
+
+    private func releaseHeldPush(for source: String) async {
+        guard !loads.values.contains(where: { $0.source == source }),
+            let message = heldPushes.removeValue(forKey: source)
+        else { return }
+        await output.send(message)
     }
 
     func shutdown() async {
-        for task in loads.values { task.cancel() }
+        for load in loads.values { load.task.cancel() }
         loads.removeAll()
+        heldPushes.removeAll()
         let stopping = sources.values
         sources.removeAll()
         await withTaskGroup(of: Void.self) { group in

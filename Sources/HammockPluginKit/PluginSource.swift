@@ -40,16 +40,21 @@ public struct SourceSetup: Sendable {
 }
 
 /// Pushes for one source.
+///
+/// A push never overtakes the answer to a load of the same source that was in flight when it was made:
+/// the engine applies lines in the order they arrive, and an answer computed from older data must not land
+/// on top of newer pushed data. A push made while a load is in flight waits for the answer; if several
+/// wait, only the newest is sent (each carries the whole content).
 public struct PushChannel: Sendable {
     let source: String
-    let output: PluginOutput
+    let dispatcher: PluginDispatcher
 
     public func newData(_ content: JSONValue) async {
-        await output.send(.newData(id: nil, source: source, content: content, etag: nil, lastModified: nil))
+        await dispatcher.push(.newData(id: nil, source: source, content: content, etag: nil, lastModified: nil), for: source)
     }
 
     public func error(_ error: SourceError) async {
-        await output.send(.error(id: nil, source: source, error: error))
+        await dispatcher.push(.error(id: nil, source: source, error: error), for: source)
     }
 }
 

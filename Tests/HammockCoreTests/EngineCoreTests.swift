@@ -506,6 +506,40 @@ import Testing
     }
 }
 
+extension EngineCoreDependencies {
+    static func dependent(_ id: String, on input: String) -> SourceDefinition {
+        let text = "{{ \(input).id }}"
+        return fakeSource(
+            id, options: ["content": .string(text)],
+            templates: [TemplatedOption(pointer: JSONPointer(tokens: ["content"]), template: try! Template.parse(text)!, percentEncode: false)])
+    }
+
+    @Test func onceModeFailsAWholeChainAtOnceWhateverTheOrder() {
+        // c reads b, b reads a; c is declared first, so b only fails after c has been looked at.
+        var engine = EngineCore(
+            configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
+            mode: .once(deadline: .seconds(30)))
+        #expect(engine.start(now: t0).loads.map(\.source) == ["a"])
+        let failed = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
+        #expect(failed.summaries == ["source a error", "source b error", "source c error", #"bye once ["c", "b", "a"]"#, "finish 1"])
+        #expect(engine.state(of: "c")?.latestError?.message == #"not loaded: its input "b" has no content"#)
+    }
+
+    @Test func onceModeLoadsAChainInDependencyOrder() {
+        var engine = EngineCore(
+            configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
+            mode: .once(deadline: .seconds(30)))
+        _ = engine.start(now: t0)
+        let a = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["id": 1]), now: at(1))
+        #expect(a.loads.map(\.source) == ["b"])
+        #expect(a.loads.first?.options == ["content": "1"])
+        let b = engine.loadFinished(source: "b", loadID: 2, outcome: .newData(["id": 2]), now: at(2))
+        #expect(b.loads.map(\.source) == ["c"])
+        let c = engine.loadFinished(source: "c", loadID: 3, outcome: .newData("C"), now: at(3))
+        #expect(c.summaries == ["source c newData load", "bye once []", "finish 0"])
+    }
+}
+
 struct Failure: Error {
     var message: String
     init(_ message: String) { self.message = message }

@@ -30,9 +30,6 @@ actor StreamSource: PluginSource {
     static let maximumDelay: Duration = .seconds(60)
     /// A run this long counts as healthy: the next restart waits the initial delay again.
     static let healthyRun: Duration = .seconds(30)
-    /// Pushes wait this long after a line answered a load, so the answer reaches the engine first (the kit
-    /// sends answers and pushes on separate paths).
-    static let answerSettle: Duration = .milliseconds(50)
 
     init(options: ShellOptions, push: PushChannel) {
         self.options = options
@@ -129,8 +126,8 @@ actor StreamSource: PluginSource {
             if waiting.isEmpty {
                 await push.newData(content)
             } else {
+                // The kit holds later pushes until this answer is out, so the order holds.
                 answerWaiting(.newData(content))
-                try? await Task.sleep(for: Self.answerSettle)
             }
         case .failure(let error):
             if waiting.isEmpty { await push.error(error) } else { answerWaiting(.error(error)) }
