@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "hammock", targets: ["hammock"]),
         .executable(name: "hammock-plugin-shell", targets: ["hammock-plugin-shell"]),
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
+        .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
         .library(name: "HammockPluginKit", targets: ["HammockPluginKit"]),
     ],
     dependencies: [
@@ -26,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
         .systemLibrary(
@@ -76,6 +80,19 @@ let package = Package(
             dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"],
             path: "plugins/file"
         ),
+        .executableTarget(
+            name: "hammock-plugin-rest",
+            dependencies: [
+                "HammockPluginKit", "HammockCore", "HammockJSON",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "plugins/rest",
+            exclude: ["README.md"]
+        ),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
@@ -87,6 +104,15 @@ let package = Package(
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockJSON"]
+        ),
+        .testTarget(
+            name: "HammockRESTTests",
+            dependencies: [
+                "HammockJSON",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -171,9 +171,13 @@ public struct EngineCore: Sendable {
     public mutating func tick(now: Timestamp) -> [EngineAction] {
         for id in sourceIDs {
             guard let source = sources[id] else { continue }
-            for (loadID, deadline) in source.inFlight where deadline <= now {
-                sources[id]!.inFlight[loadID] = nil
-                actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
+            let expired = source.inFlight.filter { $0.value <= now }.keys.sorted()
+            if !expired.isEmpty {
+                // Loads of one source that time out together are one failure, not several.
+                for loadID in expired {
+                    sources[id]!.inFlight[loadID] = nil
+                    actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
+                }
                 let seconds = source.definition.timeout.humanReadable
                 apply(
                     .error(SourceError(

@@ -47,12 +47,13 @@ public struct Template: Sendable, Hashable {
     /// Fills the template in from the sources' current content.
     ///
     /// - Parameter percentEncode: inside a URL a value is percent-encoded, so `a b/c` cannot change the
-    ///   path or the query.
+    ///   path or the query. A reference that opens the URL (`{{ repo.contributors_url }}/extra`) supplies
+    ///   its base (scheme, host, path) and is inserted as it is.
     public func render(
         percentEncode: Bool, content: (String) -> JSONValue?
     ) -> Result<String, TemplateResolutionProblem> {
         var text = ""
-        for part in parts {
+        for (index, part) in parts.enumerated() {
             switch part {
             case .literal(let literal):
                 text += literal
@@ -64,7 +65,7 @@ public struct Template: Sendable, Hashable {
                     return .failure(.noValue(reference))
                 }
                 let rendered = value.templateText
-                text += percentEncode ? rendered.percentEncodedForURL : rendered
+                text += percentEncode && index > 0 ? rendered.percentEncodedForURL : rendered
             }
         }
         return .success(text)

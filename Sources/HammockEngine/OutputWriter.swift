@@ -21,6 +21,8 @@ public final class OutputWriter: @unchecked Sendable {
     private var slotByKey: [String: Int] = [:]
     private var nextSlot = 0
     private var uncoalescedCount = 0
+    /// Slots in `order` whose line was replaced by a newer one.
+    private var deadSlots = 0
     private var droppedErrorLines = 0
     private var seq = 0
     private var isClosing = false
@@ -48,9 +50,11 @@ public final class OutputWriter: @unchecked Sendable {
         defer { condition.unlock() }
         guard !isClosing else { return }
         if let key = line.coalescingKey {
-            if let slot = slotByKey[key], pending[slot] != nil {
-                pending[slot] = line
-                return
+            // The newer state replaces the waiting one and moves to the back of the queue, so lines keep
+            // the order in which the states arose (a source's line before the view line it changed).
+            if let slot = slotByKey[key], pending.removeValue(forKey: slot) != nil {
+                deadSlots += 1
+                compactOrderIfMostlyDead()
             }
             slotByKey[key] = nextSlot
         } else {
@@ -64,6 +68,15 @@ public final class OutputWriter: @unchecked Sendable {
         order.append(nextSlot)
         nextSlot += 1
         condition.signal()
+    }
+
+    /// Drops the slots of replaced lines from the queue's order once they outnumber the live ones, so the
+    /// order list stays as bounded as the lines themselves however long the consumer does not read.
+    private func compactOrderIfMostlyDead() {
+        guard deadSlots > max(64, pending.count) else { return }
+        order = order[orderStart...].filter { pending[$0] != nil }
+        orderStart = 0
+        deadSlots = 0
     }
 
     /// Queues `last`, then waits until everything is written or `timeout` passes (a consumer that does not
@@ -114,6 +127,7 @@ public final class OutputWriter: @unchecked Sendable {
             }
             order.removeAll(keepingCapacity: true)
             orderStart = 0
+            deadSlots = 0
             condition.unlock()
 
             buffer.removeAll(keepingCapacity: true)

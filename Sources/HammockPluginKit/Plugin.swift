@@ -79,19 +79,27 @@ public func pluginLog(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
-/// Serialises writes to stdout, one protocol line at a time.
-actor PluginOutput {
+/// Writes protocol lines to stdout, one whole line per call.
+///
+/// Synchronous on purpose: the dispatcher decides what to send and sends it without suspending, so no
+/// other message can slip in between (an answer and a push of the same source stay in order). The engine
+/// reads its plugins' stdout at all times, so a write does not block for long.
+final class PluginOutput: Sendable {
+    private let lock = NSLock()
+
     func send(_ message: PluginMessage) {
         let line = message.line
-        line.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    exit(0)  // the engine is gone: nobody is left to serve
+        lock.withLock {
+            line.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                    if written < 0 {
+                        if errno == EINTR || errno == EAGAIN { continue }
+                        exit(0)  // the engine is gone: nobody is left to serve
+                    }
+                    offset += written
                 }
-                offset += written
             }
         }
     }
@@ -105,8 +113,11 @@ actor PluginDispatcher {
     let makeSource: @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
     private var loads: [Int: (source: String, task: Task<Void, Never>)] = [:]
-    /// The newest push of each source that waits for that source's loads in flight to be answered.
-    private var heldPushes: [String: PluginMessage] = [:]
+    /// Pushes of each source that wait, in order, for that source's loads in flight to be answered.
+    private var heldPushes: [String: [PluginMessage]] = [:]
+    /// Beyond this many held pushes of one source the oldest are dropped: each push carries the whole
+    /// content, so the newest ones are what matters, and a load that hangs must not grow memory.
+    static let maximumHeldPushes = 1024
 
     init(
         kinds: [String], version: String, output: PluginOutput,
@@ -121,19 +132,19 @@ actor PluginDispatcher {
     func handle(_ message: EngineMessage) async {
         switch message {
         case .hello:
-            await output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version))
+            output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(InvalidOptions) {
                 let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, dispatcher: self))
                 sources[id] = try await makeSource(setup)
-                await output.send(.configured(source: id))
+                output.send(.configured(source: id))
             } catch {
-                await output.send(.invalid(source: id, errors: error.problems))
+                output.send(.invalid(source: id, errors: error.problems))
             }
         case .load(let id, let loadID, let etag, let lastModified, let timeout):
             guard let source = sources[id] else {
-                await output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: "notConfigured")))
+                output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: "notConfigured")))
                 return
             }
             let request = PluginLoadRequest(
@@ -141,14 +152,14 @@ actor PluginDispatcher {
                 timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
             let task = Task {
                 let result = await source.load(request)
-                await self.answer(loadID, source: id, result)
+                self.answer(loadID, source: id, result)
             }
             loads[loadID] = (id, task)
         case .cancel(let loadID):
             if let load = loads.removeValue(forKey: loadID) {
                 load.task.cancel()
-                await output.send(.cancelled(id: loadID))
-                await releaseHeldPush(for: load.source)
+                output.send(.cancelled(id: loadID))
+                releaseHeldPush(for: load.source)
             }
         case .remove(let id):
             await sources.removeValue(forKey: id)?.stop()
@@ -158,32 +169,33 @@ actor PluginDispatcher {
         }
     }
 
-    private func answer(_ loadID: Int, source: String, _ result: PluginLoadResult) async {
+    private func answer(_ loadID: Int, source: String, _ result: PluginLoadResult) {
         guard loads.removeValue(forKey: loadID) != nil else { return }  // cancelled: already answered
         switch result {
         case .newData(let content, let etag, let lastModified):
-            await output.send(.newData(id: loadID, source: source, content: content, etag: etag, lastModified: lastModified))
+            output.send(.newData(id: loadID, source: source, content: content, etag: etag, lastModified: lastModified))
         case .notModified:
-            await output.send(.notModified(id: loadID))
+            output.send(.notModified(id: loadID))
         case .error(let error):
-            await output.send(.error(id: loadID, source: source, error: error))
+            output.send(.error(id: loadID, source: source, error: error))
         }
-        await releaseHeldPush(for: source)
+        releaseHeldPush(for: source)
     }
 
-    func push(_ message: PluginMessage, for source: String) async {
+    func push(_ message: PluginMessage, for source: String) {
         if loads.values.contains(where: { $0.source == source }) {
-            heldPushes[source] = message
+            heldPushes[source, default: []].append(message)
+            if heldPushes[source]!.count > Self.maximumHeldPushes { heldPushes[source]!.removeFirst() }
         } else {
-            await output.send(message)
+            output.send(message)
         }
     }
 
-    private func releaseHeldPush(for source: String) async {
+    private func releaseHeldPush(for source: String) {
         guard !loads.values.contains(where: { $0.source == source }),
-            let message = heldPushes.removeValue(forKey: source)
+            let messages = heldPushes.removeValue(forKey: source)
         else { return }
-        await output.send(message)
+        for message in messages { output.send(message) }
     }
 
     func shutdown() async {

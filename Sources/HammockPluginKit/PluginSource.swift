@@ -43,8 +43,7 @@ public struct SourceSetup: Sendable {
 ///
 /// A push never overtakes the answer to a load of the same source that was in flight when it was made:
 /// the engine applies lines in the order they arrive, and an answer computed from older data must not land
-/// on top of newer pushed data. A push made while a load is in flight waits for the answer; if several
-/// wait, only the newest is sent (each carries the whole content).
+/// on top of newer pushed data. A push made while a load is in flight waits, in order, for the answer.
 public struct PushChannel: Sendable {
     let source: String
     let dispatcher: PluginDispatcher

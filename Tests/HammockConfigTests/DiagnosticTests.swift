@@ -296,7 +296,7 @@ import Testing
         #expect(
             error.description == """
                 test.yaml:4:14: refresh: "often" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s
-                test.yaml:6:11: unknown kind "rset": no plugin found; looked for plugins.rset.command
+                test.yaml:6:11: unknown kind "rset" (did you mean "rest"?): no plugin found; looked for plugins.rset.command
                 test.yaml:8:21: view "v" uses unknown source "missing"
                 test.yaml:9:1: unknown key "extra" in the configuration; expected one of: version, defaults, sources, views, plugins
                 """)

@@ -108,8 +108,16 @@ import Testing
     }
 
     @Test func percentEncodingKeepsUnreservedAndEncodesUTF8() throws {
-        let template = try #require(try Template.parse("{{ s }}"))
-        #expect(template.render(percentEncode: true) { _ in "Az09-._~ é" } == .success("Az09-._~%20%C3%A9"))
+        let template = try #require(try Template.parse("http://x/{{ s }}"))
+        #expect(template.render(percentEncode: true) { _ in "Az09-._~ é" } == .success("http://x/Az09-._~%20%C3%A9"))
+    }
+
+    @Test func aReferenceThatOpensTheURLSuppliesItsBaseUnencoded() throws {
+        let template = try #require(try Template.parse("{{ repo.url }}/stats?q={{ repo.url }}"))
+        let content: JSONValue = ["url": "https://api.example.com/repos/a b"]
+        #expect(
+            template.render(percentEncode: true) { _ in content }
+                == .success("https://api.example.com/repos/a b/stats?q=https%3A%2F%2Fapi.example.com%2Frepos%2Fa%20b"))
     }
 
     @Test func resolvedOptionsFillsNestedValues() throws {

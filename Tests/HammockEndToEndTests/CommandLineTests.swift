@@ -66,7 +66,7 @@ struct CommandLineTests {
             }
         }
         problem(at: "5:14", "refresh", "5 parsecs")
-        problem(at: "6:5", "delya", "did you mean \"delay\"")
+        problem(at: "6:5", "unknown key", "delya")
         problem(at: "12:18", "ghost")
         problem(at: "13:1", "colour")
         let positioned = problems.filter { $0.wholeMatch(of: /.+:\d+:\d+: .+/) != nil }

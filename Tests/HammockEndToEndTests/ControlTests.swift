@@ -5,16 +5,18 @@ import Testing
 /// Control lines on stdin, each test against its own engine.
 @Suite("Control lines")
 struct ControlTests {
+    // Delays of 150 ms and more, so that `requested` is written before the answer: while lines wait to be
+    // written, a newer state of the same source replaces the older one.
     static let config = """
         version: 1
         sources:
-          a: { kind: fake, content: { v: 1 }, delay: 50ms, retry: off }
-          good: { kind: fake, content: ok, delay: 20ms }
+          a: { kind: fake, content: { v: 1 }, delay: 200ms, retry: off }
+          good: { kind: fake, content: ok, delay: 150ms }
           bad:
             kind: fake
             state: error
             error: { message: nope, httpStatus: 500 }
-            delay: 20ms
+            delay: 150ms
             retry: off
           stuck: { kind: fake, state: loading }
         views:
@@ -26,8 +28,10 @@ struct ControlTests {
     /// Runs `body` once every source has had its first answer.
     private func withSettledEngine(_ body: (HammockProcess) async throws -> Void) async throws {
         try await HammockProcess.withRunning(config: Self.config) { hammock in
-            try await hammock.waitFor(type: "source", id: "a") { $0.event == "newData" }
-            try await hammock.waitFor(type: "view", id: "pair") { $0["canTryAgain"] == true && $0.status == "data" }
+            try await hammock.waitUntil("a has data and pair shows bad's error") { lines in
+                lines.contains { $0.id == "a" && $0.event == "newData" }
+                    && lines.contains { $0.id == "pair" && $0["canTryAgain"] == true && $0.status == "data" }
+            }
             _ = try await hammock.linesUntilQuiet(quiet: .milliseconds(200))
             hammock.skipLinesReadSoFar()
             try await body(hammock)

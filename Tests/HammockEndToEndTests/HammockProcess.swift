@@ -400,6 +400,18 @@ final class HammockProcess: Sendable {
         let bytes = Array((controlLine + "\n").utf8)
         let problem: String? = stdinDescriptor.withLock { descriptor in
             guard let descriptor else { return "stdin is already closed" }
+            // Writing to a process that has ended raises SIGPIPE, which would end the whole test run: block
+            // it on this thread for the write, and consume it if the write raised it.
+            var sigpipe = sigset_t()
+            sigemptyset(&sigpipe)
+            sigaddset(&sigpipe, SIGPIPE)
+            var previousMask = sigset_t()
+            pthread_sigmask(SIG_BLOCK, &sigpipe, &previousMask)
+            defer {
+                var noWait = timespec()
+                while sigtimedwait(&sigpipe, nil, &noWait) == SIGPIPE {}
+                pthread_sigmask(SIG_SETMASK, &previousMask, nil)
+            }
             var offset = 0
             while offset < bytes.count {
                 let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }

@@ -1,0 +1,144 @@
+import AsyncHTTPClient
+import Foundation
+import HammockCore
+import HammockJSON
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+// Turning what came back (or what went wrong) into content or an error a person can act on. Messages name
+// the host, never the request's headers: they may hold a secret.
+
+/// Content from a successful answer's body: JSON or text, as `parse` says or else by Content-Type.
+func parseContent(_ bytes: [UInt8], contentType: String?, as parse: RESTOptions.Parse?) -> Result<JSONValue, SourceError> {
+    let type = mediaType(contentType)
+    let format = parse ?? (isJSONMediaType(type) ? .json : .text)
+    let skipped = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    let body = bytes[skipped...]
+    switch format {
+    case .json:
+        // A 204, or a 200 with nothing in it: there is no value, which JSON spells null.
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .success(.null) }
+        do {
+            return .success(try JSONValue(parsing: body))
+        } catch {
+            let what = parse == nil ? "the answer (Content-Type \(type ?? "none"))" : "the answer"
+            return .failure(
+                SourceError(message: "\(what) is not JSON: \(error.message) at byte \(skipped + error.offset)", code: "parseFailed"))
+        }
+    case .text:
+        guard let text = String(validating: body, as: UTF8.self) else {
+            let what = type.map { "the answer (Content-Type \($0))" } ?? "the answer"
+            return .failure(SourceError(message: "\(what) is not UTF-8 text; set parse: json, or fetch text", code: "parseFailed"))
+        }
+        // Like a shell's $(…): a final newline is not part of the value.
+        var trimmed = Substring(text)
+        if trimmed.hasSuffix("\n") { trimmed = trimmed.dropLast() }
+        if trimmed.hasSuffix("\r") { trimmed = trimmed.dropLast() }
+        return .success(.string(String(trimmed)))
+    }
+}
+
+/// `HTTP 404 Not Found: no such repo`: the status, and the server's own words when it gave some.
+func httpError(status: HTTPResponseStatus, headers: HTTPHeaders, body: [UInt8]?) -> SourceError {
+    var message = "HTTP \(status.code) \(status.reasonPhrase)"
+    if let body, let detail = errorDetail(body, contentType: headers.first(name: "content-type")) {
+        message += ": " + detail
+    }
+    return SourceError(
+        message: message, httpStatus: Int(status.code),
+        retryAfter: headers.first(name: "retry-after").flatMap { retryAfter($0) })
+}
+
+/// The message in an error answer: a JSON body's `message`, `error` (or `error.message`), `detail` or
+/// `title`; or the first line of a short plain-text body. Never HTML.
+private func errorDetail(_ body: [UInt8], contentType: String?) -> String? {
+    let type = mediaType(contentType)
+    if let json = try? JSONValue(parsing: body) {
+        let candidates: [JSONValue?] = [json["message"], json["error"], json["error"]?["message"], json["detail"], json["title"]]
+        for candidate in candidates {
+            if let text = candidate?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+                return shortened(text)
+            }
+        }
+        return nil
+    }
+    guard type == nil || type == "text/plain", let text = String(validating: body, as: UTF8.self) else { return nil }
+    let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+    guard !line.isEmpty, !line.hasPrefix("<") else { return nil }
+    return shortened(line)
+}
+
+private func shortened(_ text: String) -> String {
+    let oneLine = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    return oneLine.count > 300 ? oneLine.prefix(300) + "…" : oneLine
+}
+
+/// `api.github.com`, or `127.0.0.1:8080` when the port is not the scheme's own.
+func hostDescription(_ url: String) -> String {
+    guard let components = URLComponents(string: url), let host = components.host else { return url }
+    if let port = components.port { return "\(host):\(port)" }
+    return host
+}
+
+/// A failure before a complete answer, in plain words, with a `code` a program can act on.
+func describe(_ error: any Error, url: String, deadline: ContinuousClock.Instant) -> SourceError {
+    let host = hostDescription(url)
+    if error is CancellationError {
+        return SourceError(message: "the load was cancelled", code: "cancelled")
+    }
+    if let client = error as? HTTPClientError {
+        switch client {
+        case .deadlineExceeded, .readTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
+            return SourceError(message: "timeout: \(host) did not answer in time", code: "timeout")
+        case .connectTimeout:
+            return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+        case .tlsHandshakeTimeout:
+            return SourceError(message: "TLS failure: the TLS handshake with \(host) timed out", code: "tls")
+        case .remoteConnectionClosed:
+            return SourceError(message: "\(host) closed the connection before answering", code: "connectionClosed")
+        case .cancelled:
+            // The client cancels a request whose deadline passed while it waited for a connection.
+            if ContinuousClock.now >= deadline {
+                return SourceError(message: "timeout: \(host) did not answer in time", code: "timeout")
+            }
+            return SourceError(message: "the load was cancelled", code: "cancelled")
+        default:
+            return SourceError(message: "the request to \(host) failed: \(client)", code: "http")
+        }
+    }
+    if let connection = error as? NIOConnectionError {
+        if connection.dnsAError != nil || connection.dnsAAAAError != nil, connection.connectionErrors.isEmpty {
+            return unknownHost(connection.host)
+        }
+        if let first = connection.connectionErrors.first?.error { return describe(first, url: url, deadline: deadline) }
+        return unknownHost(connection.host)
+    }
+    if let unknown = error as? SocketAddressError.UnknownHost { return unknownHost(unknown.host) }
+    if let io = error as? IOError {
+        switch io.errnoCode {
+        case ECONNREFUSED:
+            return SourceError(message: "connection refused by \(host): nothing listens there (is the server running?)", code: "connectionRefused")
+        case ETIMEDOUT:
+            return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+        case ENETUNREACH, EHOSTUNREACH:
+            return SourceError(message: "\(host) cannot be reached from this machine (no route to it)", code: "unreachable")
+        case ECONNRESET, EPIPE:
+            return SourceError(message: "\(host) reset the connection", code: "connectionClosed")
+        default:
+            return SourceError(message: "the connection to \(host) failed: \(io)", code: "network")
+        }
+    }
+    if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
+        return SourceError(message: "TLS failure with \(host): \(error)", code: "tls")
+    }
+    if let channel = error as? ChannelError, case .connectTimeout = channel {
+        return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+    }
+    return SourceError(message: "the request to \(host) failed: \(error)", code: "network")
+}
+
+private func unknownHost(_ host: String) -> SourceError {
+    SourceError(message: "unknown host \(host): its name does not resolve (check the url, or the network)", code: "unknownHost")
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// The `rel="next"` target of a `Link` header (RFC 8288), as written (possibly relative).
+///
+/// `Link: <https://api.github.com/…?page=2>; rel="next", <https://api.github.com/…?page=5>; rel="last"`
+func nextLink(in values: [String]) -> String? {
+    for value in values {
+        var rest = Substring(value)
+        while let open = rest.firstIndex(of: "<") {
+            guard let close = rest[open...].firstIndex(of: ">") else { break }
+            let target = rest[rest.index(after: open)..<close]
+            // The parameters run to the next link, which starts with "<" after a comma.
+            var parametersEnd = rest.endIndex
+            var index = rest.index(after: close)
+            var inQuotes = false
+            while index < rest.endIndex {
+                let character = rest[index]
+                if character == "\"" { inQuotes.toggle() }
+                if character == "," && !inQuotes {
+                    parametersEnd = index
+                    break
+                }
+                index = rest.index(after: index)
+            }
+            let parameters = rest[rest.index(after: close)..<parametersEnd]
+            for parameter in parameters.split(separator: ";") {
+                let pair = parameter.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "rel" else { continue }
+                let relations = pair[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                if relations.lowercased().split(separator: " ").contains("next") { return String(target) }
+            }
+            rest = parametersEnd < rest.endIndex ? rest[rest.index(after: parametersEnd)...] : ""
+        }
+    }
+    return nil
+}
+
+/// `Retry-After`: a number of seconds, or an HTTP date (then the time until it, never negative).
+func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
+    let text = value.trimmingCharacters(in: .whitespaces)
+    if let seconds = Int(text), seconds >= 0 { return .seconds(seconds) }
+    guard let date = parseHTTPDate(text) else { return nil }
+    let interval = max(0, date.timeIntervalSince(now))
+    return .milliseconds(Int64((interval * 1000).rounded(.up)))
+}
+
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form a server may send today (RFC 9110 §5.6.7),
+/// plus the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`).
+func parseHTTPDate(_ text: String) -> Date? {
+    let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    guard let comma = text.firstIndex(of: ",") else { return nil }
+    let parts = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
+    guard parts.count == 5, parts[4] == "GMT" || parts[4] == "UTC",
+        let day = Int(parts[0]), var year = Int(parts[2]),
+        let month = months.firstIndex(of: parts[1].lowercased())
+    else { return nil }
+    if parts[2].count == 2 { year += year < 70 ? 2000 : 1900 }
+    let clock = parts[3].split(separator: ":")
+    guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+        (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+    else { return nil }
+    var components = DateComponents()
+    components.year = year
+    components.month = month + 1
+    components.day = day
+    components.hour = hour
+    components.minute = minute
+    components.second = second
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = TimeZone(identifier: "UTC")!
+    return calendar.date(from: components)
+}
+
+/// The media type of a `Content-Type` value, lowercased, without parameters.
+func mediaType(_ contentType: String?) -> String? {
+    guard let contentType else { return nil }
+    let type = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    return type?.isEmpty == false ? type : nil
+}
+
+/// `application/json`, `application/vnd.github+json`, `application/problem+json`, …
+func isJSONMediaType(_ type: String?) -> Bool {
+    guard let type else { return false }
+    return type == "application/json" || type == "text/json" || type.hasSuffix("+json")
+}

@@ -1,0 +1,248 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockPluginKit
+
+/// A `rest` source's options, checked once at configure time so that a load never meets a bad option.
+struct RESTOptions: Sendable {
+    static let keys = ["url", "method", "headers", "query", "body", "parse", "maxBytes", "followRedirects", "paginate"]
+    static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+    static let defaultMaxBytes = 10 << 20
+
+    enum Parse: String, Sendable, CaseIterable {
+        case json, text
+    }
+
+    /// The URL with `query` appended.
+    var url: String
+    var method: String
+    /// In the order written; a header whose value is empty is left out (see `init`).
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]?
+    /// `nil`: by the answer's Content-Type.
+    var parse: Parse?
+    var maxBytes: Int
+    var followRedirects: Bool
+    var paginate: Pagination?
+
+    init(_ options: JSONValue) throws(InvalidOptions) {
+        var reader = OptionReader(options, known: Self.keys, kind: "rest")
+        if options.objectValue == nil {
+            reader.problem(at: JSONPointer(tokens: []), "the options of a rest source must be a mapping, found \(options.kindName)")
+        }
+        let rawURL = reader.string("url", required: true)
+        if let rawURL, let problem = Self.urlProblem(rawURL) { reader.problem("url", problem) }
+
+        var method = "GET"
+        if let text = reader.string("method") {
+            if Self.methods.contains(text.uppercased()) {
+                method = text.uppercased()
+            } else {
+                let hint = closestMatch(to: text, among: Self.methods).map { " (did you mean \"\($0)\"?)" } ?? ""
+                reader.problem("method", "method must be one of \(Self.methods.joined(separator: ", ")), found \"\(text)\"\(hint)")
+            }
+        }
+
+        // An empty value leaves the header out, so `X-Token: ${TOKEN:-}` sends nothing rather than an empty
+        // header when TOKEN is unset.
+        let headers = (reader.stringMap("headers") ?? []).filter { !$0.1.isEmpty }.map { (name: $0.0, value: $0.1) }
+        for header in headers {
+            if header.name.isEmpty || !header.name.utf8.allSatisfy(isTokenByte) {
+                reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "\"\(header.name)\" is not a valid HTTP header name")
+            } else if header.value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                // The value itself is never quoted: it may hold a secret.
+                reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "the value of header \(header.name) must be one line")
+            }
+        }
+        let query = reader.stringMap("query") ?? []
+
+        var body: [UInt8]?
+        var bodyIsJSON = false
+        if let value = reader.value("body") {
+            switch value {
+            case .string(let text): body = Array(text.utf8)
+            case .object, .array:
+                body = value.jsonBytes
+                bodyIsJSON = true
+            default:
+                reader.problem("body", "body must be a string (sent as it is) or a mapping or list (sent as JSON), found \(value.kindName)")
+            }
+            if method == "HEAD" { reader.problem("body", "a HEAD request has no body") }
+        }
+
+        let parse = reader.choice("parse", Parse.allCases.map(\.rawValue)).flatMap(Parse.init(rawValue:))
+        let maxBytes = reader.integer("maxBytes", minimum: 1, size: true) ?? Self.defaultMaxBytes
+        let followRedirects = reader.bool("followRedirects") ?? true
+        let paginate = Pagination.read(&reader)
+        if paginate != nil {
+            if parse == .text { reader.problem("parse", "parse: text does not work with paginate, which joins JSON arrays") }
+            if method == "HEAD" { reader.problem("paginate", "a HEAD request has no pages") }
+        }
+        try reader.finish()
+
+        var url = rawURL!
+        if !query.isEmpty {
+            let encoded = query.map { "\($0.0.percentEncodedForQuery)=\($0.1.percentEncodedForQuery)" }.joined(separator: "&")
+            url = url.appendingQuery(encoded)
+        }
+        var allHeaders = headers
+        if bodyIsJSON && !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            allHeaders.append((name: "Content-Type", value: "application/json"))
+        }
+        self.url = url
+        self.method = method
+        self.headers = allHeaders
+        self.body = body
+        self.parse = parse
+        self.maxBytes = maxBytes
+        self.followRedirects = followRedirects
+        self.paginate = paginate
+    }
+
+    /// Why `text` is not an http or https URL, or nil when it is one. `{{ templates }}` (still unfilled when
+    /// `hammock check` asks) count as a word.
+    static func urlProblem(_ text: String) -> String? {
+        var candidate = text
+        while let open = candidate.range(of: "{{"), let close = candidate.range(of: "}}", range: open.upperBound..<candidate.endIndex) {
+            candidate.replaceSubrange(open.lowerBound..<close.upperBound, with: "x")
+        }
+        guard !candidate.isEmpty else { return "url must not be empty" }
+        if candidate.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
+            return "url must not contain spaces (write them as %20)"
+        }
+        guard let components = URLComponents(string: candidate), let scheme = components.scheme?.lowercased() else {
+            return "url \"\(text)\" is not a URL (expected http://… or https://…)"
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return "url must start with http:// or https://, found \"\(scheme):\""
+        }
+        guard let host = components.host, !host.isEmpty else { return "url \"\(text)\" has no host" }
+        return nil
+    }
+}
+
+/// `paginate:` — how to walk the pages of a list.
+struct Pagination: Sendable {
+    enum Style: Sendable {
+        /// Follow `Link: <…>; rel="next"`.
+        case link
+        /// `?page=1`, `?page=2`, … until a page is shorter than `size` (or empty).
+        case page(param: String, start: Int, sizeParam: String?, size: Int?)
+    }
+
+    static let keys = ["style", "param", "start", "sizeParam", "size", "limit", "maxPages"]
+    static let defaultMaxPages = 100
+
+    var style: Style
+    /// At most this many items in all.
+    var limit: Int?
+    /// A guard against a server that never stops handing out pages.
+    var maxPages: Int
+
+    static func read(_ reader: inout OptionReader) -> Pagination? {
+        guard let value = reader.value("paginate") else { return nil }
+        guard let object = value.objectValue else {
+            reader.problem("paginate", "paginate must be a mapping such as { style: link } or { style: page, param: page }, found \(value.kindName)")
+            return nil
+        }
+        func at(_ key: String) -> JSONPointer { JSONPointer(tokens: ["paginate", key]) }
+        for key in object.keys where !keys.contains(key) {
+            reader.problem(at: at(key), unknownKeyMessage(key, known: keys, context: "paginate"))
+        }
+        func string(_ key: String) -> String? {
+            guard let item = object[key] else { return nil }
+            guard let text = item.stringValue, !text.isEmpty else {
+                reader.problem(at: at(key), "paginate.\(key) must be a non-empty string, found \(item.kindName)")
+                return nil
+            }
+            return text
+        }
+        func integer(_ key: String, minimum: Int) -> Int? {
+            guard let item = object[key] else { return nil }
+            guard let number = item.numberValue?.intValue, number >= minimum else {
+                reader.problem(at: at(key), "paginate.\(key) must be a whole number of at least \(minimum)")
+                return nil
+            }
+            return number
+        }
+        let limit = integer("limit", minimum: 1)
+        let maxPages = integer("maxPages", minimum: 1) ?? defaultMaxPages
+        guard let styleName = string("style") else {
+            if object["style"] == nil { reader.problem(at: JSONPointer(tokens: ["paginate"]), "paginate needs a style: link or page") }
+            return nil
+        }
+        switch styleName {
+        case "link":
+            for key in ["param", "start", "sizeParam", "size"] where object[key] != nil {
+                reader.problem(at: at(key), "paginate.\(key) is for style: page; style: link follows the Link header")
+            }
+            return Pagination(style: .link, limit: limit, maxPages: maxPages)
+        case "page":
+            let param = string("param") ?? "page"
+            let start = integer("start", minimum: 0) ?? 1
+            let sizeParam = string("sizeParam")
+            let size = integer("size", minimum: 1)
+            if sizeParam != nil && size == nil {
+                reader.problem(at: at("sizeParam"), "paginate.sizeParam needs paginate.size, the page size to ask for")
+            }
+            return Pagination(style: .page(param: param, start: start, sizeParam: sizeParam, size: size), limit: limit, maxPages: maxPages)
+        default:
+            let hint = closestMatch(to: styleName, among: ["link", "page"]).map { " (did you mean \"\($0)\"?)" } ?? ""
+            reader.problem(at: at("style"), "paginate.style must be link or page, found \"\(styleName)\"\(hint)")
+            return nil
+        }
+    }
+}
+
+/// RFC 9110 `token` characters, the ones a header name is made of.
+private func isTokenByte(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        return true
+    default:
+        return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+}
+
+extension String {
+    /// RFC 3986 unreserved characters stay; every other byte is `%XX`, so a value cannot add a parameter.
+    var percentEncodedForQuery: String {
+        var result = ""
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+            }
+        }
+        return result
+    }
+
+    /// Adds `query` (already encoded) to the URL's query, before any `#fragment`.
+    func appendingQuery(_ query: String) -> String {
+        let (base, fragment) = splitFragment()
+        let separator = base.contains("?") ? (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") : "?"
+        return base + separator + query + fragment
+    }
+
+    /// Sets `name=value` in the URL's query, replacing the parameter if it is there already.
+    func settingQueryParameter(_ name: String, to value: String) -> String {
+        let (base, fragment) = splitFragment()
+        let encodedName = name.percentEncodedForQuery
+        let pair = encodedName + "=" + value.percentEncodedForQuery
+        guard let question = base.firstIndex(of: "?") else { return base + "?" + pair + fragment }
+        var parameters = base[base.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true).map(String.init)
+        parameters.removeAll { $0 == encodedName || $0.hasPrefix(encodedName + "=") || $0 == name || $0.hasPrefix(name + "=") }
+        parameters.append(pair)
+        return String(base[..<question]) + "?" + parameters.joined(separator: "&") + fragment
+    }
+
+    private func splitFragment() -> (String, String) {
+        guard let hash = firstIndex(of: "#") else { return (self, "") }
+        return (String(self[..<hash]), String(self[hash...]))
+    }
+}

@@ -1,0 +1,312 @@
+import AsyncHTTPClient
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockPluginKit
+import NIOCore
+import NIOHTTP1
+
+/// One configured `rest` source. Stateless between loads: what the engine remembers (ETag, Last-Modified)
+/// comes back in the load request.
+struct RESTSource: PluginSource {
+    let id: String
+    let options: RESTOptions
+    let client: SharedHTTPClient
+
+    /// When the engine gives no timeout (it always does).
+    static let defaultTimeout: Duration = .seconds(30)
+    static let maximumRedirects = 10
+    /// Enough of an error answer to find its message in.
+    static let errorBodyLimit = 64 << 10
+    static let userAgent = "hammock-plugin-rest/\(pluginVersion)"
+
+    func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
+        let timeout = request.timeout ?? Self.defaultTimeout
+        let deadline = ContinuousClock.now + timeout
+        // The client's own deadline covers the answer's head only; this one also covers reading the body,
+        // every page and every redirect.
+        return await withTaskGroup(of: PluginLoadResult?.self) { group in
+            group.addTask { await self.perform(request, deadline: deadline) }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            let first = await group.next() ?? nil
+            if let first { return first }
+            if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: "cancelled")) }
+            return .error(
+                SourceError(
+                    message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanText)",
+                    code: "timeout"))
+        }
+    }
+
+    private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
+        guard let pagination = options.paginate else {
+            switch await fetch(options.url, etag: request.etag, lastModified: request.lastModified, deadline: deadline) {
+            case .notModified:
+                return .notModified
+            case .failure(let error):
+                return .error(error)
+            case .answer(let answer):
+                if options.method == "HEAD" { return .newData(answer.headContent) }
+                switch parseContent(answer.body, contentType: answer.headers.first(name: "content-type"), as: options.parse) {
+                case .success(let content):
+                    return .newData(content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"))
+                case .failure(let error):
+                    return .error(error)
+                }
+            }
+        }
+        return await paginate(pagination, request: request, deadline: deadline)
+    }
+
+    // MARK: Pagination
+
+    /// Walks the pages and joins their arrays. Only a list that fit on one page carries its validators
+    /// (ETag, Last-Modified): a 304 for the first page says nothing about the others.
+    private func paginate(_ pagination: Pagination, request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
+        var items: [JSONValue] = []
+        var url = options.url
+        var pageNumber = 0
+        if case .page(let param, let start, let sizeParam, let size) = pagination.style {
+            pageNumber = start
+            url = url.settingQueryParameter(param, to: String(start))
+            if let sizeParam, let size { url = url.settingQueryParameter(sizeParam, to: String(size)) }
+        }
+        var visited: Set<String> = [url]
+        var firstPageCount: Int?
+        var validators: (etag: String?, lastModified: String?) = (nil, nil)
+        for pageIndex in 1... {
+            let isFirst = pageIndex == 1
+            let outcome = await fetch(
+                url, etag: isFirst ? request.etag : nil, lastModified: isFirst ? request.lastModified : nil, deadline: deadline)
+            let answer: Answer
+            switch outcome {
+            case .notModified:
+                if isFirst { return .notModified }
+                return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
+            case .failure(var error):
+                if !isFirst { error.message = "page \(pageIndex): " + error.message }
+                return .error(error)
+            case .answer(let received):
+                answer = received
+            }
+            let page: [JSONValue]
+            switch parseContent(answer.body, contentType: answer.headers.first(name: "content-type"), as: options.parse) {
+            case .failure(var error):
+                error.message = "page \(pageIndex): " + error.message
+                return .error(error)
+            case .success(let content):
+                guard let array = content.arrayValue else {
+                    return .error(
+                        SourceError(
+                            message: "page \(pageIndex) is \(content.kindName), not a list: paginate joins JSON arrays",
+                            code: "parseFailed"))
+                }
+                page = array
+            }
+            if isFirst {
+                firstPageCount = page.count
+                validators = (answer.headers.first(name: "etag"), answer.headers.first(name: "last-modified"))
+            }
+            items += page
+            if let limit = pagination.limit, items.count >= limit {
+                items.removeLast(items.count - limit)
+                break
+            }
+
+            var next: String?
+            switch pagination.style {
+            case .link:
+                if let target = nextLink(in: answer.headers["link"]) {
+                    next = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteString ?? target
+                }
+            case .page(let param, _, _, let size):
+                let expected = size ?? firstPageCount ?? 0
+                if !page.isEmpty && page.count >= expected {
+                    pageNumber += 1
+                    next = url.settingQueryParameter(param, to: String(pageNumber))
+                }
+            }
+            guard let next else { break }
+            guard visited.insert(next).inserted else {
+                pluginLog("source \"\(id)\": page \(pageIndex) points back to a page already read; stopping there")
+                break
+            }
+            if pageIndex >= pagination.maxPages {
+                pluginLog(
+                    "source \"\(id)\": stopped after \(pageIndex) pages (paginate.maxPages); the list may be incomplete")
+                break
+            }
+            url = next
+            if pageIndex == 1 { validators = (nil, nil) }
+        }
+        return .newData(.array(items), etag: validators.etag, lastModified: validators.lastModified)
+    }
+
+    // MARK: One request
+
+    struct Answer {
+        var status: HTTPResponseStatus
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        /// Where the answer came from, after redirects.
+        var url: String
+
+        /// What a HEAD request yields: the status and the headers.
+        var headContent: JSONValue {
+            var fields: [(String, JSONValue)] = []
+            for (name, value) in headers {
+                let key = name.lowercased()
+                if let index = fields.firstIndex(where: { $0.0 == key }), let previous = fields[index].1.stringValue {
+                    fields[index].1 = .string(previous + ", " + value)
+                } else {
+                    fields.append((key, .string(value)))
+                }
+            }
+            var headerObject: JSONValue = [:]
+            for (key, value) in fields { headerObject = headerObject.setting(key, value) }
+            return ["status": .number(JSONNumber(Int(status.code))), "headers": headerObject]
+        }
+    }
+
+    enum Outcome {
+        case answer(Answer)
+        case notModified
+        case failure(SourceError)
+    }
+
+    /// Sends one request (following redirects) and reads a successful answer's body within `maxBytes`.
+    private func fetch(_ startURL: String, etag: String?, lastModified: String?, deadline: ContinuousClock.Instant) async -> Outcome {
+        var url = startURL
+        var method = HTTPMethod(rawValue: options.method)
+        var body = options.body
+        var headers = HTTPHeaders()
+        for header in options.headers { headers.add(name: header.name, value: header.value) }
+        if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: Self.userAgent) }
+        if let etag { headers.replaceOrAdd(name: "If-None-Match", value: etag) }
+        if let lastModified { headers.replaceOrAdd(name: "If-Modified-Since", value: lastModified) }
+
+        let http = self.client.get()
+        var redirects = 0
+        while true {
+            var request = HTTPClientRequest(url: url)
+            request.method = method
+            request.headers = headers
+            if let body { request.body = .bytes(body) }
+            let response: HTTPClientResponse
+            do {
+                response = try await http.execute(request, deadline: nioDeadline(deadline))
+            } catch {
+                return .failure(describe(error, url: url, deadline: deadline))
+            }
+            let status = response.status
+
+            if [301, 302, 303, 307, 308].contains(status.code), let location = response.headers.first(name: "location") {
+                guard options.followRedirects else {
+                    return .failure(
+                        SourceError(
+                            message: "HTTP \(status.code) \(status.reasonPhrase): a redirect, not followed (followRedirects is false)",
+                            httpStatus: Int(status.code)))
+                }
+                redirects += 1
+                guard redirects <= Self.maximumRedirects else {
+                    return .failure(SourceError(message: "more than \(Self.maximumRedirects) redirects, starting at \(startURL)", code: "tooManyRedirects"))
+                }
+                guard let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
+                    let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                else {
+                    return .failure(SourceError(message: "HTTP \(status.code): a redirect to \"\(location)\", which is not an http(s) URL", httpStatus: Int(status.code)))
+                }
+                // 303, and 301/302 after a POST (as browsers do), turn into a GET without a body.
+                if status.code == 303 || ((status.code == 301 || status.code == 302) && method == .POST) {
+                    if method != .HEAD { method = .GET }
+                    body = nil
+                    headers.remove(name: "content-type")
+                }
+                // Credentials are for the origin they were written for, not for wherever it sends us.
+                if origin(of: target) != URL(string: url).map(origin(of:)) {
+                    headers.remove(name: "authorization")
+                    headers.remove(name: "cookie")
+                    headers.remove(name: "proxy-authorization")
+                }
+                url = target.absoluteString
+                continue
+            }
+
+            if status.code == 304 { return .notModified }
+
+            if status.code >= 400 {
+                let detailBytes = try? await readBody(response, limit: min(options.maxBytes, Self.errorBodyLimit), truncating: true)
+                return .failure(httpError(status: status, headers: response.headers, body: detailBytes ?? nil))
+            }
+
+            guard (200..<300).contains(status.code) else {
+                return .failure(SourceError(message: "HTTP \(status.code) \(status.reasonPhrase): not a successful answer", httpStatus: Int(status.code)))
+            }
+            do {
+                guard let bytes = try await readBody(response, limit: options.maxBytes, truncating: false) else {
+                    return .failure(
+                        SourceError(
+                            message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
+                            code: "tooLarge"))
+                }
+                return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url))
+            } catch {
+                return .failure(describe(error, url: url, deadline: deadline))
+            }
+        }
+    }
+
+    /// Reads the body as it streams in and stops at `limit` bytes: nil when it is larger (or, when
+    /// `truncating`, the first `limit` bytes). Stopping early drops the connection rather than reading on.
+    private func readBody(_ response: HTTPClientResponse, limit: Int, truncating: Bool) async throws -> [UInt8]? {
+        if !truncating, let length = response.headers.first(name: "content-length").flatMap(Int.init), length > limit {
+            return nil
+        }
+        var bytes: [UInt8] = []
+        for try await chunk in response.body {
+            if bytes.count + chunk.readableBytes > limit {
+                guard truncating else { return nil }
+                bytes.append(contentsOf: chunk.readableBytesView.prefix(limit - bytes.count))
+                return bytes
+            }
+            bytes.append(contentsOf: chunk.readableBytesView)
+        }
+        return bytes
+    }
+}
+
+/// `scheme://host:port`, for telling whether a redirect leaves the origin.
+private func origin(of url: URL) -> String {
+    let scheme = url.scheme?.lowercased() ?? ""
+    let port = url.port ?? (scheme == "https" ? 443 : 80)
+    return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+}
+
+private func nioDeadline(_ deadline: ContinuousClock.Instant) -> NIODeadline {
+    let remaining = ContinuousClock.now.duration(to: deadline)
+    let (seconds, attoseconds) = remaining.components
+    let nanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    return .now() + .nanoseconds(nanoseconds)
+}
+
+extension Duration {
+    /// `2s`, `1.5s`, `250ms`, as the user wrote them in the configuration.
+    var humanText: String {
+        let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
+        if milliseconds < 1000 { return "\(milliseconds)ms" }
+        return "\(Double(milliseconds) / 1000)s"
+    }
+}
+
+extension JSONValue {
+    fileprivate func setting(_ key: String, _ value: JSONValue) -> JSONValue {
+        guard var object = objectValue else { return self }
+        object[key] = value
+        return .object(object)
+    }
+}
