@@ -20,6 +20,12 @@ let package = Package(
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
         .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
         .library(name: "HammockPluginKit", targets: ["HammockPluginKit"]),
+        // Exported for the fuzz package in fuzz/ (built separately, see fuzz/README.md).
+        .library(name: "HammockYAML", targets: ["HammockYAML"]),
+        .library(name: "HammockJSON", targets: ["HammockJSON"]),
+        .library(name: "HammockCore", targets: ["HammockCore"]),
+        .library(name: "HammockConfig", targets: ["HammockConfig"]),
+        .library(name: "HammockProtocol", targets: ["HammockProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,6 +44,7 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]
         ),
         .target(name: "HammockYAML", dependencies: ["CYAML"]),
+        .target(name: "CHammockSystem"),
         .target(
             name: "HammockJSON",
             dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
@@ -52,7 +59,7 @@ let package = Package(
         .target(
             name: "HammockEngine",
             dependencies: [
-                "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON",
+                "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON", "CHammockSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -7,6 +7,8 @@ public enum EngineAction: Sendable {
     case startLoad(LoadRequest)
     /// The answer to this load is no longer wanted.
     case cancelLoad(source: String, kind: String, loadID: Int)
+    /// The source is gone from the configuration: its loader forgets it (stops watching, ends its command).
+    case removeSource(source: String, kind: String)
     case emit(OutputLine)
     /// `--once` is done: write nothing more and exit with this status.
     case finish(exitStatus: Int32)
@@ -41,13 +43,12 @@ public struct EngineCore: Sendable {
         case once(deadline: Duration)
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     public let mode: Mode
     /// How long past a source's `timeout` the engine waits for its loader before failing the load itself.
     public var loadTimeoutGrace: Duration = .seconds(2)
 
     private var sources: [String: SourceRuntime] = [:]
-    private var viewsBySource: [String: [Int]] = [:]
     private var lastViewStates: [ViewState?]
     private var dependents: [String: [String]] = [:]
     private var nextLoadID = 1
@@ -61,13 +62,16 @@ public struct EngineCore: Sendable {
         self.mode = mode
         random = SplitMix64(seed: seed)
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
+        for definition in configuration.sources { sources[definition.id] = SourceRuntime(definition: definition) }
+        dependents = Self.dependents(of: configuration)
+    }
+
+    private static func dependents(of configuration: Configuration) -> [String: [String]] {
+        var dependents: [String: [String]] = [:]
         for definition in configuration.sources {
-            sources[definition.id] = SourceRuntime(definition: definition)
             for input in definition.inputs { dependents[input, default: []].append(definition.id) }
         }
-        for (index, view) in configuration.views.enumerated() {
-            for source in Set(view.sources) { viewsBySource[source, default: []].append(index) }
-        }
+        return dependents
     }
 
     public var sourceIDs: [String] { configuration.sources.map(\.id) }
@@ -80,10 +84,14 @@ public struct EngineCore: Sendable {
 
     // MARK: - Inputs
 
-    /// Says hello and loads every source whose inputs are ready.
-    public mutating func start(now: Timestamp) -> [EngineAction] {
+    /// Says hello, shows what the offline cache kept (origin `cache`), and loads every source whose inputs
+    /// are ready.
+    public mutating func start(now: Timestamp, restored: [String: JSONValue] = [:]) -> [EngineAction] {
         emit(.hello(sources: sourceIDs, views: configuration.views.map(\.id), version: hammockVersion))
         if case .once(let deadline) = mode { onceDeadline = now + deadline }
+        for id in sourceIDs {
+            if let content = restored[id] { apply(.newData(content, origin: .cache), to: id, now: now) }
+        }
         for id in sourceIDs { load(id, now: now) }
         emitChangedViews()
         checkOnceCompletion(now: now)
@@ -158,11 +166,55 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
-    /// Restores content saved by an earlier run (the offline cache).
-    public mutating func restored(source id: String, content: JSONValue, now: Timestamp) -> [EngineAction] {
-        guard sources[id] != nil else { return [] }
-        apply(.newData(content, origin: .cache), to: id, now: now)
-        sources[id]!.invalidated = true  // cached data is shown at once but still loaded afresh
+    /// Switches to a new configuration (hot reload). Sources whose definition is unchanged keep their state,
+    /// their loads and their timers; changed ones keep their content and load again with the new definition;
+    /// removed ones are dropped with a `removed` line; new ones load.
+    public mutating func reconfigure(_ new: Configuration, now: Timestamp) -> [EngineAction] {
+        let old = configuration
+        let newIDs = Set(new.sources.map(\.id))
+        for definition in old.sources where !newIDs.contains(definition.id) {
+            let runtime = sources.removeValue(forKey: definition.id)!
+            for loadID in runtime.inFlight.keys.sorted() {
+                actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: loadID))
+            }
+            actions.append(.removeSource(source: definition.id, kind: definition.kind))
+            emit(.removed(id: definition.id, what: "source"))
+        }
+        let newViewIDs = Set(new.views.map(\.id))
+        for view in old.views where !newViewIDs.contains(view.id) { emit(.removed(id: view.id, what: "view")) }
+
+        // A view whose definition is unchanged keeps its last line, so it is written again only if it changes.
+        var lastLines: [ViewDefinition: ViewState] = [:]
+        for (index, view) in old.views.enumerated() { lastLines[view] = lastViewStates[index] }
+        configuration = new
+        dependents = Self.dependents(of: new)
+        lastViewStates = new.views.map { lastLines[$0] }
+        emit(.reloaded(sources: sourceIDs, views: new.views.map(\.id)))
+
+        let previous = Dictionary(uniqueKeysWithValues: old.sources.map { ($0.id, $0) })
+        for definition in new.sources {
+            guard let before = previous[definition.id] else {
+                sources[definition.id] = SourceRuntime(definition: definition)
+                load(definition.id, now: now)
+                continue
+            }
+            guard before != definition else { continue }
+            let runtime = sources[definition.id]!
+            for loadID in runtime.inFlight.keys.sorted() {
+                actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: loadID))
+            }
+            if before.kind != definition.kind { actions.append(.removeSource(source: definition.id, kind: before.kind)) }
+            var updated = SourceRuntime(definition: definition)
+            updated.state = runtime.state
+            updated.state.isLoading = false
+            updated.lastEvent = runtime.lastEvent
+            if before.kind == definition.kind && before.options == definition.options {
+                updated.etag = runtime.etag
+                updated.lastModified = runtime.lastModified
+            }
+            sources[definition.id] = updated
+            load(definition.id, now: now)
+        }
         emitChangedViews()
         return takeActions()
     }

@@ -11,6 +11,8 @@ public enum OutputLine: Sendable {
     /// `event` is `nil` only in a snapshot of a source that has had no event yet.
     case source(id: String, event: SourceEvent?, state: SourceState)
     case view(id: String, state: ViewState)
+    /// The configuration was read again: the sources and views from now on.
+    case reloaded(sources: [String], views: [String])
     /// A source or view that a configuration reload removed.
     case removed(id: String, what: String)
     /// A control line that could not be carried out.
@@ -24,7 +26,7 @@ public enum OutputLine: Sendable {
         switch self {
         case .source(let id, _, _): "source:" + id
         case .view(let id, _): "view:" + id
-        case .hello, .removed, .error, .bye: nil
+        case .hello, .reloaded, .removed, .error, .bye: nil
         }
     }
 
@@ -70,6 +72,12 @@ public enum OutputLine: Sendable {
             JSONValue.object(errors).write(into: &line.out)
             line.key("canTryAgain")
             line.raw(state.canTryAgain ? "true" : "false")
+        case .reloaded(let sources, let views):
+            line.begin(type: "reloaded", seq: seq)
+            line.key("sources")
+            JSONValue.array(sources.map(JSONValue.string)).write(into: &line.out)
+            line.key("views")
+            JSONValue.array(views.map(JSONValue.string)).write(into: &line.out)
         case .removed(let id, let what):
             line.begin(type: "removed", seq: seq)
             line.key("id")

@@ -28,15 +28,17 @@ public final class Engine: Sendable {
     private let inputs: AsyncStream<EngineInput>
     private let inbox: EngineInbox
     private let loaders: [String: any SourceLoader]
+    private let standardError: StandardError
 
     public init(configuration: LoadedConfiguration, options: RunOptions, logger: Logger, pluginResolver: PluginResolver) {
         self.loaded = configuration
         self.options = options
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
+        standardError = StandardError(redactor: Redactor(secrets: configuration.configuration.secrets))
         loaders = LoaderFactory.makeLoaders(
             for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
-            standardError: StandardError(redactor: Redactor(secrets: configuration.configuration.secrets)))
+            standardError: standardError)
     }
 
     /// What the plugins said of the configuration's sources.
@@ -52,31 +54,83 @@ public final class Engine: Sendable {
     /// `hammock check` treats a plugin failure as an error; `hammock run` goes on and lets supervision
     /// restart the plugin, while its sources show why they do not load.
     public func validatePlugins() async -> PluginValidation {
-        let sources = loaded.configuration.sources
+        await Self.validate(loaded.configuration.sources, of: loaded, with: loaders)
+    }
+
+    private static func validate(
+        _ sources: [SourceDefinition], of loaded: LoadedConfiguration, with loaders: [String: any SourceLoader]
+    ) async -> PluginValidation {
         // Every plugin checks its sources at the same time; a slow handshake delays only its own kind.
         let answers = await withTaskGroup(of: [String: PluginHost.ValidationAnswer].self) { group in
             for (kind, loader) in loaders {
                 guard let host = loader as? PluginHost else { continue }
                 let ofKind = sources.filter { $0.kind == kind }.map { (id: $0.id, options: JSONValue.object($0.options)) }
+                guard !ofKind.isEmpty else { continue }
                 group.addTask { await host.validate(ofKind) }
             }
             return await group.reduce(into: [:]) { $0.merge($1) { first, _ in first } }
         }
         var validation = PluginValidation()
-        do {
-            for (source, answer) in answers.sorted(by: { $0.key < $1.key }) {
-                switch answer {
-                case .valid:
-                    break
-                case .invalid(let problems):
-                    validation.optionProblems += problems.map { loaded.diagnostic(source: source, problem: $0) }
-                case .pluginFailed(let reason):
-                    let mark = loaded.positions[source]?.source ?? .init(line: 1, column: 1)
-                    validation.pluginFailures.append(Diagnostic(mark, "source \"\(source)\": \(reason)"))
-                }
+        for (source, answer) in answers.sorted(by: { $0.key < $1.key }) {
+            switch answer {
+            case .valid:
+                break
+            case .invalid(let problems):
+                validation.optionProblems += problems.map { loaded.diagnostic(source: source, problem: $0) }
+            case .pluginFailed(let reason):
+                let mark = loaded.positions[source]?.source ?? .init(line: 1, column: 1)
+                validation.pluginFailures.append(Diagnostic(mark, "source \"\(source)\": \(reason)"))
             }
         }
         return validation
+    }
+
+    /// Reads the configuration file again (SIGHUP, `{"op":"reload"}`). The new configuration must pass the
+    /// same checks as at start, plugins' included, or it is reported with its lines and columns and the
+    /// running one goes on untouched.
+    private func reload(
+        _ current: inout LoadedConfiguration, _ loaders: inout [String: any SourceLoader], core: inout EngineCore
+    ) async -> [EngineAction] {
+        let searching = PluginResolver()
+        let configurationLoader = ConfigurationLoader(
+            kindIsAvailable: { searching.command(for: $0) != nil },
+            pluginSearchDescription: { searching.searchDescription(for: $0) })
+        let next: LoadedConfiguration
+        switch configurationLoader.load(file: current.file) {
+        case .success(let loaded): next = loaded
+        case .failure(let error): return rejectReload(error)
+        }
+        let resolver = PluginResolver(configured: next.configuration.plugins)
+        let inbox = inbox
+        let standardError = standardError
+        for kind in next.configuration.kinds {
+            let command = resolver.command(for: kind)
+            if let host = loaders[kind] as? PluginHost, host.command == command { continue }
+            if kind == "fake" && loaders[kind] != nil { continue }
+            // A new kind, or a kind whose plugin command changed: a fresh loader.
+            await loaders[kind]?.shutdown()
+            loaders[kind] = LoaderFactory.makeLoader(
+                kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
+        }
+        let changed = next.configuration.sources.filter { source in
+            current.configuration.sources.first { $0.id == source.id } != source
+        }
+        let validation = await Self.validate(changed, of: next, with: loaders)
+        if !validation.optionProblems.isEmpty {
+            return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
+        }
+        logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
+        current = next
+        let actions = core.reconfigure(next.configuration, now: .now)
+        for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
+            await loaders.removeValue(forKey: kind)?.shutdown()
+        }
+        return actions
+    }
+
+    private func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
+        for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
+        return [.emit(.error(message: "reload failed, the running configuration goes on:\n\(error.description)"))]
     }
 
     /// Stops every plugin (and every command they run); returns when they are gone.
@@ -95,11 +149,23 @@ public final class Engine: Sendable {
         // A closed stdout (or a plugin's closed stdin) must fail the write with EPIPE, not kill the engine
         // before it can shut its plugins down.
         signal(SIGPIPE, SIG_IGN)
+        OrphanReaper.becomeSubreaper()
+        let reaper = Task.detached(priority: .background) {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(2))
+                OrphanReaper.sweep()
+            }
+        }
+        defer { reaper.cancel() }
         let writer = OutputWriter(redactor: Redactor(secrets: loaded.configuration.secrets)) {
             inbox.yield(.stop(reason: "stdout closed"))
         }
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { signal in
-            inbox.yield(.stop(reason: signal == SIGINT ? "interrupt" : "signal"))
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { signal in
+            switch signal {
+            case SIGHUP: inbox.yield(.reload)
+            case SIGINT: inbox.yield(.stop(reason: "interrupt"))
+            default: inbox.yield(.stop(reason: "signal"))
+            }
         }
         LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: Self.maximumControlLineLength, name: "hammock.stdin") {
             event in
@@ -113,6 +179,8 @@ public final class Engine: Sendable {
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
         let timer = Timer(inbox: inbox)
+        var current = loaded
+        var loaders = self.loaders
 
         var exitStatus: Int32 = 0
         var byeReason: String?
@@ -125,6 +193,8 @@ public final class Engine: Sendable {
                     await loaders[request.kind]?.start(request)
                 case .cancelLoad(let source, let kind, let loadID):
                     await loaders[kind]?.cancel(source: source, loadID: loadID)
+                case .removeSource(let source, let kind):
+                    await loaders[kind]?.remove(source: source)
                 case .finish(let status):
                     exitStatus = status
                     return false
@@ -149,7 +219,11 @@ public final class Engine: Sendable {
                 case .control(let bytes):
                     do throws(ControlLineError) {
                         let command = try ControlCommand(line: bytes)
-                        actions = core.handle(command, now: now)
+                        if command == .reload {
+                            actions = await reload(&current, &loaders, core: &core)
+                        } else {
+                            actions = core.handle(command, now: now)
+                        }
                     } catch {
                         actions = [.emit(.error(message: error.message))]
                     }
@@ -157,6 +231,8 @@ public final class Engine: Sendable {
                     actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored"))]
                 case .tick:
                     actions = core.tick(now: now)
+                case .reload:
+                    actions = await reload(&current, &loaders, core: &core)
                 case .stop(let reason):
                     byeReason = reason
                     actions = []
@@ -170,7 +246,10 @@ public final class Engine: Sendable {
 
         timer.cancel()
         signals.cancel()
-        await shutdownLoaders()
+        await withTaskGroup(of: Void.self) { group in
+            for loader in loaders.values { group.addTask { await loader.shutdown() } }
+        }
+        OrphanReaper.sweep()
         if let byeReason {
             logger.info("stopping", metadata: ["reason": "\(byeReason)"])
             writer.finish(with: .bye(reason: byeReason, failed: nil), timeout: options.drainTimeout)

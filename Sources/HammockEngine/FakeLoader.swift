@@ -40,6 +40,8 @@ actor FakeLoader: SourceLoader {
         loads.removeValue(forKey: loadID)?.cancel()
     }
 
+    func remove(source: String) {}
+
     func shutdown() {
         for task in loads.values { task.cancel() }
         loads.removeAll()

@@ -8,6 +8,8 @@ import HammockJSON
 protocol SourceLoader: Sendable {
     func start(_ request: LoadRequest) async
     func cancel(source: String, loadID: Int) async
+    /// The source left the configuration: stop watching it, end its command.
+    func remove(source: String) async
     /// Ends every load and any process the loader started; returns when they are gone.
     func shutdown() async
 }
@@ -20,6 +22,8 @@ enum EngineInput: Sendable {
     case control([UInt8])
     case controlTooLong(Int)
     case tick
+    /// SIGHUP: read the configuration again.
+    case reload
     case stop(reason: String)
 }
 

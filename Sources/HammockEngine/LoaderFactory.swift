@@ -10,13 +10,17 @@ enum LoaderFactory {
     ) -> [String: any SourceLoader] {
         var loaders: [String: any SourceLoader] = [:]
         for kind in configuration.kinds {
-            if kind == "fake" {
-                loaders[kind] = FakeLoader(inbox: inbox)
-            } else if let command = resolver.command(for: kind) {
-                loaders[kind] = PluginHost(
-                    kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
-            }
+            loaders[kind] = makeLoader(
+                kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
         }
         return loaders
+    }
+
+    static func makeLoader(
+        kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
+    ) -> (any SourceLoader)? {
+        if kind == "fake" { return FakeLoader(inbox: inbox) }
+        guard let command = resolver.command(for: kind) else { return nil }
+        return PluginHost(kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
     }
 }

@@ -26,6 +26,8 @@ actor PluginHost: SourceLoader {
     static let crashWindow: Duration = .seconds(60)
     /// A plugin line longer than this is a protocol violation, not something to buffer.
     static let maximumLineLength = 16 << 20
+    /// At most one push per source reaches the engine per this interval; see `PushSlot`.
+    static let pushInterval: Duration = .milliseconds(20)
 
     private enum Phase {
         case stopped
@@ -52,6 +54,21 @@ actor PluginHost: SourceLoader {
     private var crashTimes: [ContinuousClock.Instant] = []
     private var readinessWaiters: [CheckedContinuation<String?, Never>] = []
     private var validationWaiters: [String: CheckedContinuation<ValidationAnswer, Never>] = [:]
+    private var pushSlots: [String: PushSlot] = [:]
+
+    /// Push coalescing, per source. A push carries the whole content, so only the newest one matters: a
+    /// plugin that pushes faster than the engine handles them must not grow the engine's inbox (which is
+    /// unbounded) without bound. The first push of a source goes to the engine at once; pushes that
+    /// follow within `pushInterval` of the last one delivered wait here, each replacing the one before, and
+    /// the newest goes out when the interval ends. So each source puts at most one push per interval in the
+    /// inbox, however fast its plugin writes, and the content it shows is never older than one interval.
+    /// A pending push goes out before anything else about its source (a load's answer, an error, the
+    /// plugin's exit), so the engine sees them in the order the plugin wrote them.
+    private struct PushSlot {
+        var lastDelivered: ContinuousClock.Instant
+        var pending: JSONValue?
+        var flushScheduled = false
+    }
 
     enum ValidationAnswer: Sendable {
         case valid
@@ -89,6 +106,13 @@ actor PluginHost: SourceLoader {
     func cancel(source: String, loadID: Int) {
         queuedLoads.removeAll { $0.loadID == loadID }
         if pendingLoads.removeValue(forKey: loadID) != nil { process?.send(.cancel(id: loadID)) }
+    }
+
+    func remove(source: String) {
+        desiredOptions[source] = nil
+        invalidProblems[source] = nil
+        queuedLoads.removeAll { $0.source == source }
+        if sentOptions.removeValue(forKey: source) != nil { process?.send(.remove(source: source)) }
     }
 
     func shutdown() async {
@@ -219,7 +243,7 @@ actor PluginHost: SourceLoader {
             answer(id, .newData(content, etag: etag, lastModified: lastModified))
         case .newData(nil, let source?, let content, _, _):
             guard desiredOptions[source] != nil else { return }
-            inbox.yield(.pushed(source: source, content: content))
+            push(content, for: source)
         case .notModified(let id):
             answer(id, .notModified)
         case .error(let id?, _, var error):
@@ -231,6 +255,7 @@ actor PluginHost: SourceLoader {
             answer(id, .error(error))
         case .error(nil, let source?, let error):
             guard desiredOptions[source] != nil else { return }
+            flushPush(for: source)
             inbox.yield(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
@@ -242,7 +267,45 @@ actor PluginHost: SourceLoader {
     private func answer(_ loadID: Int, _ outcome: LoadOutcome) {
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
+        flushPush(for: source)
         inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: outcome))
+    }
+
+    /// Hands a push to the engine now, or keeps it as its source's pending push (see `PushSlot`).
+    private func push(_ content: JSONValue, for source: String) {
+        let now = ContinuousClock.now
+        guard var slot = pushSlots[source], now - slot.lastDelivered < Self.pushInterval else {
+            pushSlots[source] = PushSlot(lastDelivered: now)
+            inbox.yield(.pushed(source: source, content: content))
+            return
+        }
+        slot.pending = content
+        if !slot.flushScheduled {
+            slot.flushScheduled = true
+            let due = slot.lastDelivered + Self.pushInterval
+            Task {
+                try? await Task.sleep(until: due)
+                self.flushPush(for: source)
+            }
+        }
+        pushSlots[source] = slot
+    }
+
+    /// Hands the source's pending push, if any, to the engine.
+    private func flushPush(for source: String) {
+        guard var slot = pushSlots[source] else { return }
+        // A source removed from the configuration meanwhile no longer wants it.
+        guard desiredOptions[source] != nil else {
+            pushSlots[source] = nil
+            return
+        }
+        slot.flushScheduled = false
+        if let content = slot.pending {
+            slot.pending = nil
+            slot.lastDelivered = .now
+            inbox.yield(.pushed(source: source, content: content))
+        }
+        pushSlots[source] = slot
     }
 
     private func send(_ request: LoadRequest) {
@@ -266,7 +329,11 @@ actor PluginHost: SourceLoader {
     func exited(generation: Int, status: String) {
         guard generation == self.generation else { return }
         process = nil
+        // Commands it started and could not end (it was killed) are now hammock's children: end them.
+        OrphanReaper.sweep()
         if case .shuttingDown = phase { return }
+        // What it pushed before it ended comes before the news of its end.
+        for source in pushSlots.keys.sorted() { flushPush(for: source) }
         let reason = "the \(kind) plugin \(failureReason ?? status)"
         let now = ContinuousClock.now
         crashTimes = crashTimes.filter { now - $0 < Self.crashWindow } + [now]
@@ -274,10 +341,10 @@ actor PluginHost: SourceLoader {
         for (loadID, source) in pendingLoads.sorted(by: { $0.key < $1.key }) {
             inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: .error(SourceError(message: reason, code: "pluginFailed"))))
         }
-        let failedSources = Set(pendingLoads.values)
+        let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
-        for source in desiredOptions.keys.sorted() where !failedSources.contains(source) && !queuedLoads.contains(where: { $0.source == source }) {
+        for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             inbox.yield(.pushedError(source: source, error: SourceError(message: reason, code: "pluginFailed")))
         }
         for (_, waiter) in validationWaiters { waiter.resume(returning: .pluginFailed(reason)) }
@@ -294,6 +361,11 @@ actor PluginHost: SourceLoader {
             queuedLoads.removeAll()
             return
         }
+        // Loads that waited for this process (to start, or to restart) fail with it, like those it was sent:
+        // otherwise a source would stay loading, its failures unseen, through every restart until the give-up.
+        // The engine retries them by its own backoff.
+        for request in queuedLoads { fail(request, message: reason, code: "pluginFailed") }
+        queuedLoads.removeAll()
         let delay = Duration.milliseconds(250 * (1 << min(crashTimes.count - 1, 7)))
         logger.error("\(reason); restarting it in \(delay.humanReadable)")
         phase = .waitingToRestart
@@ -318,12 +390,17 @@ final class PluginProcessHandle: Sendable {
     private let outgoing: AsyncStream<[UInt8]>.Continuation
     /// Filled in by the launching task once the process exists.
     private let processID: ProcessIDBox
+    /// Set once the process has exited and its end has been reported.
+    private let finished: FinishedFlag
     private let task: Task<Void, Never>
 
-    private init(outgoing: AsyncStream<[UInt8]>.Continuation, task: Task<Void, Never>, processID: ProcessIDBox) {
+    private init(
+        outgoing: AsyncStream<[UInt8]>.Continuation, task: Task<Void, Never>, processID: ProcessIDBox, finished: FinishedFlag
+    ) {
         self.outgoing = outgoing
         self.task = task
         self.processID = processID
+        self.finished = finished
     }
 
     static func launch(
@@ -331,6 +408,8 @@ final class PluginProcessHandle: Sendable {
     ) -> PluginProcessHandle {
         let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
         let pid = ProcessIDBox()
+        LivePlugins.shared.launching(command)
+        let finished = FinishedFlag()
         let task = Task {
             var platformOptions = PlatformOptions()
             // Its own process group: a terminal's Ctrl-C is hammock's to handle, and a kill reaches the group.
@@ -343,6 +422,7 @@ final class PluginProcessHandle: Sendable {
                 let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
                     execution in
                     pid.value = execution.processIdentifier.value
+                    LivePlugins.shared.started(execution.processIdentifier.value)
                     await withTaskGroup(of: Void.self) { group in
                         group.addTask {
                             do {
@@ -383,9 +463,11 @@ final class PluginProcessHandle: Sendable {
             } catch {
                 status = "could not be started (\(command.joined(separator: " "))): \(error)"
             }
+            if let ended = pid.value { LivePlugins.shared.ended(ended) }
             await host.exited(generation: generation, status: status)
+            finished.value = true
         }
-        return PluginProcessHandle(outgoing: outgoing, task: task, processID: pid)
+        return PluginProcessHandle(outgoing: outgoing, task: task, processID: pid, finished: finished)
     }
 
     func send(_ message: EngineMessage) { outgoing.yield(message.line) }
@@ -400,21 +482,17 @@ final class PluginProcessHandle: Sendable {
     }
 
     /// Whether it exited within `timeout`.
+    ///
+    /// Polls a flag rather than racing `task.value` against a timer in a task group: `Task.value` ignores
+    /// cancellation, so the group would wait for the process however long it runs, and a plugin that ignores
+    /// shutdown would hold hammock forever instead of being killed after the grace period.
     func waitForExit(timeout: Duration) async -> Bool {
-        let task = task
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await task.value
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+        let deadline = ContinuousClock.now + timeout
+        while !finished.value {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
         }
+        return true
     }
 }
 
@@ -422,6 +500,16 @@ private func describe(_ status: TerminationStatus) -> String {
     switch status {
     case .exited(let code): "exited with status \(code)"
     case .signaled(let signal): "was killed by signal \(signal)"
+    }
+}
+
+/// Whether the plugin's task has ended, written once by that task and read by whoever waits for it.
+private final class FinishedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = false
+    var value: Bool {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
 

@@ -196,7 +196,10 @@ extension PluginMessage {
         guard let object = value.objectValue, let message = object["message"]?.stringValue else {
             throw ProtocolError("\"error\" must be {message, httpStatus?, exitStatus?, code?, retryAfter?}")
         }
-        let retryAfter = object["retryAfter"]?.numberValue.map { Duration.milliseconds(Int64(($0.doubleValue * 1000).rounded())) }
+        // A value beyond Int64 milliseconds (1e300) is ignored, like a retryAfter that is not a number.
+        let retryAfter = object["retryAfter"]?.numberValue
+            .flatMap { Int64(exactly: ($0.doubleValue * 1000).rounded()) }
+            .map { Duration.milliseconds($0) }
         return SourceError(
             message: message, httpStatus: object["httpStatus"]?.numberValue?.intValue,
             exitStatus: object["exitStatus"]?.numberValue?.intValue, code: object["code"]?.stringValue,

@@ -16,7 +16,7 @@ struct Hammock: AsyncParsableCommand {
             stdin. See docs/protocol.md.
             """,
         version: hammockVersion,
-        subcommands: [Run.self, Check.self]
+        subcommands: [Run.self, Check.self, PluginCommand.self]
     )
 }
 

@@ -1,33 +1,82 @@
 #!/usr/bin/env python3
-"""A plugin for kind `test` that misbehaves on purpose, for hammock's supervision tests.
+"""A plugin for kind `test` that misbehaves on purpose, for hammock's supervision and fault-injection tests.
 
 Usage: misbehaving-plugin.py MODE [ARG]
-  good            behaves: answers every load with {"n": <load count>, "pid": <its pid>}
-  garbage         answers hello, then writes a line that is not JSON on the first load
-  no-hello        never answers the handshake
-  crash-at-once   exits with status 3 before reading anything
-  crash-after N   behaves for N loads, then exits with status 4
-  silent-loads    answers hello and configure, never answers a load
-  wrong-kind      says it serves another kind
+  good              behaves: answers every load with {"n": <load count>, "pid": <its pid>}
+  garbage           answers hello, then writes a line that is not JSON on the first load
+  no-hello          never answers the handshake
+  crash-at-once     exits with status 3 before reading anything
+  crash-after N     behaves for N loads, then exits with status 4
+  silent-loads      answers hello and configure, never answers a load
+  wrong-kind        says it serves another kind
+  half-line N       behaves for N loads, then writes half a line (no newline) and exits with status 5
+  huge-line N       behaves for N loads, then answers with a line of about 20 MB (over hammock's 16 MiB limit)
+  flood             behaves, and after its first answer pushes {"n": i} for every configured source, about
+                    100,000 a second, without end
+  ignore-shutdown   behaves, but ignores shutdown, the end of its stdin and SIGTERM, and keeps running
+  leave-child N     behaves for N loads, then starts `sleep 300` in a session of its own (setsid), writes its
+                    pid to the file named by $HAMMOCK_TEST_CHILD_PID_FILE, and exits with status 6
 """
 import json
 import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "good"
 arg = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+out_lock = threading.Lock()
 
 
 def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    write(json.dumps(message) + "\n")
+
+
+def write(text):
+    with out_lock:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os._exit(0)
+
+
+def flood(sources):
+    """Pushes about 100,000 lines a second (fewer if Python cannot keep up), in batches, without end."""
+    n = 0
+    start = time.monotonic()
+    while True:
+        # Paced at 100,000 a second (if it can keep up): 1,000 lines every 10 ms.
+        ahead = start + n / 100000 - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+        batch = []
+        for _ in range(1000):
+            n += 1
+            for source in sources:
+                batch.append('{"type":"newData","source":%s,"content":{"n":%d}}\n' % (json.dumps(source), n))
+        write("".join(batch))
+
+
+def ignore_everything():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        time.sleep(3600)
 
 
 if mode == "crash-at-once":
     sys.stderr.write("crashing at once, as asked\n")
     sys.exit(3)
 
+if mode == "ignore-shutdown":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
 loads = 0
+sources = []
+flooding = False
 for line in sys.stdin:
     message = json.loads(line)
     op = message.get("op")
@@ -37,19 +86,45 @@ for line in sys.stdin:
         kinds = ["other"] if mode == "wrong-kind" else ["test"]
         send({"type": "hello", "protocol": 1, "kinds": kinds, "version": "0.0.1"})
     elif op == "configure":
+        if message["source"] not in sources:
+            sources.append(message["source"])
         send({"type": "configured", "source": message["source"]})
     elif op == "load":
         loads += 1
+        answer = {"type": "newData", "source": message["source"], "id": message["id"],
+                  "content": {"n": loads, "pid": os.getpid()}}
         if mode == "garbage":
-            sys.stdout.write("this is not json\n")
-            sys.stdout.flush()
+            write("this is not json\n")
         elif mode == "silent-loads":
             pass
         elif mode == "crash-after" and loads > arg:
             sys.stderr.write("crashing after %d loads, as asked\n" % arg)
             sys.exit(4)
+        elif mode == "half-line" and loads > arg:
+            sys.stderr.write("writing half a line and exiting, as asked\n")
+            write(json.dumps(answer)[:20])
+            sys.exit(5)
+        elif mode == "huge-line" and loads > arg:
+            sys.stderr.write("writing a line of 20 MB, as asked\n")
+            answer["content"] = {"padding": "x" * (20 << 20)}
+            send(answer)
+        elif mode == "leave-child" and loads > arg:
+            child = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open(os.environ["HAMMOCK_TEST_CHILD_PID_FILE"], "w") as f:
+                f.write("%d\n" % child.pid)
+            sys.stderr.write("left sleep %d behind in its own session, crashing, as asked\n" % child.pid)
+            os._exit(6)
         else:
-            send({"type": "newData", "source": message["source"], "id": message["id"],
-                  "content": {"n": loads, "pid": os.getpid()}})
+            send(answer)
+            if mode == "flood" and not flooding:
+                flooding = True
+                threading.Thread(target=flood, args=(list(sources),), daemon=True).start()
     elif op == "shutdown":
+        if mode == "ignore-shutdown":
+            continue
         break
+
+if mode == "ignore-shutdown":
+    sys.stderr.write("stdin ended; ignoring it, as asked\n")
+    ignore_everything()

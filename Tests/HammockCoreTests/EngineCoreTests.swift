@@ -80,21 +80,24 @@ import Testing
         #expect(engine.pushedError(source: "nope", error: error, now: at(2)).isEmpty)
     }
 
-    @Test func pushAndCacheOrigins() {
+    @Test func pushOrigin() {
         var engine = core([fakeSource("a")])
         _ = engine.start(now: t0)
         #expect(engine.pushed(source: "a", content: "p", now: at(1)).summaries == ["source a newData push"])
         // the load is still in flight
         #expect(engine.state(of: "a")?.isLoading == true)
-        #expect(engine.restored(source: "a", content: "c", now: at(2)).summaries == ["source a newData cache"])
         #expect(engine.pushed(source: "nope", content: 1, now: at(2)).isEmpty)
     }
 
-    @Test func restoredContentIsStillLoadedAfresh() {
-        var engine = core([fakeSource("a")])
-        _ = engine.restored(source: "a", content: "cached", now: t0)
-        // fresh by its timestamp, but invalidated: loadIfNeeded loads
-        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1)).loads.count == 1)
+    @Test func cachedContentIsShownAtOnceThenLoadedAfresh() {
+        var engine = core([fakeSource("a"), fakeSource("b")])
+        let actions = engine.start(now: t0, restored: ["a": "cached"])
+        let summaries = actions.summaries
+        #expect(summaries.first?.hasPrefix("hello") == true)
+        #expect(summaries.dropFirst().first == "source a newData cache")
+        #expect(actions.loads.map(\.source) == ["a", "b"])
+        #expect(engine.state(of: "a")?.content == "cached")
+        #expect(engine.state(of: "a")?.isLoading == true)
     }
 
     @Test func notModifiedWithoutContentIsAnError() {
@@ -543,4 +546,36 @@ extension EngineCoreDependencies {
 struct Failure: Error {
     var message: String
     init(_ message: String) { self.message = message }
+}
+
+@Suite struct EngineCoreReload {
+    @Test func unchangedSourcesKeepStateChangedOnesReloadRemovedOnesGo() {
+        let keep = SourceDefinition(id: "keep", kind: "fake", options: ["content": 1])
+        let change = SourceDefinition(id: "change", kind: "fake", options: ["content": "old"])
+        let drop = SourceDefinition(id: "drop", kind: "shell", options: ["command": ["echo"]])
+        var engine = EngineCore(configuration: Configuration(sources: [keep, change, drop], views: [ViewDefinition(id: "v", sources: ["keep"])]))
+        let started = engine.start(now: Timestamp(millisecondsSince1970: 0))
+        for request in started.loads {
+            _ = engine.loadFinished(
+                source: request.source, loadID: request.loadID, outcome: .newData(.string("loaded \(request.source)")),
+                now: Timestamp(millisecondsSince1970: 10))
+        }
+        var changed = change
+        changed.options = ["content": "new"]
+        let added = SourceDefinition(id: "added", kind: "fake")
+        let next = Configuration(sources: [keep, changed, added], views: [ViewDefinition(id: "v", sources: ["keep"])])
+        let actions = engine.reconfigure(next, now: Timestamp(millisecondsSince1970: 20))
+
+        #expect(actions.summaries.contains("removeSource drop"))
+        #expect(actions.summaries.contains("removed source drop"))
+        #expect(actions.summaries.contains("reloaded [\"keep\", \"change\", \"added\"] [\"v\"]"))
+        #expect(actions.loads.map(\.source) == ["change", "added"])
+        #expect(actions.loads.first?.options == ["content": "new"])
+        // The changed source keeps its content while it loads again; the unchanged one is untouched.
+        #expect(engine.state(of: "change")?.content == "loaded change")
+        #expect(engine.state(of: "keep")?.isLoading == false)
+        #expect(engine.state(of: "drop") == nil)
+        // The unchanged view's line did not change, so it is not written again.
+        #expect(!actions.summaries.contains { $0.hasPrefix("view v") })
+    }
 }

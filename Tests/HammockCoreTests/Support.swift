@@ -36,6 +36,7 @@ extension OutputLine {
         case .source(let id, let event, _):
             (["source", id, event?.name ?? "nil"] + (event?.origin.map { [$0.rawValue] } ?? [])).joined(separator: " ")
         case .view(let id, let state): "view \(id) \(state.status.rawValue)"
+        case .reloaded(let sources, let views): "reloaded \(sources) \(views)"
         case .removed(let id, let what): "removed \(what) \(id)"
         case .error(let message): "error \(message)"
         case .bye(let reason, let failed): "bye \(reason) \(failed ?? [])"
@@ -50,6 +51,7 @@ extension EngineAction {
         switch self {
         case .startLoad(let request): "startLoad \(request.source) #\(request.loadID)"
         case .cancelLoad(let source, _, let loadID): "cancelLoad \(source) #\(loadID)"
+        case .removeSource(let source, _): "removeSource \(source)"
         case .emit(let line): line.summary
         case .finish(let status): "finish \(status)"
         }

@@ -1,0 +1,103 @@
+import Foundation
+import HammockJSON
+
+/// The offline cache: each `cache: true` source's last content on disk, shown at once at the next start
+/// (with origin `cache`) while the source loads afresh.
+///
+/// One file per source, replaced by writing a temporary file, syncing it and renaming it over the old one:
+/// a rename is atomic, so a reader (the next start) sees the old content or the new, never a torn write,
+/// whenever the engine is killed. Writes happen off the engine loop; when a source changes faster than the
+/// disk keeps up, only its newest content is written.
+actor CacheStore {
+    let directory: URL
+    private var pending: [String: JSONValue?] = [:]
+    private var writing = false
+
+    /// `$HAMMOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/hammock`, else `~/.cache/hammock`; inside it, one folder
+    /// per configuration file, so two configurations with a source of the same name do not share it.
+    init(configurationFile: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let base: URL
+        if let explicit = environment["HAMMOCK_CACHE_DIR"], !explicit.isEmpty {
+            base = URL(fileURLWithPath: explicit)
+        } else if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+            base = URL(fileURLWithPath: xdg).appendingPathComponent("hammock")
+        } else {
+            base = URL(fileURLWithPath: environment["HOME"] ?? "/tmp").appendingPathComponent(".cache/hammock")
+        }
+        let absolute = URL(fileURLWithPath: configurationFile).standardizedFileURL.path
+        directory = base.appendingPathComponent(fnv1a(absolute))
+    }
+
+    /// The cached content of each source that has some. Unreadable files are skipped, never fatal.
+    func restore(_ sources: [String]) -> [String: JSONValue] {
+        var restored: [String: JSONValue] = [:]
+        for source in sources {
+            guard let data = FileManager.default.contents(atPath: file(for: source).path),
+                let value = try? JSONValue(parsing: [UInt8](data)), let content = value["content"]
+            else { continue }
+            restored[source] = content
+        }
+        return restored
+    }
+
+    /// Queues the newest content of a source (`nil` forgets it).
+    func save(_ source: String, content: JSONValue?) {
+        pending[source] = .some(content)
+        guard !writing else { return }
+        writing = true
+        Task { await drain() }
+    }
+
+    private func drain() async {
+        while let (source, content) = pending.first {
+            pending[source] = nil
+            write(source, content)
+            await Task.yield()
+        }
+        writing = false
+    }
+
+    private func write(_ source: String, _ content: JSONValue?) {
+        let target = file(for: source)
+        guard let content else {
+            unlink(target.path)
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            return
+        }
+        var bytes = JSONValue.object(["content": content]).jsonBytes
+        bytes.append(UInt8(ascii: "\n"))
+        let temporary = target.path + ".tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        let complete = bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 { if errno == EINTR { continue } else { return false } }
+                offset += written
+            }
+            return true
+        }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        if complete && synced { rename(temporary, target.path) } else { unlink(temporary) }
+    }
+
+    private func file(for source: String) -> URL {
+        directory.appendingPathComponent(source + ".json")
+    }
+}
+
+/// A short, stable name for a path (FNV-1a, 64 bits, in hex).
+private func fnv1a(_ text: String) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in text.utf8 {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x100_0000_01b3
+    }
+    return String(hash, radix: 16)
+}

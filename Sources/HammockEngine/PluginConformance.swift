@@ -1,0 +1,509 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockProtocol
+import Subprocess
+import Synchronization
+import SystemPackage
+
+/// Drives any plugin through the protocol, as the engine would, and says where it breaks it:
+/// `hammock plugin check -- COMMAND [ARGS...]`.
+///
+/// The checks run in order on one plugin process; each prints as it finishes. A check that cannot run
+/// because the plugin is gone (or never shook hands) is skipped, not failed: the check that saw it go
+/// has already failed.
+public enum PluginConformance {
+    public struct Settings: Sendable {
+        public var command: [String]
+        /// The kind the plugin must serve; any, when nil.
+        public var kind: String?
+        /// Options the plugin accepts for a source of that kind.
+        public var options: JSONObject
+        /// The `timeout` sent with each load; an answer may take this long plus 2 s.
+        public var loadTimeout: Duration
+        /// Wait this long for a push from the configured source; no push check when nil.
+        public var expectPush: Duration?
+
+        public init(
+            command: [String], kind: String? = nil, options: JSONObject, loadTimeout: Duration = .seconds(5),
+            expectPush: Duration? = nil
+        ) {
+            self.command = command
+            self.kind = kind
+            self.options = options
+            self.loadTimeout = loadTimeout
+            self.expectPush = expectPush
+        }
+    }
+
+    public struct Result: Sendable, CustomStringConvertible {
+        public enum Verdict: String, Sendable { case ok, fail = "FAIL", skip }
+        public let verdict: Verdict
+        public let name: String
+        public let detail: String
+
+        /// `ok   handshake: ...`, `FAIL load: expected ..., got ...`, `skip push: ...`.
+        public var description: String {
+            verdict.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0) + name + (detail.isEmpty ? "" : ": " + detail)
+        }
+    }
+
+    static let handshakeTimeout: Duration = .seconds(5)
+    static let answerTimeout: Duration = .seconds(5)
+    static let shutdownGrace: Duration = .seconds(2)
+    /// How long to keep listening for a second answer to a load that was already answered.
+    static let secondAnswerWait: Duration = .milliseconds(500)
+    static let unknownKey = "hammockConformanceUnknownKey"
+    static let validSource = "conformance-valid"
+    static let invalidSource = "conformance-invalid"
+    static let unconfiguredSource = "conformance-unconfigured"
+
+    /// Runs every check and returns the results, calling `report` with each as soon as it is known.
+    public static func run(_ settings: Settings, report: @escaping @Sendable (Result) -> Void = { _ in }) async -> [Result] {
+        var checker = Checker(settings: settings, report: report)
+        await checker.runAll()
+        return checker.results
+    }
+}
+
+// MARK: - The checks
+
+private struct Checker {
+    typealias Result = PluginConformance.Result
+    let settings: PluginConformance.Settings
+    let report: @Sendable (Result) -> Void
+    var results: [Result] = []
+    /// Why the remaining checks cannot run (no handshake, the plugin exited).
+    var blocked: String?
+    var session: PluginSession!
+
+    init(settings: PluginConformance.Settings, report: @escaping @Sendable (Result) -> Void) {
+        self.settings = settings
+        self.report = report
+    }
+
+    mutating func record(_ verdict: Result.Verdict, _ name: String, _ detail: String = "") {
+        let result = Result(verdict: verdict, name: name, detail: detail)
+        results.append(result)
+        report(result)
+    }
+
+    /// Runs `body` unless an earlier failure makes it pointless.
+    mutating func check(_ name: String, _ body: (inout Checker) async -> Void) async {
+        if let blocked {
+            record(.skip, name, blocked)
+            return
+        }
+        await body(&self)
+    }
+
+    mutating func runAll() async {
+        guard !settings.command.isEmpty else {
+            record(.fail, "start", "no command given")
+            return
+        }
+        session = PluginSession.launch(settings.command)
+        defer { session.kill() }
+        await check("handshake") { await $0.handshake() }
+        await check("configure valid") { await $0.configureValid() }
+        await check("configure invalid") { await $0.configureInvalid() }
+        await check("load") { await $0.load() }
+        await check("cancel") { await $0.cancel() }
+        await check("load unconfigured") { await $0.loadUnconfigured() }
+        await check("push") { await $0.push() }
+        await check("shutdown") { await $0.shutdown() }
+        protocolLines()
+    }
+
+    // MARK: Each check
+
+    mutating func handshake() async {
+        session.send(.hello(protocol: pluginProtocolVersion))
+        let expected = "a \"hello\" with protocol 1, a non-empty list of kinds and a version within 5 s"
+        guard let line = await wait("handshake", for: expected, within: PluginConformance.handshakeTimeout, { _ in true }) else {
+            blocked = "no handshake"
+            return
+        }
+        guard case .hello(let version, let kinds, let pluginVersion) = line.message else {
+            record(.fail, "handshake", "expected \(expected), got \(line.excerpt)")
+            blocked = "no handshake"
+            return
+        }
+        var problems: [String] = []
+        if version != pluginProtocolVersion { problems.append("protocol \(version), not 1") }
+        if line.json["version"]?.stringValue?.isEmpty != false { problems.append("no \"version\" string") }
+        if let kind = settings.kind, !kinds.contains(kind) { problems.append("kind \"\(kind)\" is not among its kinds") }
+        if problems.isEmpty {
+            record(.ok, "handshake", "protocol \(version), kinds \(kinds.joined(separator: ", ")), version \(pluginVersion)")
+        } else {
+            record(.fail, "handshake", "expected \(expected), got \(line.excerpt) (\(problems.joined(separator: "; ")))")
+            blocked = "no usable handshake"
+        }
+    }
+
+    mutating func configureValid() async {
+        let source = PluginConformance.validSource
+        session.send(.configure(source: source, options: .object(settings.options)))
+        let expected = "\"configured\" for \"\(source)\" (options \(JSONValue.object(settings.options).jsonString))"
+        guard let line = await wait("configure valid", for: expected, within: PluginConformance.answerTimeout, { $0.isConfigureAnswer(for: source) }) else { return }
+        if case .configured = line.message {
+            record(.ok, "configure valid")
+        } else {
+            record(.fail, "configure valid", "expected \(expected), got \(line.excerpt); pass options it accepts with --options")
+        }
+    }
+
+    mutating func configureInvalid() async {
+        let source = PluginConformance.invalidSource
+        let key = PluginConformance.unknownKey
+        var options = settings.options
+        options[key] = 1
+        session.send(.configure(source: source, options: .object(options)))
+        let expected = "\"invalid\" with path /\(key)"
+        guard let line = await wait("configure invalid", for: expected, within: PluginConformance.answerTimeout, { $0.isConfigureAnswer(for: source) }) else { return }
+        if case .invalid(_, let problems) = line.message, problems.contains(where: { $0.pointer.description == "/" + key }) {
+            record(.ok, "configure invalid", "an unknown key is refused at /\(key)")
+        } else {
+            record(.fail, "configure invalid", "expected \(expected), got \(line.excerpt)")
+        }
+    }
+
+    mutating func load() async {
+        let id = 1
+        session.send(loadMessage(PluginConformance.validSource, id: id))
+        let within = settings.loadTimeout + .seconds(2)
+        let expected = "one answer (newData, notModified or error) for load \(id) within \(within.humanReadable)"
+        guard let line = await wait("load", for: expected, within: within, { $0.loadID == id }) else { return }
+        switch line.message {
+        case .newData(id?, _, _, _, _), .notModified(id), .error(id?, _, _):
+            record(.ok, "load", "answered with \(line.type)")
+        default:
+            record(.fail, "load", "expected \(expected), got \(line.excerpt)")
+        }
+    }
+
+    mutating func cancel() async {
+        let id = 2
+        session.send(loadMessage(PluginConformance.validSource, id: id))
+        session.send(.cancel(id: id))
+        let within = settings.loadTimeout + .seconds(2)
+        let expected = "exactly one of \"cancelled\" or an answer for load \(id)"
+        guard await wait("cancel", for: "\(expected) within \(within.humanReadable)", within: within, { $0.loadID == id }) != nil else { return }
+        // The first one came; a second one may still be on its way.
+        try? await Task.sleep(for: PluginConformance.secondAnswerWait)
+        let about = session.allLines.filter { $0.loadID == id }
+        if about.count == 1 {
+            record(.ok, "cancel", "answered with \(about[0].type)")
+        } else {
+            record(.fail, "cancel", "expected \(expected), got \(about.count): " + about.map(\.excerpt).joined(separator: ", "))
+        }
+    }
+
+    mutating func loadUnconfigured() async {
+        let id = 3
+        session.send(loadMessage(PluginConformance.unconfiguredSource, id: id))
+        let expected = "an \"error\" answer for load \(id) of a source never configured"
+        guard let line = await wait("load unconfigured", for: expected, within: PluginConformance.answerTimeout, { $0.loadID == id }) else { return }
+        if case .error(id?, _, let error) = line.message {
+            record(.ok, "load unconfigured", "error: \(error.message)")
+        } else {
+            record(.fail, "load unconfigured", "expected \(expected), got \(line.excerpt)")
+        }
+    }
+
+    mutating func push() async {
+        let source = PluginConformance.validSource
+        guard let within = settings.expectPush else {
+            let pushes = session.allLines.filter { $0.pushSource != nil }.count
+            record(.skip, "push", pushes == 0 ? "not asked for (--expect-push SECONDS)" : "not asked for; saw \(pushes) push(es)")
+            return
+        }
+        let expected = "a push (newData or error with \"source\": \"\(source)\" and no id)"
+        // A push may have come already, during the checks above.
+        if let early = session.allLines.first(where: { $0.pushSource == source }) {
+            record(.ok, "push", "got \(early.type)")
+            return
+        }
+        guard let line = await wait("push", for: "\(expected) within \(within.humanReadable)", within: within, { $0.pushSource == source }) else { return }
+        record(.ok, "push", "got \(line.type)")
+    }
+
+    mutating func shutdown() async {
+        let start = ContinuousClock.now
+        session.send(.shutdown)
+        session.closeInput()
+        let grace = PluginConformance.shutdownGrace
+        if let status = await session.waitForExit(timeout: grace) {
+            let took = ContinuousClock.now - start
+            record(.ok, "shutdown", "\(status) after \(took.humanReadable)")
+        } else {
+            session.kill()
+            record(.fail, "shutdown", "expected an exit within \(grace.humanReadable) of shutdown and the end of its stdin, got a process still running; killed it")
+        }
+    }
+
+    /// Every line was protocol; no load was answered twice; nothing answered a load never sent; pushes name
+    /// a configured source. Runs even after a failure, over everything the plugin wrote.
+    mutating func protocolLines() {
+        let lines = session.allLines
+        var problems: [String] = []
+        for line in lines {
+            if let error = line.error { problems.append("not protocol (\(error.message)): \(line.excerpt)") }
+        }
+        var answers: [Int: Int] = [:]
+        for line in lines { if let id = line.loadID { answers[id, default: 0] += 1 } }
+        for (id, count) in answers.sorted(by: { $0.key < $1.key }) {
+            if !(1...3).contains(id) { problems.append("an answer for load \(id), which was never sent") }
+            if count > 1 { problems.append("\(count) answers for load \(id)") }
+        }
+        let hellos = lines.filter { if case .hello = $0.message { true } else { false } }.count
+        if hellos > 1 { problems.append("\(hellos) hellos") }
+        for line in lines {
+            if let source = line.pushSource, source != PluginConformance.validSource {
+                problems.append("a push for \"\(source)\", which was not configured (or was invalid): \(line.excerpt)")
+            }
+        }
+        if problems.isEmpty {
+            record(.ok, "protocol", "\(lines.count) lines, all valid")
+        } else {
+            record(.fail, "protocol", problems.prefix(5).joined(separator: "; ") + (problems.count > 5 ? "; and \(problems.count - 5) more" : ""))
+        }
+    }
+
+    // MARK: Helpers
+
+    func loadMessage(_ source: String, id: Int) -> EngineMessage {
+        .load(source: source, id: id, etag: nil, lastModified: nil, timeout: Double(settings.loadTimeout.milliseconds) / 1000)
+    }
+
+    /// Waits for the next line that `matches`; records a failure and returns nil on a line that is not
+    /// protocol, an exit or a timeout (and blocks the remaining checks on an exit).
+    mutating func wait(
+        _ name: String, for expected: String, within timeout: Duration, _ matches: (ReceivedLine) -> Bool
+    ) async -> ReceivedLine? {
+        switch await session.next(within: timeout, matches) {
+        case .line(let line) where line.error != nil:
+            record(.fail, name, "expected \(expected), got a line that is not protocol (\(line.error!.message)): \(line.excerpt)")
+        case .line(let line):
+            return line
+        case .exited(let status):
+            record(.fail, name, "expected \(expected), got nothing: the plugin \(status)\(session.stderrExcerpt)")
+            blocked = "the plugin \(status)"
+        case .timedOut(let others):
+            let seen = others.isEmpty ? "nothing" : "only " + others.prefix(3).map(\.excerpt).joined(separator: ", ")
+            record(.fail, name, "expected \(expected), got \(seen) within \(timeout.humanReadable)")
+        }
+        return nil
+    }
+}
+
+// MARK: - One line from the plugin
+
+struct ReceivedLine: Sendable {
+    let text: String
+    /// The line decoded, or why it could not be.
+    let message: PluginMessage?
+    let error: ProtocolError?
+    let json: JSONValue
+
+    init(bytes: [UInt8]) {
+        text = String(decoding: bytes, as: UTF8.self)
+        json = (try? JSONValue(parsing: bytes)) ?? .null
+        do throws(ProtocolError) {
+            message = try PluginMessage(line: bytes)
+            error = nil
+        } catch {
+            message = nil
+            self.error = error
+        }
+    }
+
+    var type: String { json["type"]?.stringValue ?? "?" }
+
+    /// The load this line answers, if it is an answer.
+    var loadID: Int? {
+        switch message {
+        case .newData(let id?, _, _, _, _), .error(let id?, _, _): id
+        case .notModified(let id), .cancelled(let id): id
+        default: nil
+        }
+    }
+
+    /// The source of a push (newData or error without an id).
+    var pushSource: String? {
+        switch message {
+        case .newData(nil, let source?, _, _, _), .error(nil, let source?, _): source
+        default: nil
+        }
+    }
+
+    /// A line too long to keep: a violation in itself.
+    init(tooLong length: Int) {
+        text = "(a line of \(length) bytes, not kept)"
+        json = .null
+        message = nil
+        error = ProtocolError("over the limit of \(PluginSession.maximumLineLength) bytes a line")
+    }
+
+    func isConfigureAnswer(for source: String) -> Bool {
+        switch message {
+        case .configured(source), .invalid(source, _): true
+        default: false
+        }
+    }
+
+    /// The line, shortened for a report.
+    var excerpt: String { text.count > 200 ? String(text.prefix(200)) + "..." : text }
+}
+
+// MARK: - The plugin process
+
+/// One plugin process: lines to its stdin, every line from its stdout kept in order, the tail of its stderr.
+final class PluginSession: Sendable {
+    static let maximumLineLength = 16 << 20
+
+    enum Next {
+        case line(ReceivedLine)
+        case exited(String)
+        /// With the lines that came meanwhile and did not match.
+        case timedOut([ReceivedLine])
+    }
+
+    private struct State {
+        var lines: [ReceivedLine] = []
+        var cursor = 0
+        var stderrTail: [UInt8] = []
+        var pid: pid_t?
+        var exitStatus: String?
+    }
+
+    private let state = Mutex(State())
+    private let outgoing: AsyncStream<[UInt8]>.Continuation
+
+    private init(outgoing: AsyncStream<[UInt8]>.Continuation) {
+        self.outgoing = outgoing
+    }
+
+    static func launch(_ command: [String]) -> PluginSession {
+        // A plugin that dies makes our next write to it raise SIGPIPE; the write's error is enough.
+        signal(SIGPIPE, SIG_IGN)
+        let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
+        let session = PluginSession(outgoing: outgoing)
+        Task { await session.drive(command, lines: lines) }
+        return session
+    }
+
+    private func drive(_ command: [String], lines: AsyncStream<[UInt8]>) async {
+        var platformOptions = PlatformOptions()
+        // Its own process group, so that `kill` reaches whatever it started.
+        platformOptions.processGroupID = 0
+        let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
+        let configuration = Configuration(
+            executable: executable, arguments: Arguments(Array(command.dropFirst())), platformOptions: platformOptions)
+        let status: String
+        do {
+            let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
+                execution in
+                state.withLock { $0.pid = execution.processIdentifier.value }
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        do {
+                            for await line in lines { _ = try await execution.standardInputWriter.write(line) }
+                            try await execution.standardInputWriter.finish()
+                        } catch {}
+                    }
+                    group.addTask {
+                        do {
+                            for try await buffer in execution.standardError {
+                                buffer.withUnsafeBytes { bytes in
+                                    self.state.withLock { state in
+                                        state.stderrTail.append(contentsOf: bytes)
+                                        if state.stderrTail.count > 2048 { state.stderrTail.removeFirst(state.stderrTail.count - 2048) }
+                                    }
+                                }
+                            }
+                        } catch {}
+                    }
+                    var splitter = LineSplitter(maximumLineLength: Self.maximumLineLength)
+                    let keep: (LineSplitter.Piece) -> Void = { piece in
+                        switch piece {
+                        case .line(let bytes):
+                            let line = ReceivedLine(bytes: bytes)
+                            self.state.withLock { $0.lines.append(line) }
+                        case .tooLong(let length):
+                            let line = ReceivedLine(tooLong: length)
+                            self.state.withLock { $0.lines.append(line) }
+                        }
+                    }
+                    do {
+                        for try await buffer in execution.standardOutput {
+                            buffer.withUnsafeBytes { splitter.feed($0, emit: keep) }
+                        }
+                    } catch {}
+                    splitter.finish(emit: keep)
+                    outgoing.finish()
+                }
+            }
+            switch result.terminationStatus {
+            case .exited(let code): status = "exited with status \(code)"
+            case .signaled(let signal): status = "was killed by signal \(signal)"
+            }
+        } catch {
+            status = "could not be started (\(command.joined(separator: " "))): \(error)"
+        }
+        state.withLock { $0.exitStatus = status }
+    }
+
+    func send(_ message: EngineMessage) { outgoing.yield(message.line) }
+
+    func closeInput() { outgoing.finish() }
+
+    var allLines: [ReceivedLine] { state.withLock { $0.lines } }
+
+    /// `; its stderr ends: ...`, or nothing when it wrote none.
+    var stderrExcerpt: String {
+        let tail = state.withLock { $0.stderrTail }
+        let text = String(decoding: tail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return "" }
+        return "; its stderr ends: " + text.split(separator: "\n").suffix(3).joined(separator: " | ")
+    }
+
+    /// The next line after the previous match that `matches` (or is not protocol), the exit, or a timeout.
+    func next(within timeout: Duration, _ matches: (ReceivedLine) -> Bool) async -> Next {
+        let deadline = ContinuousClock.now + timeout
+        var others: [ReceivedLine] = []
+        while true {
+            let (found, status) = state.withLock { state -> (ReceivedLine?, String?) in
+                while state.cursor < state.lines.count {
+                    let line = state.lines[state.cursor]
+                    state.cursor += 1
+                    if line.error != nil || matches(line) { return (line, nil) }
+                    others.append(line)
+                }
+                return (nil, state.exitStatus)
+            }
+            if let found { return .line(found) }
+            if let status { return .exited(status) }
+            if ContinuousClock.now >= deadline { return .timedOut(others) }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// How it exited, if it did within `timeout`.
+    func waitForExit(timeout: Duration) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = state.withLock({ $0.exitStatus }) { return status }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return state.withLock { $0.exitStatus }
+    }
+
+    /// SIGKILL to its process group (whatever it started and left there), and to it if it still runs.
+    func kill() {
+        let (pid, exited) = state.withLock { ($0.pid, $0.exitStatus != nil) }
+        guard let pid, pid > 0 else { return }
+        Glibc.kill(-pid, SIGKILL)
+        if !exited { Glibc.kill(pid, SIGKILL) }
+    }
+}

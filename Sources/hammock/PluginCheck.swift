@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import HammockEngine
+import HammockJSON
+
+/// `hammock plugin ...`: tools for plugin authors.
+struct PluginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugin", abstract: "Tools for writing plugins.", subcommands: [PluginCheck.self])
+}
+
+struct PluginCheck: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Drive a plugin through the protocol and report every violation.",
+        discussion: """
+            Runs COMMAND as hammock would run a plugin and checks, in order: the handshake, configure with \
+            valid options (--options) and with an unknown key, a load, a load followed by cancel, a load of \
+            a source never configured, a push (with --expect-push), and shutdown; and that every line it \
+            wrote is protocol. Prints one line per check (`ok`, `FAIL` with what was expected and what \
+            came, or `skip`) and exits 1 if any check failed. See docs/plugin-protocol.md.
+
+              hammock plugin check --options '{"command":["echo","hi"]}' -- hammock-plugin-shell
+            """)
+
+    @Option(help: "The kind the plugin must serve (it must be among the kinds of its hello).")
+    var kind: String?
+
+    @Option(help: "Options (a JSON object) the plugin accepts for a source of that kind.")
+    var options: String = "{}"
+
+    @Option(help: "Seconds a load may take (sent as its timeout; the answer may come 2 s later).")
+    var loadTimeout: Double = 5
+
+    @Option(help: "Wait up to this many seconds for a push from the configured source, and fail without one.")
+    var expectPush: Double?
+
+    @Argument(parsing: .captureForPassthrough, help: "The plugin's command and its arguments, after --.")
+    var command: [String] = []
+
+    func run() async throws {
+        var command = command
+        if command.first == "--" { command.removeFirst() }
+        guard let executable = command.first else { throw ValidationError("give the plugin's command after --") }
+        guard let parsed = try? JSONValue(parsing: Array(options.utf8)), let object = parsed.objectValue else {
+            throw ValidationError("--options must be a JSON object, e.g. '{\"path\":\"/etc/hostname\"}'")
+        }
+        // A bare name is looked for beside hammock first, as hammock looks for its plugins, then on PATH.
+        if !executable.contains("/"), let directory = PluginResolver.currentExecutableDirectory,
+            access(directory + "/" + executable, X_OK) == 0
+        {
+            command[0] = directory + "/" + executable
+        }
+        let settings = PluginConformance.Settings(
+            command: command, kind: kind, options: object, loadTimeout: .milliseconds(Int64(loadTimeout * 1000)),
+            expectPush: expectPush.map { .milliseconds(Int64($0 * 1000)) })
+        let results = await PluginConformance.run(settings) { result in
+            FileHandle.standardOutput.write(Data((result.description + "\n").utf8))
+        }
+        let failed = results.filter { $0.verdict == .fail }.count
+        let summary = failed == 0 ? "\(command.joined(separator: " ")): every check passed" : "\(command.joined(separator: " ")): \(failed) check\(failed == 1 ? "" : "s") failed"
+        FileHandle.standardOutput.write(Data((summary + "\n").utf8))
+        if failed > 0 { throw ExitCode(1) }
+    }
+}

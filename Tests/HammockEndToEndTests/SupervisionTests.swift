@@ -1,0 +1,162 @@
+import Foundation
+import HammockJSON
+import Testing
+
+/// The engine's supervision of plugin processes: a plugin killed from outside, and plugins that misbehave
+/// on purpose (Tests/Fixtures/misbehaving-plugin.py).
+@Suite("Plugin supervision, end to end")
+struct SupervisionTests {
+    /// A configuration whose kind `test` is served by the misbehaving fixture in `mode` (with its arguments).
+    static func misbehavingConfig(mode: String, sources: String) -> String {
+        let fixture = TestFiles.fixture("misbehaving-plugin.py")
+        let arguments = mode.split(separator: " ").map { TestFiles.yamlQuoted(String($0)) }.joined(separator: ", ")
+        return """
+            version: 1
+            sources:
+            \(sources)
+            plugins:
+              test: { command: [python3, \(TestFiles.yamlQuoted(fixture)), \(arguments)] }
+            """
+    }
+
+    @Test("a shell plugin killed from outside: its sources show pluginFailed with their content, then recover")
+    func killedPlugin() async throws {
+        // Every run prints something new, so "fresh data" can be told from the content kept.
+        let config = """
+            version: 1
+            sources:
+              first:
+                kind: shell
+                command: [cat, /proc/sys/kernel/random/uuid]
+                retry: { initial: 200ms }
+              second:
+                kind: shell
+                script: "cat /proc/sys/kernel/random/uuid"
+                retry: { initial: 200ms }
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            try await hammock.waitUntil("both sources have data") { lines in
+                ["first", "second"].allSatisfy { id in lines.contains { $0.id == id && $0.event == "newData" } }
+            }
+            var before: [String: JSONValue] = [:]
+            for id in ["first", "second"] {
+                before[id] = hammock.lines.last { $0.id == id && $0.event == "newData" }?.content
+            }
+            let plugins = ProcessTable.children(of: hammock.pid, named: "hammock-plugin-shell")
+            let plugin = try #require(plugins.count == 1 ? plugins.first : nil, "one shell plugin: \(plugins)")
+            let mark = hammock.lineCount
+            kill(plugin.pid, SIGKILL)
+
+            // Each source shows an error after the kill, then new data after the restart.
+            try await hammock.waitUntil("both sources have an error, then new data, after the kill", timeout: .seconds(8)) {
+                lines in
+                // The condition runs with the harness's lock held: use `lines`, not `hammock.lines`.
+                let after = lines[mark...]
+                return ["first", "second"].allSatisfy { id in
+                    guard let error = after.firstIndex(where: { $0.id == id && $0.event == "error" }) else { return false }
+                    return after[error...].contains { $0.id == id && $0.event == "newData" }
+                }
+            }
+            let after = hammock.lines(since: mark)
+            for id in ["first", "second"] {
+                let lines = after.filter { $0.type == "source" && $0.id == id }
+                let errorIndex = try #require(lines.firstIndex { $0.event == "error" }, "\(id): \(lines.map(\.text))")
+                let error = lines[errorIndex]
+                #expect(error[pointer: "/state/latestError/code"] == "pluginFailed", "\(error)")
+                #expect(error.errorMessage.contains("shell plugin"), "the message names the plugin: \(error)")
+                #expect(error.content == before[id], "the error keeps the content: \(error)")
+                let recovery = try #require(
+                    lines[errorIndex...].first { $0.event == "newData" }, "\(id) recovers: \(lines.map(\.text))")
+                #expect(recovery.content != before[id], "fresh data, not the old content: \(recovery)")
+                #expect(recovery.latestError?.isNull == true, "\(recovery)")
+            }
+            let restarted = ProcessTable.children(of: hammock.pid, named: "hammock-plugin-shell")
+            #expect(restarted.count == 1 && restarted.first?.pid != plugin.pid, "a new plugin process: \(restarted)")
+        }
+    }
+
+    @Test("a plugin that crashes during a load: the load fails with pluginFailed, the plugin restarts and serves again")
+    func crashAfterOneLoad() async throws {
+        // The fixture answers one load per process, then exits with status 4 on the next.
+        let config = Self.misbehavingConfig(
+            mode: "crash-after 1", sources: "  t: { kind: test, refresh: 300ms, retry: { initial: 200ms } }")
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let first = try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" }
+            let firstPID = first[pointer: "/state/content/pid"]
+            #expect(first[pointer: "/state/content/n"] == 1, "\(first)")
+            let error = try await hammock.waitFor(type: "source", id: "t") { $0.event == "error" }
+            #expect(error[pointer: "/state/latestError/code"] == "pluginFailed", "\(error)")
+            #expect(error.errorMessage.contains("exited with status 4"), "\(error)")
+            #expect(error.content == first.content, "the content is kept: \(error)")
+            let again = try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" }
+            #expect(again[pointer: "/state/content/n"] == 1, "a new process, configured again, answers: \(again)")
+            #expect(again[pointer: "/state/content/pid"] != firstPID, "\(again)")
+            #expect(hammock.stderrText.contains("test: crashing after 1 loads, as asked"), "\(hammock.stderrText)")
+        }
+    }
+
+    @Test("a plugin that writes a line that is not protocol: its source errors, and the engine goes on")
+    func garbage() async throws {
+        let config = Self.misbehavingConfig(
+            mode: "garbage",
+            sources: """
+                  t: { kind: test }
+                  tick: { kind: fake, content: 1, refresh: 200ms }
+                """)
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let error = try await hammock.waitFor(type: "source", id: "t") { $0.event == "error" }
+            #expect(error.errorMessage.contains("wrote a line that is not protocol"), "\(error)")
+            #expect(error[pointer: "/state/latestError/code"] == "pluginFailed", "\(error)")
+            // The engine keeps running: the fake source keeps refreshing after the failure.
+            let mark = hammock.lineCount
+            try await hammock.waitUntil("tick refreshed twice after the plugin's failure", timeout: .seconds(5)) { lines in
+                lines[mark...].filter { $0.id == "tick" && $0.event == "newData" }.count >= 2
+            }
+            #expect(hammock.isRunning)
+        }
+    }
+
+    @Test("a plugin that never answers hello: its source errors within the handshake timeout")
+    func noHello() async throws {
+        let config = Self.misbehavingConfig(mode: "no-hello", sources: "  t: { kind: test }")
+        try await HammockProcess.withRunning(config: config) { hammock in
+            // The handshake timeout is 5 s; allow more for a loaded machine.
+            let error = try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(12)) {
+                $0.event == "error"
+            }
+            #expect(error.errorMessage.contains("did not answer hello"), "\(error)")
+        }
+    }
+
+    @Test("a plugin that crashes at once: errors, then gives up with a clear message; its stderr is passed on")
+    func crashAtOnce() async throws {
+        let config = Self.misbehavingConfig(mode: "crash-at-once", sources: "  t: { kind: test, retry: 200ms }")
+        try await HammockProcess.withRunning(config: config) { hammock in
+            // Restarts wait 250 ms, 500 ms, 1 s, 2 s: the fifth crash comes after about 4 s, plus five Python
+            // start-ups, which take seconds each on a loaded machine.
+            let gaveUp = try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(25)) {
+                $0.event == "error" && $0.errorMessage.contains("gave up")
+            }
+            #expect(gaveUp.errorMessage.contains("test plugin"), "\(gaveUp)")
+            #expect(gaveUp[pointer: "/state/latestError/code"] == "pluginGaveUp", "\(gaveUp)")
+            #expect(gaveUp[pointer: "/state/isLoading"] == false, "\(gaveUp)")
+            // Every crash before the give-up fails the load that waited for the plugin (the engine retries it
+            // every 200 ms or so, and the plugin restarts after 250 ms, 500 ms, 1 s, 2 s): the source must not
+            // sit loading through the restarts with only the first failure shown.
+            let lines = hammock.lines
+            let giveUpIndex = try #require(lines.firstIndex { $0.text == gaveUp.text })
+            let errorsBefore = lines[..<giveUpIndex].filter { $0.id == "t" && $0.event == "error" }
+            #expect(errorsBefore.count >= 3, "an error for each crash before the give-up: \(errorsBefore.map(\.text))")
+            #expect(
+                errorsBefore.allSatisfy { $0[pointer: "/state/latestError/code"] == "pluginFailed" },
+                "\(errorsBefore.map(\.text))")
+            #expect(gaveUp[pointer: "/state/failures"]?.numberValue?.intValue ?? 0 >= 4, "\(gaveUp)")
+            #expect(!hammock.lines.contains { $0.id == "t" && $0.event == "newData" })
+            let stderr = hammock.stderrText
+            #expect(
+                stderr.split(separator: "\n").contains { $0.hasPrefix("test: ") && $0.contains("crashing at once, as asked") },
+                "the plugin's stderr, prefixed with its kind: \(stderr)")
+            #expect(hammock.isRunning, "a plugin that gave up does not end the engine")
+        }
+    }
+}
