@@ -22,8 +22,12 @@ public enum OutputLine: Sendable {
     public static let protocolVersion = 1
 
     /// Lines with the same key replace each other while they wait in the writer's queue.
+    ///
+    /// A source's content restored from the offline cache is never replaced: it is written once per source,
+    /// at start, and a consumer must see that what it shows came from the cache.
     public var coalescingKey: String? {
         switch self {
+        case .source(_, .newData(_, .cache)?, _): nil
         case .source(let id, _, _): "source:" + id
         case .view(let id, _): "view:" + id
         case .hello, .reloaded, .removed, .error, .bye: nil

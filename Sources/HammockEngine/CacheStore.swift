@@ -48,6 +48,14 @@ actor CacheStore {
         Task { await drain() }
     }
 
+    /// Writes whatever still waits; called as the engine stops.
+    func flush() {
+        while let (source, content) = pending.first {
+            pending[source] = nil
+            write(source, content)
+        }
+    }
+
     private func drain() async {
         while let (source, content) = pending.first {
             pending[source] = nil

@@ -184,11 +184,18 @@ public final class Engine: Sendable {
 
         var exitStatus: Int32 = 0
         var byeReason: String?
+        let cache = CacheStore(configurationFile: loaded.file)
+        var cachedSources = Set(loaded.configuration.sources.filter(\.cache).map(\.id))
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
                 switch action {
                 case .emit(let line):
                     writer.send(line)
+                    if case .source(let id, .newData(_, let origin)?, let state) = line, cachedSources.contains(id),
+                        origin != .cache
+                    {
+                        await cache.save(id, content: origin == .wipe ? nil : state.content)
+                    }
                 case .startLoad(let request):
                     await loaders[request.kind]?.start(request)
                 case .cancelLoad(let source, let kind, let loadID):
@@ -203,7 +210,8 @@ public final class Engine: Sendable {
             return true
         }
 
-        var running = await perform(core.start(now: .now))
+        let restored = await cache.restore(Array(cachedSources))
+        var running = await perform(core.start(now: .now, restored: restored))
         timer.schedule(core.nextDeadline)
         if running {
             for await input in inputs {
@@ -221,6 +229,7 @@ public final class Engine: Sendable {
                         let command = try ControlCommand(line: bytes)
                         if command == .reload {
                             actions = await reload(&current, &loaders, core: &core)
+                            cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
                         } else {
                             actions = core.handle(command, now: now)
                         }
@@ -233,6 +242,7 @@ public final class Engine: Sendable {
                     actions = core.tick(now: now)
                 case .reload:
                     actions = await reload(&current, &loaders, core: &core)
+                    cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
                 case .stop(let reason):
                     byeReason = reason
                     actions = []
@@ -250,6 +260,7 @@ public final class Engine: Sendable {
             for loader in loaders.values { group.addTask { await loader.shutdown() } }
         }
         OrphanReaper.sweep()
+        await cache.flush()
         if let byeReason {
             logger.info("stopping", metadata: ["reason": "\(byeReason)"])
             writer.finish(with: .bye(reason: byeReason, failed: nil), timeout: options.drainTimeout)

@@ -184,6 +184,19 @@ final class HammockProcess: Sendable {
             configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, sourceLocation: sourceLocation)
     }
 
+    /// Starts `hammock run CONFIGPATH` on a configuration file the test keeps (to run the same file several
+    /// times), in a fresh temporary working folder; whoever calls this must call `stop()`.
+    static func launch(
+        configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> HammockProcess {
+        let executable = try executablePath(sourceLocation: sourceLocation)
+        let directory = try makeTemporaryDirectory()
+        return try HammockProcess(
+            executable: executable, arguments: ["run", configPath],
+            environment: Self.environment(environment, home: directory), directory: directory,
+            configPath: configPath, stdoutIsJSON: true, readingStdout: true, sourceLocation: sourceLocation)
+    }
+
     /// Runs `hammock ARGUMENTS...` to its end with stdin empty and returns its status and output; kills it
     /// and fails if it takes longer than `timeout`.
     static func execute(
