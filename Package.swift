@@ -55,7 +55,13 @@ let package = Package(
         ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
         .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),
-        .target(name: "HammockPluginKit", dependencies: ["HammockProtocol", "HammockCore", "HammockJSON"]),
+        .target(
+            name: "HammockPluginKit",
+            dependencies: [
+                "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML",
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
         .target(
             name: "HammockEngine",
             dependencies: [

@@ -156,8 +156,9 @@ extension Substring {
 }
 
 extension String {
-    /// RFC 3986 unreserved characters stay; every other byte is `%XX`.
-    var percentEncodedForURL: String {
+    /// RFC 3986 unreserved characters stay; every other byte is `%XX`, so a value can neither change a URL's
+    /// path nor add a query parameter.
+    public var percentEncodedForURL: String {
         var result = ""
         for byte in utf8 {
             switch byte {

@@ -82,7 +82,7 @@ struct RESTOptions: Sendable {
 
         var url = rawURL!
         if !query.isEmpty {
-            let encoded = query.map { "\($0.0.percentEncodedForQuery)=\($0.1.percentEncodedForQuery)" }.joined(separator: "&")
+            let encoded = query.map { "\($0.0.percentEncodedForURL)=\($0.1.percentEncodedForURL)" }.joined(separator: "&")
             url = url.appendingQuery(encoded)
         }
         var allHeaders = headers
@@ -205,23 +205,6 @@ private func isTokenByte(_ byte: UInt8) -> Bool {
 }
 
 extension String {
-    /// RFC 3986 unreserved characters stay; every other byte is `%XX`, so a value cannot add a parameter.
-    var percentEncodedForQuery: String {
-        var result = ""
-        let hex = Array("0123456789ABCDEF".utf8)
-        for byte in utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                result += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
-            }
-        }
-        return result
-    }
-
     /// Adds `query` (already encoded) to the URL's query, before any `#fragment`.
     func appendingQuery(_ query: String) -> String {
         let (base, fragment) = splitFragment()
@@ -232,8 +215,8 @@ extension String {
     /// Sets `name=value` in the URL's query, replacing the parameter if it is there already.
     func settingQueryParameter(_ name: String, to value: String) -> String {
         let (base, fragment) = splitFragment()
-        let encodedName = name.percentEncodedForQuery
-        let pair = encodedName + "=" + value.percentEncodedForQuery
+        let encodedName = name.percentEncodedForURL
+        let pair = encodedName + "=" + value.percentEncodedForURL
         guard let question = base.firstIndex(of: "?") else { return base + "?" + pair + fragment }
         var parameters = base[base.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true).map(String.init)
         parameters.removeAll { $0 == encodedName || $0.hasPrefix(encodedName + "=") || $0 == name || $0.hasPrefix(name + "=") }

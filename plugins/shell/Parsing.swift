@@ -1,5 +1,6 @@
 import HammockCore
 import HammockJSON
+import HammockPluginKit
 import HammockYAML
 
 /// How a command's stdout becomes a source's content.
@@ -69,47 +70,4 @@ private func withoutCarriageReturn(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt
 
 private func isJSONWhitespace(_ byte: UInt8) -> Bool {
     byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
-}
-
-/// YAML scalars resolve by the core schema (as the configuration does), so `on` stays a string.
-func yamlToJSON(_ node: YAMLNode) -> Result<JSONValue, YAMLConversionError> {
-    switch node.kind {
-    case .scalar(let scalar):
-        switch scalar.resolved {
-        case .null: return .success(.null)
-        case .bool(let flag): return .success(.bool(flag))
-        case .int(let number): return .success(.number(JSONNumber(number)))
-        case .float(let number):
-            guard let value = JSONNumber(exactly: number) else {
-                return .failure(YAMLConversionError(description: "\(node.mark): \(scalar.text) is not a finite number"))
-            }
-            return .success(.number(value))
-        case .string(let text): return .success(.string(text))
-        }
-    case .sequence(let items):
-        var array: [JSONValue] = []
-        for item in items {
-            switch yamlToJSON(item) {
-            case .success(let value): array.append(value)
-            case .failure(let error): return .failure(error)
-            }
-        }
-        return .success(.array(array))
-    case .mapping(let pairs):
-        var object = JSONObject()
-        for pair in pairs {
-            guard case .scalar(let key) = pair.key.kind else {
-                return .failure(YAMLConversionError(description: "\(pair.key.mark): a mapping key must be a scalar"))
-            }
-            switch yamlToJSON(pair.value) {
-            case .success(let value): object[key.text] = value
-            case .failure(let error): return .failure(error)
-            }
-        }
-        return .success(.object(object))
-    }
-}
-
-struct YAMLConversionError: Error, CustomStringConvertible {
-    var description: String
 }
