@@ -274,8 +274,17 @@ actor PluginHost: SourceLoader {
     /// Hands a push to the engine now, or keeps it as its source's pending push (see `PushSlot`).
     private func push(_ content: JSONValue, for source: String) {
         let now = ContinuousClock.now
-        guard var slot = pushSlots[source], now - slot.lastDelivered < Self.pushInterval else {
+        guard var slot = pushSlots[source] else {
             pushSlots[source] = PushSlot(lastDelivered: now)
+            inbox.yield(.pushed(source: source, content: content))
+            return
+        }
+        // Deliver at once only when the interval has passed and no flush is on its way; otherwise the flush
+        // takes this push, so at most one per interval reaches the engine.
+        if !slot.flushScheduled && now - slot.lastDelivered >= Self.pushInterval {
+            slot.lastDelivered = now
+            slot.pending = nil
+            pushSlots[source] = slot
             inbox.yield(.pushed(source: source, content: content))
             return
         }

@@ -111,9 +111,10 @@ struct LifecycleTests {
             """
         let started = ContinuousClock.now
         try await HammockProcess.withRunning(config: config, arguments: ["--once", "--deadline", "1s"]) { hammock in
-            #expect(try await hammock.waitForExit(timeout: .seconds(6)) == .exited(1))
+            #expect(try await hammock.waitForExit(timeout: .seconds(12)) == .exited(1))
             let elapsed = ContinuousClock.now - started
-            #expect(elapsed < .seconds(4), "exited after \(elapsed)")
+            // Well under the default deadline of 30 s, with room for a machine busy running the other tests.
+            #expect(elapsed < .seconds(10), "exited after \(elapsed)")
             let bye = try await hammock.waitFor(type: "bye")
             #expect(bye["failed"] == ["stuck"])
             let deadlineSeen = bye.receivedAt - started
