@@ -23,7 +23,9 @@ public enum YAML {
 
         return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLError) -> YAMLNode? in
             yaml_parser_set_input_string(parser, buffer.baseAddress!, length)
-            var builder = TreeBuilder()
+            // libyaml puts what it finds at the end of a text without a final line break (the null after
+            // a lone `---`, say) on the line after the last; node marks are clamped like error marks.
+            var builder = TreeBuilder(end: YAMLMark(byteOffset: length, in: UnsafeBufferPointer(rebasing: buffer[..<length])))
             while true {
                 var event = yaml_event_t()
                 guard yaml_parser_parse(parser, &event) != 0 else {
@@ -87,16 +89,32 @@ extension YAMLMark {
         self.init(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
     }
 
-    /// Counts columns in Unicode scalars to agree with the marks libyaml reports.
+    /// Counts columns in Unicode scalars and lines at every break libyaml knows (LF, CR, CRLF, NEL, LS,
+    /// PS), to agree with the marks libyaml reports.
     init(byteOffset: Int, in input: UnsafeBufferPointer<UInt8>) {
         var line = 1
         var column = 1
-        for byte in input.prefix(byteOffset) {
-            if byte == UInt8(ascii: "\n") {
+        var index = 0
+        let end = min(byteOffset, input.count)
+        while index < end {
+            let byte = input[index]
+            let next = index + 1 < input.count ? input[index + 1] : 0
+            let third = index + 2 < input.count ? input[index + 2] : 0
+            let breakLength: Int
+            switch (byte, next, third) {
+            case (UInt8(ascii: "\r"), UInt8(ascii: "\n"), _): breakLength = 2
+            case (UInt8(ascii: "\r"), _, _), (UInt8(ascii: "\n"), _, _): breakLength = 1
+            case (0xC2, 0x85, _): breakLength = 2  // NEL
+            case (0xE2, 0x80, 0xA8), (0xE2, 0x80, 0xA9): breakLength = 3  // LS, PS
+            default: breakLength = 0
+            }
+            if breakLength > 0 {
                 line += 1
                 column = 1
-            } else if byte & 0xC0 != 0x80 {
-                column += 1
+                index += breakLength
+            } else {
+                if byte & 0xC0 != 0x80 { column += 1 }
+                index += 1
             }
         }
         self.init(line: line, column: column)
@@ -142,13 +160,17 @@ private struct Frame {
 /// nesting never turns into Swift recursion.
 private struct TreeBuilder {
     var root: YAMLNode?
+    /// Just past the last character of the text.
+    let end: YAMLMark
     private var stack: [Frame] = []
     private var anchors: [String: BuiltNode] = [:]
     private var sawDocument = false
     private var aliasExpansion = 0
 
+    init(end: YAMLMark) { self.end = end }
+
     mutating func handle(_ event: yaml_event_t) throws(YAMLError) {
-        let mark = YAMLMark(event.start_mark)
+        let mark = min(YAMLMark(event.start_mark), end)
         switch event.type {
         case YAML_DOCUMENT_START_EVENT:
             if sawDocument {
