@@ -2,9 +2,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
-import Subprocess
 import Synchronization
-import SystemPackage
 
 /// Drives any plugin through the protocol, as the engine would, and says where it breaks it:
 /// `hammock plugin check -- COMMAND [ARGS...]`.
@@ -394,63 +392,23 @@ final class PluginSession: Sendable {
     }
 
     private func drive(_ command: [String], lines: AsyncStream<[UInt8]>) async {
-        var platformOptions = PlatformOptions()
-        // Its own process group, so that `kill` reaches whatever it started.
-        platformOptions.processGroupID = 0
-        let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
-        let configuration = Configuration(
-            executable: executable, arguments: Arguments(Array(command.dropFirst())), platformOptions: platformOptions)
-        let status: String
-        do {
-            let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
-                execution in
-                state.withLock { $0.pid = execution.processIdentifier.value }
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        do {
-                            for await line in lines { _ = try await execution.standardInputWriter.write(line) }
-                            try await execution.standardInputWriter.finish()
-                        } catch {}
-                    }
-                    group.addTask {
-                        do {
-                            for try await buffer in execution.standardError {
-                                buffer.withUnsafeBytes { bytes in
-                                    self.state.withLock { state in
-                                        state.stderrTail.append(contentsOf: bytes)
-                                        if state.stderrTail.count > 2048 { state.stderrTail.removeFirst(state.stderrTail.count - 2048) }
-                                    }
-                                }
-                            }
-                        } catch {}
-                    }
-                    var splitter = LineSplitter(maximumLineLength: Self.maximumLineLength)
-                    let keep: (LineSplitter.Piece) -> Void = { piece in
-                        switch piece {
-                        case .line(let bytes):
-                            let line = ReceivedLine(bytes: bytes)
-                            self.state.withLock { $0.lines.append(line) }
-                        case .tooLong(let length):
-                            let line = ReceivedLine(tooLong: length)
-                            self.state.withLock { $0.lines.append(line) }
-                        }
-                    }
-                    do {
-                        for try await buffer in execution.standardOutput {
-                            buffer.withUnsafeBytes { splitter.feed($0, emit: keep) }
-                        }
-                    } catch {}
-                    splitter.finish(emit: keep)
-                    outgoing.finish()
+        let status = await runPluginProcess(
+            command, input: lines, inputContinuation: outgoing, maximumLineLength: Self.maximumLineLength,
+            started: { pid in state.withLock { $0.pid = pid } },
+            standardErrorLine: { line in
+                self.state.withLock { state in
+                    state.stderrTail.append(contentsOf: line + [UInt8(ascii: "\n")])
+                    if state.stderrTail.count > 2048 { state.stderrTail.removeFirst(state.stderrTail.count - 2048) }
                 }
-            }
-            switch result.terminationStatus {
-            case .exited(let code): status = "exited with status \(code)"
-            case .signaled(let signal): status = "was killed by signal \(signal)"
-            }
-        } catch {
-            status = "could not be started (\(command.joined(separator: " "))): \(error)"
-        }
+            },
+            receive: { piece in
+                let line =
+                    switch piece {
+                    case .line(let bytes): ReceivedLine(bytes: bytes)
+                    case .tooLong(let length): ReceivedLine(tooLong: length)
+                    }
+                self.state.withLock { $0.lines.append(line) }
+            })
         state.withLock { $0.exitStatus = status }
     }
 

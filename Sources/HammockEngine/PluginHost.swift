@@ -3,8 +3,6 @@ import HammockCore
 import HammockJSON
 import HammockProtocol
 import Logging
-import Subprocess
-import SystemPackage
 
 /// Runs and supervises the one plugin process that serves a kind.
 ///
@@ -420,58 +418,14 @@ final class PluginProcessHandle: Sendable {
         LivePlugins.shared.launching(command)
         let finished = FinishedFlag()
         let task = Task {
-            var platformOptions = PlatformOptions()
-            // Its own process group: a terminal's Ctrl-C is hammock's to handle, and a kill reaches the group.
-            platformOptions.processGroupID = 0
-            let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
-            let configuration = Configuration(
-                executable: executable, arguments: Arguments(Array(command.dropFirst())), platformOptions: platformOptions)
-            let status: String
-            do {
-                let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
-                    execution in
-                    pid.value = execution.processIdentifier.value
-                    LivePlugins.shared.started(execution.processIdentifier.value)
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            do {
-                                for await line in lines { _ = try await execution.standardInputWriter.write(line) }
-                                try await execution.standardInputWriter.finish()
-                            } catch {
-                                // The plugin closed its stdin or died; its exit is reported below.
-                            }
-                        }
-                        group.addTask {
-                            var splitter = LineSplitter(maximumLineLength: 64 << 10)
-                            let forward: (LineSplitter.Piece) -> Void = { piece in
-                                if case .line(let bytes) = piece { standardError.write(prefix: kind, line: bytes) }
-                            }
-                            do {
-                                for try await buffer in execution.standardError {
-                                    buffer.withUnsafeBytes { splitter.feed($0, emit: forward) }
-                                }
-                            } catch {}
-                            splitter.finish(emit: forward)
-                        }
-                        var splitter = LineSplitter(maximumLineLength: PluginHost.maximumLineLength)
-                        do {
-                            for try await buffer in execution.standardOutput {
-                                var pieces: [LineSplitter.Piece] = []
-                                buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
-                                for piece in pieces { await host.received(piece, generation: generation) }
-                            }
-                        } catch {}
-                        var last: [LineSplitter.Piece] = []
-                        splitter.finish { last.append($0) }
-                        for piece in last { await host.received(piece, generation: generation) }
-                        // Its stdout is closed: the plugin is ending. Stop writing to it.
-                        outgoing.finish()
-                    }
-                }
-                status = describe(result.terminationStatus)
-            } catch {
-                status = "could not be started (\(command.joined(separator: " "))): \(error)"
-            }
+            let status = await runPluginProcess(
+                command, input: lines, inputContinuation: outgoing, maximumLineLength: PluginHost.maximumLineLength,
+                started: { started in
+                    pid.value = started
+                    LivePlugins.shared.started(started)
+                },
+                standardErrorLine: { standardError.write(prefix: kind, line: $0) },
+                receive: { await host.received($0, generation: generation) })
             if let ended = pid.value { LivePlugins.shared.ended(ended) }
             await host.exited(generation: generation, status: status)
             finished.value = true
@@ -502,13 +456,6 @@ final class PluginProcessHandle: Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         return true
-    }
-}
-
-private func describe(_ status: TerminationStatus) -> String {
-    switch status {
-    case .exited(let code): "exited with status \(code)"
-    case .signaled(let signal): "was killed by signal \(signal)"
     }
 }
 
