@@ -50,6 +50,10 @@ public struct EngineCore: Sendable {
 
     private var sources: [String: SourceRuntime] = [:]
     private var lastViewStates: [ViewState?]
+    /// The views that contain each source, by index into `configuration.views`.
+    private var viewsBySource: [String: [Int]] = [:]
+    /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
+    private var staleViews: Set<Int> = []
     private var dependents: [String: [String]] = [:]
     private var nextLoadID = 1
     private var random: SplitMix64
@@ -64,6 +68,7 @@ public struct EngineCore: Sendable {
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
         for definition in configuration.sources { sources[definition.id] = SourceRuntime(definition: definition) }
         dependents = Self.dependents(of: configuration)
+        indexViews()
     }
 
     private static func dependents(of configuration: Configuration) -> [String: [String]] {
@@ -189,6 +194,7 @@ public struct EngineCore: Sendable {
         configuration = new
         dependents = Self.dependents(of: new)
         lastViewStates = new.views.map { lastLines[$0] }
+        indexViews()
         emit(.reloaded(sources: sourceIDs, views: new.views.map(\.id)))
 
         let previous = Dictionary(uniqueKeysWithValues: old.sources.map { ($0.id, $0) })
@@ -413,6 +419,7 @@ public struct EngineCore: Sendable {
         let contentBefore = sources[id]!.state.content
         sources[id]!.state.apply(event, at: now, otherLoadsInFlight: !sources[id]!.inFlight.isEmpty)
         sources[id]!.lastEvent = event
+        staleViews.formUnion(viewsBySource[id] ?? [])
         emit(.source(id: id, event: event, state: sources[id]!.state))
         if sources[id]!.state.content != contentBefore { inputChanged(id, now: now) }
     }
@@ -430,8 +437,20 @@ public struct EngineCore: Sendable {
         }
     }
 
+    /// Every view is evaluated once at first (and after a reload), then only when one of its sources changed:
+    /// on the hot path an event costs the views of its source, not all of them.
+    private mutating func indexViews() {
+        viewsBySource = [:]
+        for (index, view) in configuration.views.enumerated() {
+            for source in Set(view.sources) { viewsBySource[source, default: []].append(index) }
+        }
+        staleViews = Set(configuration.views.indices)
+    }
+
     private mutating func emitChangedViews() {
-        for index in configuration.views.indices {
+        let stale = staleViews.sorted()
+        staleViews.removeAll(keepingCapacity: true)
+        for index in stale {
             let state = viewState(index)
             if lastViewStates[index] != state {
                 lastViewStates[index] = state
