@@ -135,6 +135,10 @@ public final class Engine: Sendable {
 
     /// Stops every plugin (and every command they run); returns when they are gone.
     public func shutdownLoaders() async {
+        await Self.shutdown(loaders)
+    }
+
+    private static func shutdown(_ loaders: [String: any SourceLoader]) async {
         await withTaskGroup(of: Void.self) { group in
             for loader in loaders.values { group.addTask { await loader.shutdown() } }
         }
@@ -210,6 +214,13 @@ public final class Engine: Sendable {
             return true
         }
 
+        /// Reads the configuration again; the set of cached sources follows it.
+        func reloadConfiguration() async -> [EngineAction] {
+            let actions = await reload(&current, &loaders, core: &core)
+            cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
+            return actions
+        }
+
         let restored = await cache.restore(Array(cachedSources))
         var running = await perform(core.start(now: .now, restored: restored))
         timer.schedule(core.nextDeadline)
@@ -228,8 +239,7 @@ public final class Engine: Sendable {
                     do throws(ControlLineError) {
                         let command = try ControlCommand(line: bytes)
                         if command == .reload {
-                            actions = await reload(&current, &loaders, core: &core)
-                            cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
+                            actions = await reloadConfiguration()
                         } else {
                             actions = core.handle(command, now: now)
                         }
@@ -241,8 +251,7 @@ public final class Engine: Sendable {
                 case .tick:
                     actions = core.tick(now: now)
                 case .reload:
-                    actions = await reload(&current, &loaders, core: &core)
-                    cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
+                    actions = await reloadConfiguration()
                 case .stop(let reason):
                     byeReason = reason
                     actions = []
@@ -256,9 +265,7 @@ public final class Engine: Sendable {
 
         timer.cancel()
         signals.cancel()
-        await withTaskGroup(of: Void.self) { group in
-            for loader in loaders.values { group.addTask { await loader.shutdown() } }
-        }
+        await Self.shutdown(loaders)
         OrphanReaper.sweep()
         await cache.flush()
         if let byeReason {
