@@ -16,7 +16,6 @@ public final class OutputWriter: @unchecked Sendable {
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
     private var order: [Int] = []
-    private var orderStart = 0
     private var pending: [Int: OutputLine] = [:]
     private var slotByKey: [String: Int] = [:]
     private var nextSlot = 0
@@ -74,8 +73,7 @@ public final class OutputWriter: @unchecked Sendable {
     /// order list stays as bounded as the lines themselves however long the consumer does not read.
     private func compactOrderIfMostlyDead() {
         guard deadSlots > max(64, pending.count) else { return }
-        order = order[orderStart...].filter { pending[$0] != nil }
-        orderStart = 0
+        order = order.filter { pending[$0] != nil }
         deadSlots = 0
     }
 
@@ -103,8 +101,8 @@ public final class OutputWriter: @unchecked Sendable {
         buffer.reserveCapacity(1 << 16)
         while true {
             condition.lock()
-            while orderStart == order.count && !isClosing { condition.wait() }
-            if orderStart == order.count && isClosing {
+            while order.isEmpty && !isClosing { condition.wait() }
+            if order.isEmpty && isClosing {
                 isDone = true
                 condition.broadcast()
                 condition.unlock()
@@ -113,20 +111,17 @@ public final class OutputWriter: @unchecked Sendable {
             // Take everything that waits, then encode and write it outside the lock, with as few system
             // calls as possible.
             var batch: [OutputLine] = []
-            batch.reserveCapacity(order.count - orderStart + 1)
+            batch.reserveCapacity(order.count + 1)
             if droppedErrorLines > 0 {
                 batch.append(.error(message: "\(droppedErrorLines) error lines were dropped because stdout was not read"))
                 droppedErrorLines = 0
             }
-            while orderStart < order.count {
-                let slot = order[orderStart]
-                orderStart += 1
+            for slot in order {
                 guard let line = pending.removeValue(forKey: slot) else { continue }
                 if let key = line.coalescingKey { slotByKey[key] = nil } else { uncoalescedCount -= 1 }
                 batch.append(line)
             }
             order.removeAll(keepingCapacity: true)
-            orderStart = 0
             deadSlots = 0
             condition.unlock()
 
@@ -164,7 +159,6 @@ public final class OutputWriter: @unchecked Sendable {
         isDone = true
         pending.removeAll()
         order.removeAll()
-        orderStart = 0
         condition.broadcast()
         let notify = onClosed
         onClosed = nil
