@@ -51,7 +51,11 @@ let package = Package(
         ),
         .target(
             name: "HammockCore",
-            dependencies: ["HammockJSON", .product(name: "OrderedCollections", package: "swift-collections")]
+            dependencies: [
+                "HammockJSON",
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
         ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
         .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),

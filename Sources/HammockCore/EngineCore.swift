@@ -1,4 +1,5 @@
 import HammockJSON
+import HeapModule
 import OrderedCollections
 
 /// What the runtime must do on the core's behalf.
@@ -49,6 +50,13 @@ public struct EngineCore: Sendable {
     public var loadTimeoutGrace: Duration = .seconds(2)
 
     private var sources: [String: SourceRuntime] = [:]
+    /// Each source's position in the configuration: sources due at the same tick act in that order.
+    private var sourceOrder: [String: Int] = [:]
+    /// Every pending deadline (polls, retries, load timeouts), earliest first, so a tick touches only the
+    /// sources that are due: with a thousand sources polling fast, walking all of them on every tick
+    /// was most of the engine's work. Entries are not removed when their deadline goes away (a load that
+    /// answered in time); `isCurrent` tells, and stale ones are dropped when they reach the front.
+    private var deadlines = Heap<Deadline>()
     private var lastViewStates: [ViewState?]
     /// The views that contain each source, by index into `configuration.views`.
     private var viewsBySource: [String: [Int]] = [:]
@@ -67,8 +75,13 @@ public struct EngineCore: Sendable {
         random = SplitMix64(seed: seed)
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
         for definition in configuration.sources { sources[definition.id] = SourceRuntime(definition: definition) }
+        sourceOrder = Self.order(of: configuration)
         dependents = Self.dependents(of: configuration)
         indexViews()
+    }
+
+    private static func order(of configuration: Configuration) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: configuration.sources.enumerated().map { ($1.id, $0) })
     }
 
     private static func dependents(of configuration: Configuration) -> [String: [String]] {
@@ -192,6 +205,7 @@ public struct EngineCore: Sendable {
         var lastLines: [ViewDefinition: ViewState] = [:]
         for (index, view) in old.views.enumerated() { lastLines[view] = lastViewStates[index] }
         configuration = new
+        sourceOrder = Self.order(of: new)
         dependents = Self.dependents(of: new)
         lastViewStates = new.views.map { lastLines[$0] }
         indexViews()
@@ -227,7 +241,9 @@ public struct EngineCore: Sendable {
 
     /// Fires whatever is due: polls, retries, loads that outlived their timeout, the `--once` deadline.
     public mutating func tick(now: Timestamp) -> [EngineAction] {
-        for id in sourceIDs {
+        var due: Set<String> = []
+        while let first = deadlines.min, first.at <= now { due.insert(deadlines.removeMin().source) }
+        for id in due.sorted(by: { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }) {
             guard let source = sources[id] else { continue }
             let expired = source.inFlight.filter { $0.value <= now }.keys.sorted()
             if !expired.isEmpty {
@@ -261,12 +277,16 @@ public struct EngineCore: Sendable {
     /// When `tick` must run next, or `nil` when nothing is scheduled.
     public var nextDeadline: Timestamp? {
         guard !isFinished else { return nil }
-        var next = onceDeadline
-        for source in sources.values {
-            for deadline in source.inFlight.values { next = min(next ?? deadline, deadline) }
-            if let due = source.nextAttemptAt { next = min(next ?? due, due) }
+        // `takeActions` left a current deadline (or none) at the front.
+        switch (onceDeadline, deadlines.min?.at) {
+        case (let once?, let source?): return min(once, source)
+        case (let once, let source): return once ?? source
         }
-        return next
+    }
+
+    private func isCurrent(_ deadline: Deadline) -> Bool {
+        guard let source = sources[deadline.source] else { return false }
+        return source.nextAttemptAt == deadline.at || source.inFlight.values.contains(deadline.at)
     }
 
     /// Every source's and view's current state, as lines.
@@ -366,7 +386,9 @@ public struct EngineCore: Sendable {
         sources[id]!.lastOptions = options
         sources[id]!.invalidated = false
         sources[id]!.nextAttemptAt = nil
-        sources[id]!.inFlight[loadID] = now + definition.timeout + loadTimeoutGrace
+        let giveUpAt = now + definition.timeout + loadTimeoutGrace
+        sources[id]!.inFlight[loadID] = giveUpAt
+        deadlines.insert(Deadline(at: giveUpAt, source: id))
         apply(.requested, to: id, now: now)
         actions.append(
             .startLoad(LoadRequest(
@@ -402,6 +424,7 @@ public struct EngineCore: Sendable {
             sources[id]!.retryDelay = definition.retry.initialDelay
         }
         sources[id]!.nextAttemptAt = next
+        if let next { deadlines.insert(Deadline(at: next, source: id)) }
     }
 
     private func select(_ raw: JSONValue, for definition: SourceDefinition) -> Result<JSONValue, SourceError> {
@@ -464,7 +487,10 @@ public struct EngineCore: Sendable {
         actions.append(.emit(line))
     }
 
+    /// Every public entry point ends here, so this is where stale deadlines leave the front of the queue
+    /// and `nextDeadline` can read it without changing anything.
     private mutating func takeActions() -> [EngineAction] {
+        while let first = deadlines.min, !isCurrent(first) { deadlines.removeMin() }
         defer { actions.removeAll(keepingCapacity: true) }
         return actions
     }
@@ -519,6 +545,14 @@ public struct EngineCore: Sendable {
 }
 
 /// What the core keeps for each source besides its visible state.
+/// When a source next needs the engine's attention: a poll, a retry, or giving up on a load.
+private struct Deadline: Comparable, Sendable {
+    var at: Timestamp
+    var source: String
+
+    static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
+}
+
 private struct SourceRuntime: Sendable {
     let definition: SourceDefinition
     var state = SourceState()

@@ -231,8 +231,8 @@ public final class Engine: Sendable {
                 switch input {
                 case .loadFinished(let source, let loadID, let outcome):
                     actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
-                case .pushed(let source, let content):
-                    actions = core.pushed(source: source, content: content, now: now)
+                case .pushed(let source, let mailbox):
+                    actions = mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
                 case .pushedError(let source, let error):
                     actions = core.pushedError(source: source, error: error, now: now)
                 case .control(let bytes):

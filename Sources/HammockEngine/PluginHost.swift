@@ -24,8 +24,6 @@ actor PluginHost: SourceLoader {
     static let crashWindow: Duration = .seconds(60)
     /// A plugin line longer than this is a protocol violation, not something to buffer.
     static let maximumLineLength = 16 << 20
-    /// At most one push per source reaches the engine per this interval; see `PushSlot`.
-    static let pushInterval: Duration = .milliseconds(20)
 
     private enum Phase {
         case stopped
@@ -52,21 +50,11 @@ actor PluginHost: SourceLoader {
     private var crashTimes: [ContinuousClock.Instant] = []
     private var readinessWaiters: [CheckedContinuation<String?, Never>] = []
     private var validationWaiters: [String: CheckedContinuation<ValidationAnswer, Never>] = [:]
-    private var pushSlots: [String: PushSlot] = [:]
 
-    /// Push coalescing, per source. A push carries the whole content, so only the newest one matters: a
-    /// plugin that pushes faster than the engine handles them must not grow the engine's inbox (which is
-    /// unbounded) without bound. The first push of a source goes to the engine at once; pushes that
-    /// follow within `pushInterval` of the last one delivered wait here, each replacing the one before, and
-    /// the newest goes out when the interval ends. So each source puts at most one push per interval in the
-    /// inbox, however fast its plugin writes, and the content it shows is never older than one interval.
-    /// A pending push goes out before anything else about its source (a load's answer, an error, the
-    /// plugin's exit), so the engine sees them in the order the plugin wrote them.
-    private struct PushSlot {
-        var lastDelivered: ContinuousClock.Instant
-        var pending: JSONValue?
-        var flushScheduled = false
-    }
+    /// Each source's push that the engine has not taken yet (see `PushMailbox`). A mailbox is let go as
+    /// soon as anything else about its source goes to the engine (a load's answer, an error, the plugin's
+    /// exit), so a push that follows starts a new one and the engine sees them in the order they came.
+    private var pushMailboxes: [String: PushMailbox] = [:]
 
     enum ValidationAnswer: Sendable {
         case valid
@@ -110,6 +98,7 @@ actor PluginHost: SourceLoader {
         desiredOptions[source] = nil
         invalidProblems[source] = nil
         queuedLoads.removeAll { $0.source == source }
+        sealPushes(for: source)
         if sentOptions.removeValue(forKey: source) != nil { process?.send(.remove(source: source)) }
     }
 
@@ -253,7 +242,7 @@ actor PluginHost: SourceLoader {
             answer(id, .error(error))
         case .error(nil, let source?, let error):
             guard desiredOptions[source] != nil else { return }
-            flushPush(for: source)
+            sealPushes(for: source)
             inbox.yield(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
@@ -265,54 +254,21 @@ actor PluginHost: SourceLoader {
     private func answer(_ loadID: Int, _ outcome: LoadOutcome) {
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
-        flushPush(for: source)
+        sealPushes(for: source)
         inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: outcome))
     }
 
-    /// Hands a push to the engine now, or keeps it as its source's pending push (see `PushSlot`).
+    /// Hands a push to the engine, or, while its last one still waits there, puts it in that one's place.
     private func push(_ content: JSONValue, for source: String) {
-        let now = ContinuousClock.now
-        guard var slot = pushSlots[source] else {
-            pushSlots[source] = PushSlot(lastDelivered: now)
-            inbox.yield(.pushed(source: source, content: content))
-            return
-        }
-        // Deliver at once only when the interval has passed and no flush is on its way; otherwise the flush
-        // takes this push, so at most one per interval reaches the engine.
-        if !slot.flushScheduled && now - slot.lastDelivered >= Self.pushInterval {
-            slot.lastDelivered = now
-            slot.pending = nil
-            pushSlots[source] = slot
-            inbox.yield(.pushed(source: source, content: content))
-            return
-        }
-        slot.pending = content
-        if !slot.flushScheduled {
-            slot.flushScheduled = true
-            let due = slot.lastDelivered + Self.pushInterval
-            Task {
-                try? await Task.sleep(until: due)
-                self.flushPush(for: source)
-            }
-        }
-        pushSlots[source] = slot
+        if let waiting = pushMailboxes[source], waiting.replace(with: content) { return }
+        let mailbox = PushMailbox(content)
+        pushMailboxes[source] = mailbox
+        inbox.yield(.pushed(source: source, mailbox: mailbox))
     }
 
-    /// Hands the source's pending push, if any, to the engine.
-    private func flushPush(for source: String) {
-        guard var slot = pushSlots[source] else { return }
-        // A source removed from the configuration meanwhile no longer wants it.
-        guard desiredOptions[source] != nil else {
-            pushSlots[source] = nil
-            return
-        }
-        slot.flushScheduled = false
-        if let content = slot.pending {
-            slot.pending = nil
-            slot.lastDelivered = .now
-            inbox.yield(.pushed(source: source, content: content))
-        }
-        pushSlots[source] = slot
+    /// Whatever comes next about the source goes after the pushes already waiting, not into their mailbox.
+    private func sealPushes(for source: String) {
+        pushMailboxes[source] = nil
     }
 
     private func send(_ request: LoadRequest) {
@@ -340,7 +296,7 @@ actor PluginHost: SourceLoader {
         OrphanReaper.sweep()
         if case .shuttingDown = phase { return }
         // What it pushed before it ended comes before the news of its end.
-        for source in pushSlots.keys.sorted() { flushPush(for: source) }
+        pushMailboxes.removeAll()
         let reason = "the \(kind) plugin \(failureReason ?? status)"
         let now = ContinuousClock.now
         crashTimes = crashTimes.filter { now - $0 < Self.crashWindow } + [now]

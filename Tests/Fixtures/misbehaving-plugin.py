@@ -11,7 +11,7 @@ Usage: misbehaving-plugin.py MODE [ARG]
   wrong-kind        says it serves another kind
   half-line N       behaves for N loads, then writes half a line (no newline) and exits with status 5
   huge-line N       behaves for N loads, then answers with a line of about 20 MB (over hammock's 16 MiB limit)
-  flood             behaves, and after its first answer pushes {"n": i} for every configured source, about
+  flood             behaves, and after its first answer pushes {"n": i, "t": unix time} for every configured source, about
                     100,000 a second, without end
   ignore-shutdown   behaves, but ignores shutdown, the end of its stdin and SIGTERM, and keeps running
   leave-child N     behaves for N loads, then starts `sleep 300` in a session of its own (setsid), writes its
@@ -53,10 +53,12 @@ def flood(sources):
         if ahead > 0:
             time.sleep(ahead)
         batch = []
+        written_at = time.time()
         for _ in range(1000):
             n += 1
             for source in sources:
-                batch.append('{"type":"newData","source":%s,"content":{"n":%d}}\n' % (json.dumps(source), n))
+                batch.append('{"type":"newData","source":%s,"content":{"n":%d,"t":%.6f}}\n'
+                             % (json.dumps(source), n, written_at))
         write("".join(batch))
 
 

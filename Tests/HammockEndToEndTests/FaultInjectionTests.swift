@@ -150,21 +150,24 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test("flood: 100,000 pushes a second are coalesced per source")
+    @Test("flood: 100,000 pushes a second are coalesced per source, and what is shown is current")
     func flood() async throws {
         try await Self.run(mode: "flood", source: "t: { kind: test }") { hammock in
             try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" && $0.origin == "push" }
-            // Let the flood run, then count what reached stdout over two seconds.
+            // Let the flood run, then look at what reached stdout over two seconds.
             try await Task.sleep(for: .seconds(1))
             let mark = hammock.lineCount
             try await Task.sleep(for: .seconds(2))
             let pushes = hammock.lines(since: mark).filter { $0.id == "t" && $0.event == "newData" }
             let numbers = pushes.compactMap { $0[pointer: "/state/content/n"]?.numberValue?.intValue }
-            print("flood: \(pushes.count) pushes of t on stdout in 2 s, n from \(numbers.first ?? -1) to \(numbers.last ?? -1)")
-            // At most one per 20 ms reaches the engine (about 100 in 2 s); without coalescing there would be
-            // tens of thousands.
-            #expect(pushes.count > 10 && pushes.count <= 150, "\(pushes.count) pushes in 2 s")
+            let newest = try #require(pushes.last?[pointer: "/state/content/t"]?.numberValue?.doubleValue)
+            let lag = Date().timeIntervalSince1970 - newest
+            print("flood: \(pushes.count) pushes of t on stdout in 2 s, n from \(numbers.first ?? -1) to \(numbers.last ?? -1), newest written \(lag) s ago")
+            #expect(pushes.count > 10, "\(pushes.count) pushes in 2 s")
             #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "newest first, in order: \(numbers.prefix(20))...")
+            // A backlog (every push queued for the engine) would fall further behind each second; the
+            // plugin wrote over 100,000 pushes in these 3 s.
+            #expect(lag < 1, "what the engine shows was written \(lag) s ago: it is working through a backlog")
             #expect((numbers.last ?? 0) - (numbers.first ?? 0) > 1000, "they are the newest, not a backlog: \(numbers.first ?? -1)...\(numbers.last ?? -1)")
             return []
         }

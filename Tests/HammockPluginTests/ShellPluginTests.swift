@@ -187,7 +187,8 @@ import Testing
 
     @Test func streamLinesArriveInOrderAndAnExitIsPushedThenRestarted() throws {
         let plugin = try plugin()
-        configured(plugin, "lines", ["script": "echo one; echo two; echo three; echo bye >&2; exit 4", "mode": "stream"])
+        // Pauses between the lines, so each arrives in a read of its own (lines read together coalesce).
+        configured(plugin, "lines", ["script": "echo one; sleep 0.2; echo two; sleep 0.2; echo three; sleep 0.2; echo bye >&2; exit 4", "mode": "stream"])
         #expect(content(plugin.load("lines", id: 1)) == "one")
         let pushes = (0..<3).map { _ in plugin.next { $0.loadID == nil } }
         #expect(pushes[0] == .newData(id: nil, source: "lines", content: "two", etag: nil, lastModified: nil))
@@ -200,11 +201,28 @@ import Testing
 
     @Test func streamJSONLinesAndALoadWhileRunningGetsTheLatest() throws {
         let plugin = try plugin()
-        configured(plugin, "json", ["script": "echo '{\"n\":1}'; echo '{\"n\":2}'; sleep 30", "mode": "stream", "parse": "json"])
+        configured(plugin, "json", ["script": "echo '{\"n\":1}'; sleep 0.2; echo '{\"n\":2}'; sleep 30", "mode": "stream", "parse": "json"])
         #expect(content(plugin.load("json", id: 1)) == ["n": 1])
         #expect(content(plugin.next { $0.loadID == nil }) == ["n": 2])
         #expect(content(plugin.load("json", id: 2)) == ["n": 2])
         plugin.send(.remove(source: "json"))
+    }
+
+    @Test func streamLinesReadTogetherPushOnlyTheNewestButReportABadOne() throws {
+        let plugin = try plugin()
+        // One write of four lines: a pipe hands them over in one read.
+        configured(plugin, "burst", ["script": "printf '{\"n\":1}\\n{\"n\":2}\\nnot json\\n{\"n\":3}\\n{\"n\":4}\\n'; sleep 30", "mode": "stream", "parse": "json"])
+        // The load is answered by the newest good line before the bad one; the bad one is an error of its
+        // own; of the good lines after it, only the newest is pushed.
+        #expect(content(plugin.load("burst", id: 1)) == ["n": 2])
+        let error = plugin.next { $0.loadID == nil }
+        guard case .error(_, "burst", let sourceError)? = error else {
+            Issue.record("expected the bad line's error, got \(String(describing: error))")
+            return
+        }
+        #expect(sourceError.message.contains("JSON"), "\(sourceError)")
+        #expect(content(plugin.next { $0.loadID == nil }) == ["n": 4])
+        plugin.send(.remove(source: "burst"))
     }
 
     @Test func closingInputEndsThePluginAndItsStreamCommand() throws {

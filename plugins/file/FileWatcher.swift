@@ -3,7 +3,8 @@ import Glibc
 import HammockPluginKit
 import Synchronization
 
-/// Tells watched sources that their file may have changed, after the file has been quiet for a while.
+/// Tells watched sources that their file may have changed: at once when a writer has finished with it,
+/// otherwise after the file has been quiet for a while.
 ///
 /// One inotify instance and one thread serve the whole process: watches are cheap, descriptors and threads
 /// are not, and a plugin may serve hundreds of files. Each source watches its file's *parent directory* for
@@ -178,8 +179,18 @@ private struct State {
         }
     }
 
-    mutating func schedule(_ token: Int, now: ContinuousClock.Instant) {
+    /// Events that say a writer is done with the file: closed after writing, or renamed into place (an
+    /// atomic save). The file is complete now, so it is read at once; waiting for quiet would only add
+    /// latency. Other events (a write still going on, a delete that a re-create may follow) wait for quiet.
+    static let finished = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)
+
+    mutating func schedule(_ token: Int, now: ContinuousClock.Instant, finished: Bool = false) {
         guard var subscription = subscriptions[token] else { return }
+        if finished {
+            subscription.deadline = now
+            subscriptions[token] = subscription
+            return
+        }
         let first = subscription.firstPendingEvent ?? now
         // A file written without pause (a log) is never quiet; it still gets read now and then.
         let latest = first + max(.seconds(1), subscription.debounce * 10)
@@ -211,7 +222,7 @@ private struct State {
                 detach(token)
                 arm(token)
             }
-            schedule(token, now: now)
+            schedule(token, now: now, finished: event.mask & Self.finished != 0 && subscriptions[token]?.watchesTarget == true)
         }
     }
 

@@ -211,6 +211,7 @@ struct RESTSource: PluginSource {
                             message: "HTTP \(status.code) \(status.reasonPhrase): a redirect, not followed (followRedirects is false)",
                             httpStatus: Int(status.code)))
                 }
+                await discardBody(response)
                 redirects += 1
                 guard redirects <= Self.maximumRedirects else {
                     return .failure(SourceError(message: "more than \(Self.maximumRedirects) redirects, starting at \(startURL)", code: "tooManyRedirects"))
@@ -236,7 +237,10 @@ struct RESTSource: PluginSource {
                 continue
             }
 
-            if status.code == 304 { return .notModified }
+            if status.code == 304 {
+                await discardBody(response)
+                return .notModified
+            }
 
             if status.code >= 400 {
                 let detailBytes = try? await readBody(response, limit: min(options.maxBytes, Self.errorBodyLimit), truncating: true)
@@ -258,6 +262,12 @@ struct RESTSource: PluginSource {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
         }
+    }
+
+    /// Reads an answer's body to its end, so the connection goes back to the pool. A body left unread makes
+    /// the client close the connection, and a source polled with ETags would open a new one for every 304.
+    private func discardBody(_ response: HTTPClientResponse) async {
+        _ = try? await readBody(response, limit: Self.errorBodyLimit, truncating: false)
     }
 
     /// Reads the body as it streams in and stops at `limit` bytes: nil when it is larger (or, when

@@ -1,10 +1,12 @@
 import HammockCore
 import HammockPluginKit
+import Subprocess
 import Synchronization
 
 /// `mode: poll`: every load runs the command once and answers with its whole output.
 final class PollSource: PluginSource {
     let options: ShellOptions
+    private let configuration: Subprocess.Configuration
     private struct State {
         var running: [ObjectIdentifier: ProcessGroupHandle] = [:]
         var stopped = false
@@ -13,6 +15,7 @@ final class PollSource: PluginSource {
 
     init(options: ShellOptions) {
         self.options = options
+        configuration = makeConfiguration(options)
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
@@ -28,8 +31,8 @@ final class PollSource: PluginSource {
         // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
         // the process group through the handle, then waits for the run to wind down, so no process of it
         // is left when the load returns.
-        let options = self.options
-        let run = Task { await Self.run(options, handle: handle) }
+        let (options, configuration) = (self.options, self.configuration)
+        let run = Task { await Self.run(options, configuration, handle: handle) }
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -60,9 +63,11 @@ final class PollSource: PluginSource {
         }
     }
 
-    private static func run(_ options: ShellOptions, handle: ProcessGroupHandle) async -> PluginLoadResult {
+    private static func run(
+        _ options: ShellOptions, _ configuration: Subprocess.Configuration, handle: ProcessGroupHandle
+    ) async -> PluginLoadResult {
         var output: [UInt8] = []
-        let result = await runCommand(options, handle: handle) { bytes in
+        let result = await runCommand(options, configuration, handle: handle) { bytes in
             guard output.count + bytes.count <= options.maxBytes else {
                 handle.endSoon(.outputTooLarge)
                 return false

@@ -1,6 +1,7 @@
 import HammockCore
 import HammockJSON
 import HammockPluginKit
+import Subprocess
 
 /// `mode: stream`: one long-running command whose every stdout line is new content.
 ///
@@ -9,6 +10,7 @@ import HammockPluginKit
 /// command starts again after a backoff (1s doubling to 60s, back to 1s after a run of 30s or more).
 actor StreamSource: PluginSource {
     let options: ShellOptions
+    private let configuration: Subprocess.Configuration
     let push: PushChannel
 
     private struct Waiter {
@@ -34,6 +36,7 @@ actor StreamSource: PluginSource {
     init(options: ShellOptions, push: PushChannel) {
         self.options = options
         self.push = push
+        configuration = makeConfiguration(options)
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
@@ -82,15 +85,15 @@ actor StreamSource: PluginSource {
             guard await begin(handle) else { return }
             let started = ContinuousClock.now
             var splitter = LineSplitter(maximumLength: options.maxBytes)
-            let result = await runCommand(options, handle: handle) { bytes in
+            let result = await runCommand(options, configuration, handle: handle) { bytes in
                 guard let lines = splitter.append(bytes) else {
                     handle.endSoon(.lineTooLong)
                     return false
                 }
-                for line in lines { await self.received(line) }
+                await self.received(lines)
                 return true
             }
-            if result.endReason != .lineTooLong, let last = splitter.remainder { await received(last) }
+            if result.endReason != .lineTooLong, let last = splitter.remainder { await received([last]) }
             guard await ended(failure(of: result)) else { return }
             if ContinuousClock.now - started >= Self.healthyRun { delay = Self.initialDelay }
             await waitBeforeRestart(delay)
@@ -118,19 +121,36 @@ actor StreamSource: PluginSource {
         return true
     }
 
-    private func received(_ line: ArraySlice<UInt8>) async {
-        guard !stopped, let parsed = options.parse.parse(line: line) else { return }
-        switch parsed {
-        case .success(let content):
-            latest = content
-            if waiting.isEmpty {
-                await push.newData(content)
-            } else {
-                // The kit holds later pushes until this answer is out, so the order holds.
-                answerWaiting(.newData(content))
+    /// Takes the lines of one read. Every line is parsed, so a bad one is reported, but of good lines that
+    /// arrived together only the last is passed on: the ones before it were replaced the moment they
+    /// arrived, and pushing each would only make the engine show them for no time at all.
+    private func received(_ lines: [ArraySlice<UInt8>]) async {
+        var newest: JSONValue?
+        for line in lines {
+            guard !stopped, let parsed = options.parse.parse(line: line) else { continue }
+            switch parsed {
+            case .success(let content):
+                newest = content
+            case .failure(let error):
+                if let content = newest { await deliver(.newData(content)) }
+                newest = nil
+                await deliver(.error(error))
             }
-        case .failure(let error):
-            if waiting.isEmpty { await push.error(error) } else { answerWaiting(.error(error)) }
+        }
+        if let content = newest, !stopped { await deliver(.newData(content)) }
+    }
+
+    private func deliver(_ result: PluginLoadResult) async {
+        if case .newData(let content, _, _) = result { latest = content }
+        guard waiting.isEmpty else {
+            // The kit holds later pushes until this answer is out, so the order holds.
+            answerWaiting(result)
+            return
+        }
+        switch result {
+        case .newData(let content, _, _): await push.newData(content)
+        case .error(let error): await push.error(error)
+        case .notModified: break  // a stream has no validators to compare
         }
     }
 
