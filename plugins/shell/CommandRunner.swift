@@ -104,6 +104,8 @@ func makeConfiguration(_ options: ShellOptions) -> Subprocess.Configuration {
     ]
     var environment = pluginEnvironment
     for (name, value) in options.environment { environment[name] = value }
+    // Sources without `env` of their own share one copy: thousands of them must not each hold one.
+    let entries = options.environment.isEmpty ? pluginEnvironmentEntries : environmentEntries(environment)
     let executable: Executable
     let arguments: [String]
     switch options.program {
@@ -121,7 +123,6 @@ func makeConfiguration(_ options: ShellOptions) -> Subprocess.Configuration {
         executable = .path("/bin/sh")
         arguments = ["-c", script]
     }
-    let entries = environment.map { Array("\($0.key)=\($0.value)\0".utf8) }
     return Subprocess.Configuration(
         executable: executable, arguments: Arguments(arguments), environment: .custom(entries),
         workingDirectory: options.workingDirectory.map { .init($0) }, platformOptions: platform)
@@ -140,6 +141,13 @@ private let pluginEnvironment: [String: String] = {
     }
     return values
 }()
+
+private let pluginEnvironmentEntries = environmentEntries(pluginEnvironment)
+
+/// `NAME=value` entries, NUL-terminated, as the process receives them.
+private func environmentEntries(_ environment: [String: String]) -> [[UInt8]] {
+    environment.map { Array("\($0.key)=\($0.value)\0".utf8) }
+}
 
 /// The first executable file named `program` in the directories of `path`, as a shell would find it.
 private func findOnPath(_ program: String, path: String?) -> String? {
