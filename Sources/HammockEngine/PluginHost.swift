@@ -98,7 +98,8 @@ actor PluginHost: SourceLoader {
         desiredOptions[source] = nil
         invalidProblems[source] = nil
         queuedLoads.removeAll { $0.source == source }
-        sealPushes(for: source)
+        // A push still waiting for the engine is of a source that is gone: empty its mailbox.
+        _ = pushMailboxes.removeValue(forKey: source)?.take()
         if sentOptions.removeValue(forKey: source) != nil { process?.send(.remove(source: source)) }
     }
 

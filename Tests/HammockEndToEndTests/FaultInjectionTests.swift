@@ -23,7 +23,9 @@ struct FaultInjectionTests {
         private let seen = Mutex(Seen())
 
         init(_ hammock: HammockProcess) {
-            Task.detached { [self] in
+            // A thread of its own, not a task: tests that block the cooperative pool's few threads while
+            // they wait for a plugin must not starve the sampling, or a short-lived plugin goes unseen.
+            let thread = Thread { [self] in
                 while !seen.withLock({ $0.stopped }) {
                     let processes = ProcessTable.descendants(of: hammock.pid)
                     let resident = hammock.residentKiB() ?? 0
@@ -31,9 +33,10 @@ struct FaultInjectionTests {
                         for process in processes where !seen.tree.contains(process) { seen.tree.append(process) }
                         seen.peakKiB = max(seen.peakKiB, resident)
                     }
-                    try? await Task.sleep(for: .milliseconds(50))
+                    usleep(50_000)
                 }
             }
+            thread.start()
         }
 
         func stop() { seen.withLock { $0.stopped = true } }
