@@ -544,7 +544,6 @@ public struct EngineCore: Sendable {
     }
 }
 
-/// What the core keeps for each source besides its visible state.
 /// When a source next needs the engine's attention: a poll, a retry, or giving up on a load.
 private struct Deadline: Comparable, Sendable {
     var at: Timestamp
@@ -553,6 +552,7 @@ private struct Deadline: Comparable, Sendable {
     static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
 }
 
+/// What the core keeps for each source besides its visible state.
 private struct SourceRuntime: Sendable {
     let definition: SourceDefinition
     var state = SourceState()
