@@ -83,16 +83,19 @@ public struct ConfigurationLoader: Sendable {
                     file: file,
                     diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "the configuration is empty; it needs at least `sources:`")]))
         }
-        var reader = ConfigurationReader(loader: self)
+        let directory = (URL(fileURLWithPath: file).standardizedFileURL.deletingLastPathComponent().path)
+        var reader = ConfigurationReader(
+            loader: self, context: InterpolationContext(environment: environment, configurationDirectory: directory))
         let loaded = reader.read(root, file: file)
         if reader.diagnostics.isEmpty { return .success(loaded) }
-        return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics))
+        return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics, partial: loaded))
     }
 }
 
 /// One pass over the YAML tree that collects every problem instead of stopping at the first.
 private struct ConfigurationReader {
     let loader: ConfigurationLoader
+    let context: InterpolationContext
     var diagnostics: [Diagnostic] = []
     var secrets: Set<String> = []
 
@@ -100,7 +103,15 @@ private struct ConfigurationReader {
     static let defaultsKeys = ["expiration", "timeout", "refresh", "retry", "cache"]
     static let viewKeys = ["sources", "ready", "display"]
 
-    init(loader: ConfigurationLoader) { self.loader = loader }
+    /// Options whose values are sent as credentials: a `${NAME}` inside them is a secret, redacted from
+    /// everything hammock writes. Elsewhere (a URL's path, a file path, a duration) it is configuration and
+    /// stays visible; `${secret:…}`, `${file:…}` and `${cred:…}` are secrets wherever they stand.
+    static let secretOptionKeys: Set<String> = ["headers", "auth", "body", "query", "env"]
+
+    init(loader: ConfigurationLoader, context: InterpolationContext) {
+        self.loader = loader
+        self.context = context
+    }
 
     mutating func problem(_ mark: YAMLMark, _ message: String) {
         diagnostics.append(Diagnostic(mark, message))
@@ -259,17 +270,26 @@ private struct ConfigurationReader {
                 return RetryPolicy(initialDelay: initial)
             }
         case .mapping(let pairs):
-            checkKeys(pairs, allowed: ["initial", "max"], context: "retry")
+            checkKeys(pairs, allowed: ["initial", "max", "on"], context: "retry")
             var policy = RetryPolicy.standard
+            if let node = pairs.value("on"), let text = string(node, "retry.on") {
+                switch text {
+                case "transient": policy.retriesEveryError = false
+                case "any": policy.retriesEveryError = true
+                default:
+                    problem(node.mark, "retry.on must be `transient` (failures a retry can cure, the default) or `any`, found \"\(text)\"")
+                }
+            }
             if let node = pairs.value("initial"), let initial = duration(node, "retry.initial") {
-                policy = RetryPolicy(initialDelay: initial, maximumDelay: max(initial, policy.maximumDelay))
+                policy.initialDelay = initial
+                policy.maximumDelay = max(initial, policy.maximumDelay)
             }
             if let node = pairs.value("max"), let maximum = duration(node, "retry.max") {
-                policy = RetryPolicy(initialDelay: policy.initialDelay, maximumDelay: maximum)
+                policy.maximumDelay = max(maximum, policy.initialDelay)
             }
             return policy
         case .sequence:
-            problem(node.mark, "retry must be off, a duration (the first delay) or {initial, max}, found a list")
+            problem(node.mark, "retry must be off, a duration (the first delay) or {initial, max, on}, found a list")
             return nil
         }
     }
@@ -361,6 +381,10 @@ private struct ConfigurationReader {
                 if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }
                 for item in items {
                     guard let source = string(item, "a view's source") else { continue }
+                    if sources.contains(source) {
+                        problem(item.mark, "view \"\(id)\" lists source \"\(source)\" twice")
+                        continue
+                    }
                     if sourceMarks[source] == nil {
                         // Sorted, as above: the same file must give the same message on every run.
                         let hint = closestMatch(to: source, among: sourceMarks.keys.sorted()).map {
@@ -396,6 +420,11 @@ private struct ConfigurationReader {
             return nil
         }
         guard let items = sequence(node, "display") else { return nil }
+        if items.isEmpty {
+            // No rule would ever match, so the view would say `idle` whatever its sources do.
+            problem(node.mark, "display is an empty list; give rules such as [anyData, loading, error], or a preset: \(presets.joined(separator: ", "))")
+            return nil
+        }
         let names = DisplayRule.allCases.map(\.rawValue)
         var rules: [DisplayRule] = []
         for item in items {
@@ -464,10 +493,13 @@ private struct ConfigurationReader {
         return interpolated(scalar.text, at: node.mark)
     }
 
-    mutating func interpolated(_ text: String, at mark: YAMLMark) -> String? {
-        switch interpolateEnvironment(text, environment: loader.environment) {
+    /// `text` with `${…}` filled in; `isSecret` when it is bound for a request header, a body, a command's
+    /// environment and the like (`secretOptionKeys`).
+    mutating func interpolated(_ text: String, at mark: YAMLMark, isSecret: Bool = false) -> String? {
+        switch interpolate(text, in: context) {
         case .success(let result):
             secrets.formUnion(result.secrets)
+            if isSecret { secrets.formUnion(result.values) }
             return result.text
         case .failure(let failure):
             problem(mark, failure.message)
@@ -507,7 +539,9 @@ private struct ConfigurationReader {
                     return .null
                 }
                 return .number(value)
-            case .string(let text): return .string(interpolated(text, at: node.mark) ?? text)
+            case .string(let text):
+                let isSecret = pointer.tokens.first.map(Self.secretOptionKeys.contains) ?? false
+                return .string(interpolated(text, at: node.mark, isSecret: isSecret) ?? text)
             }
         case .sequence(let items):
             return .array(

@@ -22,11 +22,19 @@ public struct Diagnostic: Sendable, Hashable, Comparable {
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var file: String
     public var diagnostics: [Diagnostic]
+    /// The configuration as far as it could be read, when the file parsed: its sources' plugins can still
+    /// check their own keys, so every problem is reported in one pass, and its secrets are known, so no
+    /// message shows one.
+    public var partial: LoadedConfiguration?
 
-    public init(file: String, diagnostics: [Diagnostic]) {
+    public init(file: String, diagnostics: [Diagnostic], partial: LoadedConfiguration? = nil) {
         self.file = file
         self.diagnostics = diagnostics.sorted()
+        self.partial = partial
     }
+
+    /// The secrets the file declared, as far as it was read.
+    public var secrets: Set<String> { partial?.configuration.secrets ?? [] }
 
     public var description: String {
         diagnostics.map { $0.formatted(file: file) }.joined(separator: "\n")

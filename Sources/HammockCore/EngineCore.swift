@@ -66,7 +66,7 @@ public struct EngineCore: Sendable {
     private var nextLoadID = 1
     private var random: SplitMix64
     private var actions: [EngineAction] = []
-    private var onceDeadline: Timestamp?
+    private var onceDeadline: MonotonicInstant?
     private var isFinished = false
 
     public init(configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED) {
@@ -104,9 +104,9 @@ public struct EngineCore: Sendable {
 
     /// Says hello, shows what the offline cache kept (origin `cache`), and loads every source whose inputs
     /// are ready.
-    public mutating func start(now: Timestamp, restored: [String: JSONValue] = [:]) -> [EngineAction] {
+    public mutating func start(now: EngineTime, restored: [String: JSONValue] = [:]) -> [EngineAction] {
         emit(.hello(sources: sourceIDs, views: configuration.views.map(\.id), version: hammockVersion))
-        if case .once(let deadline) = mode { onceDeadline = now + deadline }
+        if case .once(let deadline) = mode { onceDeadline = now.instant + deadline }
         for id in sourceIDs {
             if let content = restored[id] { apply(.newData(content, origin: .cache), to: id, now: now) }
         }
@@ -116,7 +116,7 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
-    public mutating func handle(_ command: ControlCommand, now: Timestamp) -> [EngineAction] {
+    public mutating func handle(_ command: ControlCommand, now: EngineTime) -> [EngineAction] {
         do throws(ControlLineError) {
             try perform(command, now: now)
         } catch {
@@ -127,7 +127,7 @@ public struct EngineCore: Sendable {
     }
 
     public mutating func loadFinished(
-        source id: String, loadID: Int, outcome: LoadOutcome, now: Timestamp
+        source id: String, loadID: Int, outcome: LoadOutcome, now: EngineTime
     ) -> [EngineAction] {
         guard var source = sources[id], source.inFlight.removeValue(forKey: loadID) != nil else {
             return []  // cancelled or timed out earlier: the answer is no longer wanted
@@ -162,11 +162,15 @@ public struct EngineCore: Sendable {
     }
 
     /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
-    public mutating func pushed(source id: String, content raw: JSONValue, now: Timestamp) -> [EngineAction] {
+    public mutating func pushed(source id: String, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
         guard let source = sources[id] else { return [] }
         switch select(raw, for: source.definition) {
-        case .success(let content): apply(.newData(content, origin: .push), to: id, now: now)
-        case .failure(let error): apply(.error(error), to: id, now: now)
+        case .success(let content):
+            apply(.newData(content, origin: .push), to: id, now: now)
+            // The push cured the error: the retry it scheduled is no longer wanted, only the usual poll.
+            if source.state.latestError != nil && sources[id]!.inFlight.isEmpty { scheduleNextAttempt(id, now: now) }
+        case .failure(let error):
+            apply(.error(error), to: id, now: now)
         }
         markSettled(id, now: now)
         emitChangedViews()
@@ -176,7 +180,7 @@ public struct EngineCore: Sendable {
 
     /// A failure the loader noticed by itself: a watched file vanished, a streaming command died, the
     /// kind's plugin crashed. Content stays; the source retries as after any failed load.
-    public mutating func pushedError(source id: String, error: SourceError, now: Timestamp) -> [EngineAction] {
+    public mutating func pushedError(source id: String, error: SourceError, now: EngineTime) -> [EngineAction] {
         guard sources[id] != nil else { return [] }
         apply(.error(error), to: id, now: now)
         if sources[id]!.inFlight.isEmpty && sources[id]!.nextAttemptAt == nil { scheduleNextAttempt(id, now: now) }
@@ -184,10 +188,22 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// The machine was suspended or its wall clock stepped (the runtime sees the clocks disagree): what was
+    /// loaded before may be old whatever the timers say, as a machine that wakes up expects, so every polled
+    /// source that is not loading loads now.
+    public mutating func clockJumped(now: EngineTime) -> [EngineAction] {
+        guard case .continuous = mode else { return [] }
+        for id in sourceIDs where sources[id]!.definition.refresh != nil && sources[id]!.inFlight.isEmpty {
+            load(id, now: now)
+        }
+        emitChangedViews()
+        return takeActions()
+    }
+
     /// Switches to a new configuration (hot reload). Sources whose definition is unchanged keep their state,
     /// their loads and their timers; changed ones keep their content and load again with the new definition;
     /// removed ones are dropped with a `removed` line; new ones load.
-    public mutating func reconfigure(_ new: Configuration, now: Timestamp) -> [EngineAction] {
+    public mutating func reconfigure(_ new: Configuration, now: EngineTime) -> [EngineAction] {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
@@ -228,6 +244,9 @@ public struct EngineCore: Sendable {
             updated.state = runtime.state
             updated.state.isLoading = false
             updated.lastEvent = runtime.lastEvent
+            updated.updatedAt = runtime.updatedAt
+            // The load below compares it with the new request: other options, another resource.
+            updated.request = runtime.request
             if before.kind == definition.kind && before.options == definition.options {
                 updated.etag = runtime.etag
                 updated.lastModified = runtime.lastModified
@@ -240,12 +259,12 @@ public struct EngineCore: Sendable {
     }
 
     /// Fires whatever is due: polls, retries, loads that outlived their timeout, the `--once` deadline.
-    public mutating func tick(now: Timestamp) -> [EngineAction] {
+    public mutating func tick(now: EngineTime) -> [EngineAction] {
         var due: Set<String> = []
-        while let first = deadlines.min, first.at <= now { due.insert(deadlines.removeMin().source) }
+        while let first = deadlines.min, first.at <= now.instant { due.insert(deadlines.removeMin().source) }
         for id in due.sorted(by: { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }) {
             guard let source = sources[id] else { continue }
-            let expired = source.inFlight.filter { $0.value <= now }.keys.sorted()
+            let expired = source.inFlight.filter { $0.value <= now.instant }.keys.sorted()
             if !expired.isEmpty {
                 // Loads of one source that time out together are one failure, not several.
                 for loadID in expired {
@@ -261,7 +280,7 @@ public struct EngineCore: Sendable {
                 scheduleNextAttempt(id, now: now)
                 markSettled(id, now: now)
             }
-            if let due = sources[id]!.nextAttemptAt, due <= now {
+            if let due = sources[id]!.nextAttemptAt, due <= now.instant {
                 sources[id]!.nextAttemptAt = nil
                 // Never two loads of one source from the timers: the load in flight schedules the next.
                 if sources[id]!.inFlight.isEmpty { load(id, now: now) }
@@ -269,13 +288,13 @@ public struct EngineCore: Sendable {
         }
         // A load that timed out above may have been the last one `--once` was waiting for.
         checkOnceCompletion(now: now)
-        if let onceDeadline, now >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
+        if let onceDeadline, now.instant >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
         emitChangedViews()
         return takeActions()
     }
 
     /// When `tick` must run next, or `nil` when nothing is scheduled.
-    public var nextDeadline: Timestamp? {
+    public var nextDeadline: MonotonicInstant? {
         guard !isFinished else { return nil }
         // `takeActions` left a current deadline (or none) at the front.
         switch (onceDeadline, deadlines.min?.at) {
@@ -302,7 +321,7 @@ public struct EngineCore: Sendable {
 
     // MARK: - Control
 
-    private mutating func perform(_ command: ControlCommand, now: Timestamp) throws(ControlLineError) {
+    private mutating func perform(_ command: ControlCommand, now: EngineTime) throws(ControlLineError) {
         switch command {
         case .load(let target):
             for id in try sourceIDs(of: target) { load(id, now: now) }
@@ -352,17 +371,17 @@ public struct EngineCore: Sendable {
     // MARK: - Loading
 
     /// Siesta's `loadIfNeeded`: joins a load in flight, skips fresh data, loads otherwise.
-    private mutating func loadIfNeeded(_ id: String, now: Timestamp) {
+    private mutating func loadIfNeeded(_ id: String, now: EngineTime) {
         let source = sources[id]!
         guard source.inFlight.isEmpty else { return }
         let fresh = isUpToDate(
             source.state, invalidated: source.invalidated, expiration: source.definition.expiration,
-            retryDelay: source.retryDelay, now: now)
+            retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
         if !fresh { load(id, now: now) }
     }
 
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
-    private mutating func load(_ id: String, now: Timestamp) {
+    private mutating func load(_ id: String, now: EngineTime) {
         let definition = sources[id]!.definition
         let options: JSONValue
         switch definition.resolvedOptions(content: { self.sources[$0]?.state.content }) {
@@ -376,17 +395,21 @@ public struct EngineCore: Sendable {
             // it waits for an input to change, and no earlier options may make that change look like no change.
             sources[id]!.isWaitingForInputs = true
             sources[id]!.lastOptions = nil
-            apply(.error(SourceError(message: problem.message, code: "templateUnresolved")), to: id, now: now)
+            switchResource(id, to: nil, now: now)
+            let error = SourceError(message: problem.message, code: "templateUnresolved")
+            // One error line, not one more (and failures + 1) for every unrelated change of the input.
+            if sources[id]!.state.latestError != error { apply(.error(error), to: id, now: now) }
             markSettled(id, now: now)
             return
         }
+        switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
         nextLoadID += 1
         sources[id]!.isWaitingForInputs = false
         sources[id]!.lastOptions = options
         sources[id]!.invalidated = false
         sources[id]!.nextAttemptAt = nil
-        let giveUpAt = now + definition.timeout + loadTimeoutGrace
+        let giveUpAt = now.instant + definition.timeout + loadTimeoutGrace
         sources[id]!.inFlight[loadID] = giveUpAt
         deadlines.insert(Deadline(at: giveUpAt, source: id))
         apply(.requested, to: id, now: now)
@@ -396,7 +419,23 @@ public struct EngineCore: Sendable {
                 lastModified: sources[id]!.lastModified, timeout: definition.timeout)))
     }
 
-    private mutating func cancel(_ id: String, now: Timestamp) {
+    /// Siesta's rule: a different request is a different resource. When a source's filled-in options change
+    /// (a template's input, a reload), the content, error and validators of the old request are dropped
+    /// with a `wipe`, so a consumer never shows one resource's data under another's name, and the new
+    /// request never carries the old one's `If-None-Match`.
+    private mutating func switchResource(_ id: String, to request: RequestIdentity?, now: EngineTime) {
+        let previous = sources[id]!.request
+        sources[id]!.request = request
+        guard let previous, previous != request else { return }
+        sources[id]!.etag = nil
+        sources[id]!.lastModified = nil
+        let state = sources[id]!.state
+        if state.content != nil || state.latestError != nil || state.timestamp != nil {
+            apply(.newData(.null, origin: .wipe), to: id, now: now)
+        }
+    }
+
+    private mutating func cancel(_ id: String, now: EngineTime) {
         let source = sources[id]!
         guard !source.inFlight.isEmpty else { return }
         for loadID in source.inFlight.keys.sorted() {
@@ -407,19 +446,19 @@ public struct EngineCore: Sendable {
         scheduleNextAttempt(id, now: now)
     }
 
-    /// After a load ends: poll again after `refresh`, or retry after the backoff delay.
-    private mutating func scheduleNextAttempt(_ id: String, now: Timestamp) {
+    /// After a load ends: poll again after `refresh`, or retry after the backoff delay when retrying can
+    /// help (`RetryPolicy.retries`).
+    private mutating func scheduleNextAttempt(_ id: String, now: EngineTime) {
         guard case .continuous = mode, sources[id]!.inFlight.isEmpty else { return }
         let source = sources[id]!
         let definition = source.definition
-        var next = definition.refresh.map { now + $0 }
+        var next = definition.refresh.map { now.instant + $0 }
         if let error = source.state.latestError {
             let delay = definition.retry.delay(
                 afterFailures: source.state.failures, retryAfter: error.retryAfter,
                 unitRandom: Double.random(in: 0..<1, using: &random))
             sources[id]!.retryDelay = delay
-            // A template that points nowhere will not heal by retrying; a change of its input reloads it.
-            if definition.retry.isAutomatic && error.code != "templateUnresolved" { next = now + delay }
+            if definition.retry.retries(error) { next = now.instant + delay }
         } else {
             sources[id]!.retryDelay = definition.retry.initialDelay
         }
@@ -438,9 +477,14 @@ public struct EngineCore: Sendable {
 
     // MARK: - State changes
 
-    private mutating func apply(_ event: SourceEvent, to id: String, now: Timestamp) {
+    private mutating func apply(_ event: SourceEvent, to id: String, now: EngineTime) {
         let contentBefore = sources[id]!.state.content
-        sources[id]!.state.apply(event, at: now, otherLoadsInFlight: !sources[id]!.inFlight.isEmpty)
+        sources[id]!.state.apply(event, at: now.wall, otherLoadsInFlight: !sources[id]!.inFlight.isEmpty)
+        switch event {
+        case .newData(_, .wipe): sources[id]!.updatedAt = nil
+        case .newData, .notModified, .error: sources[id]!.updatedAt = now.instant
+        case .requested, .requestCancelled: break
+        }
         sources[id]!.lastEvent = event
         staleViews.formUnion(viewsBySource[id] ?? [])
         emit(.source(id: id, event: event, state: sources[id]!.state))
@@ -448,7 +492,7 @@ public struct EngineCore: Sendable {
     }
 
     /// Reloads the sources that read `id` through templates, when a value they use has changed.
-    private mutating func inputChanged(_ id: String, now: Timestamp) {
+    private mutating func inputChanged(_ id: String, now: EngineTime) {
         for dependent in dependents[id] ?? [] {
             let source = sources[dependent]!
             guard source.isWaitingForInputs || source.lastOptions != nil else { continue }
@@ -497,12 +541,12 @@ public struct EngineCore: Sendable {
 
     // MARK: - --once
 
-    private mutating func markSettled(_ id: String, now: Timestamp) {
+    private mutating func markSettled(_ id: String, now: EngineTime) {
         guard case .once = mode, sources[id]!.inFlight.isEmpty else { return }
         sources[id]!.isSettled = true
     }
 
-    private mutating func checkOnceCompletion(now: Timestamp) {
+    private mutating func checkOnceCompletion(now: EngineTime) {
         guard case .once = mode, !isFinished else { return }
         // A source still waiting for an input that has settled without content will never load. Failing one
         // can block another declared before it (a chain c → b → a), so go round until nothing changes.
@@ -526,7 +570,7 @@ public struct EngineCore: Sendable {
         if sourceIDs.allSatisfy({ sources[$0]!.isSettled }) { finishOnce(now: now, deadlinePassed: false) }
     }
 
-    private mutating func finishOnce(now: Timestamp, deadlinePassed: Bool) {
+    private mutating func finishOnce(now: EngineTime, deadlinePassed: Bool) {
         guard case .once = mode, !isFinished else { return }
         let failed = sourceIDs.filter { id in
             let source = sources[id]!
@@ -546,10 +590,16 @@ public struct EngineCore: Sendable {
 
 /// When a source next needs the engine's attention: a poll, a retry, or giving up on a load.
 private struct Deadline: Comparable, Sendable {
-    var at: Timestamp
+    var at: MonotonicInstant
     var source: String
 
     static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
+}
+
+/// What makes two loads of a source loads of the same resource.
+private struct RequestIdentity: Equatable, Sendable {
+    var kind: String
+    var options: JSONValue
 }
 
 /// What the core keeps for each source besides its visible state.
@@ -558,16 +608,22 @@ private struct SourceRuntime: Sendable {
     var state = SourceState()
     var lastEvent: SourceEvent?
     /// Load ids in flight, with the time at which the engine gives up on each.
-    var inFlight: [Int: Timestamp] = [:]
+    var inFlight: [Int: MonotonicInstant] = [:]
     var etag: String?
     var lastModified: String?
     /// The next poll or retry.
-    var nextAttemptAt: Timestamp?
+    var nextAttemptAt: MonotonicInstant?
+    /// When `state.timestamp` was last set, on the monotonic clock: freshness is an age, and an age must
+    /// not jump when the wall clock is stepped.
+    var updatedAt: MonotonicInstant?
     /// The delay that applies to freshness while the source is in error.
     var retryDelay: Duration
     var invalidated = false
     /// The filled-in options of the latest load, to see whether a changed input changes them.
     var lastOptions: JSONValue?
+    /// The request the content, error and validators belong to; `nil` before the first load, or while a
+    /// template cannot be filled in.
+    var request: RequestIdentity?
     var isWaitingForInputs = false
     /// `--once`: the source has had its one load.
     var isSettled = false

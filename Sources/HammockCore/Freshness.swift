@@ -6,11 +6,23 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The delay after the first failure; it doubles with each further one.
     public var initialDelay: Duration
     public var maximumDelay: Duration
+    /// Which failures are retried by themselves: by default only those a retry can cure
+    /// (`SourceError.isTransient`); `retry: {on: any}` retries every failure.
+    public var retriesEveryError: Bool
 
-    public init(isAutomatic: Bool = true, initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60)) {
+    public init(
+        isAutomatic: Bool = true, initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60),
+        retriesEveryError: Bool = false
+    ) {
         self.isAutomatic = isAutomatic
         self.initialDelay = initialDelay
         self.maximumDelay = max(maximumDelay, initialDelay)
+        self.retriesEveryError = retriesEveryError
+    }
+
+    /// Whether the engine retries `error` by itself.
+    public func retries(_ error: SourceError) -> Bool {
+        isAutomatic && (retriesEveryError || error.isTransient)
     }
 
     public static let standard = RetryPolicy()
@@ -20,27 +32,32 @@ public struct RetryPolicy: Sendable, Hashable {
     ///
     /// Exponential backoff with jitter: the nominal delay doubles per failure up to the maximum, and the
     /// actual one is drawn between three quarters of it and all of it, so sources that failed together (a
-    /// network outage) do not retry in lockstep. A `Retry-After` from the server wins over both.
+    /// network outage) do not retry in lockstep. A `Retry-After` from the server is a floor under it.
     ///
     /// - Parameter unitRandom: a number in `0..<1`; the core draws it from its seeded generator.
     public func delay(afterFailures failures: Int, retryAfter: Duration?, unitRandom: Double) -> Duration {
-        if let retryAfter { return max(retryAfter, .zero) }
         let doublings = min(max(failures - 1, 0), 32)
         let initial = Double(initialDelay.milliseconds)
         let nominal = min(initial * Double(1 << doublings), Double(maximumDelay.milliseconds))
-        let jittered = nominal * (1 - 0.25 * unitRandom)
-        return .milliseconds(Int64(jittered.rounded()))
+        let jittered = Duration.milliseconds(Int64((nominal * (1 - 0.25 * unitRandom)).rounded()))
+        // A server's delay is a floor, never a replacement: `Retry-After: 0` must not turn backoff off.
+        guard let retryAfter else { return jittered }
+        return max(jittered, min(retryAfter, Self.longestRetryAfter))
     }
+
+    /// A `Retry-After` longer than this is taken as this: a day is plenty, and a larger number from outside
+    /// must not overflow a deadline.
+    public static let longestRetryAfter: Duration = .seconds(86_400)
 }
 
 /// Siesta's freshness rule.
 ///
-/// `isUpToDate = not invalidated and now - timestamp <= (latestError == nil ? expiration : retry delay)`.
+/// `isUpToDate = not invalidated and now - timestamp <= (latestError == nil ? expiration : retry delay)`,
+/// with the age measured on the monotonic clock (`age` is `nil` when the source has no timestamp).
 public func isUpToDate(
-    _ state: SourceState, invalidated: Bool, expiration: Duration, retryDelay: Duration, now: Timestamp
+    _ state: SourceState, invalidated: Bool, expiration: Duration, retryDelay: Duration, age: Duration?
 ) -> Bool {
-    guard !invalidated, let timestamp = state.timestamp else { return false }
-    let age = now - timestamp
+    guard !invalidated, state.timestamp != nil, let age else { return false }
     return age <= (state.latestError == nil ? expiration : retryDelay)
 }
 

@@ -34,9 +34,10 @@ public enum OutputLine: Sendable {
         }
     }
 
-    /// Appends the line, `\n` included.
-    public func encode(seq: Int, into out: inout [UInt8]) {
-        var line = LineWriter(out: out)
+    /// Appends the line, `\n` included, with every string value that could hold a secret (content, error
+    /// messages) passed through `redactor`.
+    public func encode(seq: Int, into out: inout [UInt8], redactor: Redactor = .none) {
+        var line = LineWriter(out: out, redactor: redactor)
         switch self {
         case .hello(let sources, let views, let version):
             line.begin(type: "hello", seq: seq)
@@ -67,13 +68,13 @@ public enum OutputLine: Sendable {
             line.key("status")
             writeJSONString(state.status.rawValue, into: &line.out)
             line.key("content")
-            state.content.write(into: &line.out)
+            line.value(state.content)
             line.key("latestError")
             line.error(state.latestError)
             line.key("errors")
             var errors = JSONObject()
             for entry in state.errors { errors[entry.source] = entry.error.json }
-            JSONValue.object(errors).write(into: &line.out)
+            line.value(.object(errors))
             line.key("canTryAgain")
             line.raw(state.canTryAgain ? "true" : "false")
         case .reloaded(let sources, let views):
@@ -91,7 +92,7 @@ public enum OutputLine: Sendable {
         case .error(let message):
             line.begin(type: "error", seq: seq)
             line.key("message")
-            writeJSONString(message, into: &line.out)
+            writeJSONString(redactor.redact(message), into: &line.out)
         case .bye(let reason, let failed):
             line.begin(type: "bye", seq: seq)
             line.key("reason")
@@ -106,10 +107,10 @@ public enum OutputLine: Sendable {
         out = line.out
     }
 
-    public func encoded(seq: Int) -> [UInt8] {
+    public func encoded(seq: Int, redactor: Redactor = .none) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        encode(seq: seq, into: &out)
+        encode(seq: seq, into: &out, redactor: redactor)
         return out
     }
 }
@@ -118,6 +119,7 @@ public enum OutputLine: Sendable {
 /// `JSONValue` tree only to walk it again.
 private struct LineWriter {
     var out: [UInt8]
+    let redactor: Redactor
 
     mutating func raw(_ text: String) { out.append(contentsOf: text.utf8) }
 
@@ -131,13 +133,18 @@ private struct LineWriter {
         out.append(UInt8(ascii: ":"))
     }
 
+    /// A value that may hold a secret.
+    mutating func value(_ value: JSONValue) {
+        value.write(into: &out, redactor: redactor)
+    }
+
     mutating func error(_ error: SourceError?) {
-        if let error { error.json.write(into: &out) } else { raw("null") }
+        if let error { value(error.json) } else { raw("null") }
     }
 
     mutating func state(_ state: SourceState) {
         raw("{\"content\":")
-        (state.content ?? .null).write(into: &out)
+        value(state.content ?? .null)
         raw(",\"latestError\":")
         error(state.latestError)
         raw(",\"isLoading\":")

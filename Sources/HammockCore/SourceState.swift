@@ -117,17 +117,39 @@ public struct SourceError: Sendable, Hashable, Error {
     /// When the failing side asked for the next attempt (HTTP `Retry-After`). Steers the engine's retry;
     /// never written on an output line.
     public var retryAfter: Duration?
+    /// What the failing side said of retrying (the protocol's `transient`); `nil` lets `isTransient` decide
+    /// from the status and the code.
+    public var transient: Bool?
 
     public init(
         message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: String? = nil,
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil, transient: Bool? = nil
     ) {
         self.message = message
         self.httpStatus = httpStatus
         self.exitStatus = exitStatus
         self.code = code
         self.retryAfter = retryAfter
+        self.transient = transient
     }
+
+    /// Whether trying again, unchanged, can cure the failure, so the engine retries it by itself with
+    /// backoff: a network failure, a timeout, HTTP 5xx, 408, 425 and 429, a command's non-zero exit, a
+    /// crashed plugin. An HTTP 4xx, an answer that does not parse, a `select` or template path that points
+    /// nowhere, a missing file or command would fail the same way again: they wait for the next refresh, a
+    /// control line, or a change of input.
+    public var isTransient: Bool {
+        if let transient { return transient }
+        if let httpStatus, httpStatus >= 400 { return httpStatus >= 500 || [408, 425, 429].contains(httpStatus) }
+        return !Self.permanentCodes.contains(code ?? "")
+    }
+
+    /// Codes of failures that happen again, the same, until something changes.
+    public static let permanentCodes: Set<String> = [
+        "parseFailed", "selectMissing", "templateUnresolved", "inputFailed", "invalidOptions",
+        "notModifiedWithoutContent", "fileMissing", "commandNotFound", "badWorkingDirectory", "tooManyRedirects",
+        "outputTooLarge", "tooLarge",
+    ]
 
     public var json: JSONValue {
         var object: JSONObject = ["message": .string(message)]

@@ -72,7 +72,9 @@ actor CacheStore {
             return
         }
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // Cached content is the user's data: readable by them alone, like the files it may come from.
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             return
         }
@@ -81,6 +83,8 @@ actor CacheStore {
         let temporary = target.path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return }
+        // A temporary file left by an earlier run keeps its mode through O_TRUNC: set it every time.
+        fchmod(descriptor, 0o600)
         let complete = bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

@@ -30,12 +30,18 @@ public final class Engine: Sendable {
     private let loaders: [String: any SourceLoader]
     private let standardError: StandardError
 
-    public init(configuration: LoadedConfiguration, options: RunOptions, logger: Logger, pluginResolver: PluginResolver) {
+    /// - Parameter standardError: shared with the logger, so that one set of secrets (grown by reloads) is
+    ///   redacted from everything hammock writes.
+    public init(
+        configuration: LoadedConfiguration, options: RunOptions, logger: Logger, standardError: StandardError,
+        pluginResolver: PluginResolver
+    ) {
         self.loaded = configuration
         self.options = options
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
-        standardError = StandardError(redactor: Redactor(secrets: configuration.configuration.secrets))
+        self.standardError = standardError
+        standardError.secrets.add(configuration.configuration.secrets)
         loaders = LoaderFactory.makeLoaders(
             for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
             standardError: standardError)
@@ -98,8 +104,12 @@ public final class Engine: Sendable {
         let next: LoadedConfiguration
         switch configurationLoader.load(file: current.file) {
         case .success(let loaded): next = loaded
-        case .failure(let error): return rejectReload(error)
+        case .failure(let error):
+            standardError.secrets.add(error.secrets)
+            return rejectReload(error)
         }
+        // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
+        standardError.secrets.add(next.configuration.secrets)
         let resolver = PluginResolver(configured: next.configuration.plugins)
         let inbox = inbox
         let standardError = standardError
@@ -121,7 +131,7 @@ public final class Engine: Sendable {
         }
         logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
         current = next
-        let actions = core.reconfigure(next.configuration, now: .now)
+        let actions = core.reconfigure(next.configuration, now: .current)
         for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
             await loaders.removeValue(forKey: kind)?.shutdown()
         }
@@ -161,7 +171,7 @@ public final class Engine: Sendable {
             }
         }
         defer { reaper.cancel() }
-        let writer = OutputWriter(redactor: Redactor(secrets: loaded.configuration.secrets)) {
+        let writer = OutputWriter(secrets: standardError.secrets) {
             inbox.yield(.stop(reason: "stdout closed"))
         }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { signal in
@@ -183,6 +193,8 @@ public final class Engine: Sendable {
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
         let timer = Timer(inbox: inbox)
+        let clockWatch = ClockWatch.start(inbox: inbox)
+        defer { clockWatch.cancel() }
         var current = loaded
         var loaders = self.loaders
 
@@ -222,11 +234,11 @@ public final class Engine: Sendable {
         }
 
         let restored = await cache.restore(Array(cachedSources))
-        var running = await perform(core.start(now: .now, restored: restored))
+        var running = await perform(core.start(now: .current, restored: restored))
         timer.schedule(core.nextDeadline)
         if running {
             for await input in inputs {
-                let now = Timestamp.now
+                let now = EngineTime.current
                 let actions: [EngineAction]
                 switch input {
                 case .loadFinished(let source, let loadID, let outcome):
@@ -249,7 +261,11 @@ public final class Engine: Sendable {
                 case .controlTooLong(let length):
                     actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored"))]
                 case .tick:
+                    timer.fired()
                     actions = core.tick(now: now)
+                case .clockJumped:
+                    logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
+                    actions = core.clockJumped(now: now)
                 case .reload:
                     actions = await reloadConfiguration()
                 case .stop(let reason):
@@ -278,29 +294,60 @@ public final class Engine: Sendable {
     }
 }
 
-/// Wakes the engine loop at the core's next deadline.
-private final class Timer: @unchecked Sendable {
+/// Wakes the engine loop at the core's next deadline, on the monotonic clock.
+private final class Timer: @unchecked Sendable {  // used only from the engine loop, so it needs no lock
     private let inbox: EngineInbox
     private var task: Task<Void, Never>?
-    private var scheduled: Timestamp?
+    private var scheduled: MonotonicInstant?
 
     init(inbox: EngineInbox) { self.inbox = inbox }
 
-    /// Only ever called from the engine loop, so needs no lock.
-    func schedule(_ deadline: Timestamp?) {
+    func schedule(_ deadline: MonotonicInstant?) {
         guard deadline != scheduled else { return }
         task?.cancel()
         scheduled = deadline
         guard let deadline else { return }
         let inbox = inbox
         task = Task {
-            let wait = deadline - Timestamp.now
+            let wait = deadline - MonotonicInstant.current
             if wait > .zero { try? await Task.sleep(for: wait) }
             if !Task.isCancelled { inbox.yield(.tick) }
         }
     }
 
+    /// The tick arrived: whatever the core says next is armed again, even the same deadline (a sleep may
+    /// end early, and a tick that finds nothing due must not leave the engine without a timer).
+    func fired() { scheduled = nil }
+
     func cancel() { task?.cancel() }
+}
+
+/// Notices that the wall clock was stepped or that the machine slept, neither of which moves a deadline on
+/// the monotonic clock, by comparing the clocks every few seconds: wall minus monotonic changes when the
+/// wall clock is set, boot time minus monotonic when the machine was suspended.
+enum ClockWatch {
+    static let interval: Duration = .seconds(2)
+    /// Less than this is NTP slewing or scheduling noise, not a jump.
+    static let threshold: Int64 = 5000
+
+    static func start(inbox: EngineInbox) -> Task<Void, Never> {
+        Task.detached(priority: .background) {
+            var last = offsets()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let now = offsets()
+                if abs(now.wall - last.wall) > threshold || abs(now.boot - last.boot) > threshold {
+                    inbox.yield(.clockJumped)
+                }
+                last = now
+            }
+        }
+    }
+
+    private static func offsets() -> (wall: Int64, boot: Int64) {
+        let monotonic = readClock(CLOCK_MONOTONIC)
+        return (readClock(CLOCK_REALTIME) - monotonic, readClock(CLOCK_BOOTTIME) - monotonic)
+    }
 }
 
 /// Turns SIGINT and SIGTERM into engine inputs instead of letting them kill the process, so that plugins
@@ -322,11 +369,19 @@ private final class SignalWatcher: @unchecked Sendable {
     func cancel() { sources.forEach { $0.cancel() } }
 }
 
-extension Timestamp {
-    /// The wall clock, read only at the edge of the engine.
-    static var now: Timestamp {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Timestamp(millisecondsSince1970: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+private func readClock(_ clock: clockid_t) -> Int64 {
+    var spec = timespec()
+    clock_gettime(clock, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+extension MonotonicInstant {
+    static var current: MonotonicInstant { MonotonicInstant(milliseconds: readClock(CLOCK_MONOTONIC)) }
+}
+
+extension EngineTime {
+    /// Both clocks, read only at the edge of the engine.
+    static var current: EngineTime {
+        EngineTime(instant: .current, wall: Timestamp(millisecondsSince1970: readClock(CLOCK_REALTIME)))
     }
 }

@@ -23,6 +23,8 @@ enum EngineInput: Sendable {
     case control([UInt8])
     case controlTooLong(Int)
     case tick
+    /// The wall clock was stepped or the machine slept (`ClockWatch`).
+    case clockJumped
     /// SIGHUP: read the configuration again.
     case reload
     case stop(reason: String)

@@ -12,7 +12,7 @@ import HammockCore
 /// Swift concurrency pool; a condition variable is the natural hand-off between the two.
 public final class OutputWriter: @unchecked Sendable {
     private let descriptor: Int32
-    private let redactor: Redactor
+    private let secrets: Secrets
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
     private var order: [Int] = []
@@ -32,9 +32,9 @@ public final class OutputWriter: @unchecked Sendable {
     /// consumer that does not read cannot grow the queue.
     static let maximumWaitingUncoalescedLines = 1000
 
-    public init(descriptor: Int32 = STDOUT_FILENO, redactor: Redactor, onClosed: @escaping @Sendable () -> Void) {
+    public init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
         self.descriptor = descriptor
-        self.redactor = redactor
+        self.secrets = secrets
         self.onClosed = onClosed
         let thread = Thread { [self] in run() }
         thread.name = "hammock.stdout"
@@ -126,11 +126,11 @@ public final class OutputWriter: @unchecked Sendable {
             condition.unlock()
 
             buffer.removeAll(keepingCapacity: true)
+            let redactor = secrets.redactor
             for line in batch {
                 seq += 1
-                line.encode(seq: seq, into: &buffer)
+                line.encode(seq: seq, into: &buffer, redactor: redactor)
             }
-            redactor.redact(&buffer)
             if !writeAll(buffer) {
                 consumerIsGone()
                 return

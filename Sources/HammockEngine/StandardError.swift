@@ -1,12 +1,13 @@
 import Foundation
+import HammockCore
 import Logging
 
 /// hammock's stderr, shared by its logs and its plugins' stderr: one `write` per line, so lines from
 /// different plugins never interleave, and every line passes the redactor first.
 public struct StandardError: Sendable {
-    let redactor: Redactor
+    public let secrets: Secrets
 
-    public init(redactor: Redactor) { self.redactor = redactor }
+    public init(secrets: Secrets) { self.secrets = secrets }
 
     /// A plugin's line, as `kind: line`.
     func write(prefix: String, line: [UInt8]) {
@@ -21,7 +22,7 @@ public struct StandardError: Sendable {
 
     private func write(_ bytes: [UInt8]) {
         var bytes = bytes
-        redactor.redact(&bytes)
+        secrets.redactor.redact(&bytes)
         bytes.withUnsafeBytes { _ = Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }

@@ -107,6 +107,7 @@ extension PluginMessage {
             if let retryAfter = error.retryAfter, let seconds = JSONNumber(exactly: Double(retryAfter.milliseconds) / 1000) {
                 fields["retryAfter"] = .number(seconds)
             }
+            if let transient = error.transient { fields["transient"] = .bool(transient) }
             object["error"] = .object(fields)
         case .cancelled(let id):
             object = ["type": "cancelled", "id": .number(JSONNumber(id))]
@@ -194,16 +195,17 @@ extension PluginMessage {
     private static func sourceError(_ value: JSONValue) throws(ProtocolError) -> SourceError {
         if let message = value.stringValue { return SourceError(message: message) }
         guard let object = value.objectValue, let message = object["message"]?.stringValue else {
-            throw ProtocolError("\"error\" must be {message, httpStatus?, exitStatus?, code?, retryAfter?}")
+            throw ProtocolError("\"error\" must be {message, httpStatus?, exitStatus?, code?, retryAfter?, transient?}")
         }
         // A value beyond Int64 milliseconds (1e300) is ignored, like a retryAfter that is not a number.
         let retryAfter = object["retryAfter"]?.numberValue
             .flatMap { Int64(exactly: ($0.doubleValue * 1000).rounded()) }
+            .flatMap { $0 >= 0 ? $0 : nil }
             .map { Duration.milliseconds($0) }
         return SourceError(
             message: message, httpStatus: object["httpStatus"]?.numberValue?.intValue,
             exitStatus: object["exitStatus"]?.numberValue?.intValue, code: object["code"]?.stringValue,
-            retryAfter: retryAfter)
+            retryAfter: retryAfter, transient: object["transient"]?.boolValue)
     }
 }
 

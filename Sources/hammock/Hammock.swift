@@ -28,33 +28,56 @@ struct ConfigurationArguments: ParsableArguments {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
-    /// Logs go to stderr only, with the configuration's secrets redacted.
-    func makeLogger(secrets: Set<String>) -> Logger {
+    /// Logs go to stderr only, with `secrets` redacted; the engine shares the same `StandardError`.
+    func makeLogger(secrets: Secrets) -> (Logger, StandardError) {
         let level = logLevel
-        let output = StandardError(redactor: Redactor(secrets: secrets))
+        let output = StandardError(secrets: secrets)
         LoggingSystem.bootstrap { _ in StandardErrorLogHandler(level: level, output: output) }
-        return Logger(label: "hammock")
+        return (Logger(label: "hammock"), output)
     }
 
-    /// Loads the configuration, or prints every problem as `file:line:column: message` and exits 2.
-    func load(resolver: PluginResolver) throws -> LoadedConfiguration {
+    /// Reads the configuration; problems are returned, not reported, so the plugins can add theirs first.
+    func read(resolver: PluginResolver) -> Result<LoadedConfiguration, ConfigurationError> {
         let loader = ConfigurationLoader(
             kindIsAvailable: { resolver.command(for: $0) != nil },
             pluginSearchDescription: { resolver.searchDescription(for: $0) })
-        switch loader.load(file: config) {
-        case .success(let loaded):
-            return loaded
-        case .failure(let error):
-            report(error)
-            throw ExitCode(2)
-        }
+        return loader.load(file: config)
     }
 
-    /// Every problem on stderr as `file:line:column: message`, then a count.
-    func report(_ error: ConfigurationError) {
+    /// Starts the plugins of `loaded` and lets each check its sources' own keys.
+    func checkWithPlugins(
+        _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError
+    ) async -> Engine.PluginValidation {
+        let engine = Engine(
+            configuration: loaded, options: RunOptions(), logger: logger, standardError: standardError,
+            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        let validation = await engine.validatePlugins()
+        await engine.shutdownLoaders()
+        return validation
+    }
+
+    /// Reports a configuration that did not read cleanly, with what its plugins say of the sources that did,
+    /// all at once and sorted by line; then exits 2.
+    func fail(
+        _ error: ConfigurationError, logger: Logger, standardError: StandardError, pluginFailuresAreErrors: Bool
+    ) async throws -> Never {
+        var problems = error.diagnostics
+        if let partial = error.partial {
+            let validation = await checkWithPlugins(partial, logger: logger, standardError: standardError)
+            // A value the engine already refused (an unset variable, say) would only be refused again.
+            let marked = Set(problems.map(\.mark))
+            let fromPlugins = validation.optionProblems + (pluginFailuresAreErrors ? validation.pluginFailures : [])
+            problems += fromPlugins.filter { !marked.contains($0.mark) }
+        }
+        report(ConfigurationError(file: error.file, diagnostics: problems), redactor: standardError.secrets.redactor)
+        throw ExitCode(2)
+    }
+
+    /// Every problem on stderr as `file:line:column: message`, then a count; no secret is quoted.
+    func report(_ error: ConfigurationError, redactor: Redactor) {
         let count = error.diagnostics.count
         let text = error.description + "\n\(config): \(count) error\(count == 1 ? "" : "s")\n"
-        FileHandle.standardError.write(Data(text.utf8))
+        FileHandle.standardError.write(Data(redactor.redact(text).utf8))
     }
 }
 
@@ -78,18 +101,28 @@ struct Run: AsyncParsableCommand {
         case .success(let value): onceDeadline = value
         case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
         }
-        let loaded = try arguments.load(resolver: PluginResolver())
-        let logger = arguments.makeLogger(secrets: loaded.configuration.secrets)
+        let outcome = arguments.read(resolver: PluginResolver())
+        let secrets = Secrets()
+        let (logger, standardError) = arguments.makeLogger(secrets: secrets)
+        let loaded: LoadedConfiguration
+        switch outcome {
+        case .success(let configuration):
+            loaded = configuration
+        case .failure(let error):
+            secrets.add(error.secrets)
+            try await arguments.fail(error, logger: logger, standardError: standardError, pluginFailuresAreErrors: false)
+        }
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
-            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+            standardError: standardError, pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
         // Plugins check their own options first, so a typo stops hammock with its line and column instead of
         // turning into a source error at run time. A plugin that fails to start is not a configuration
         // error: supervision restarts it and its sources show why.
         let validation = await engine.validatePlugins()
         if !validation.optionProblems.isEmpty {
             await engine.shutdownLoaders()
-            arguments.report(ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems))
+            arguments.report(
+                ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), redactor: secrets.redactor)
             throw ExitCode(2)
         }
         for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
@@ -106,17 +139,22 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
-        let loaded = try arguments.load(resolver: PluginResolver())
-        let logger = arguments.makeLogger(secrets: loaded.configuration.secrets)
+        let secrets = Secrets()
+        let (logger, standardError) = arguments.makeLogger(secrets: secrets)
+        let loaded: LoadedConfiguration
+        switch arguments.read(resolver: PluginResolver()) {
+        case .success(let configuration):
+            loaded = configuration
+        case .failure(let error):
+            secrets.add(error.secrets)
+            try await arguments.fail(error, logger: logger, standardError: standardError, pluginFailuresAreErrors: true)
+        }
+        secrets.add(loaded.configuration.secrets)
         // Start the plugins the configuration needs, so that their own keys are checked too.
-        let engine = Engine(
-            configuration: loaded, options: RunOptions(), logger: logger,
-            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        let validation = await engine.validatePlugins()
-        await engine.shutdownLoaders()
+        let validation = await arguments.checkWithPlugins(loaded, logger: logger, standardError: standardError)
         let problems = validation.optionProblems + validation.pluginFailures
         if !problems.isEmpty {
-            arguments.report(ConfigurationError(file: loaded.file, diagnostics: problems))
+            arguments.report(ConfigurationError(file: loaded.file, diagnostics: problems), redactor: secrets.redactor)
             throw ExitCode(2)
         }
         let configuration = loaded.configuration

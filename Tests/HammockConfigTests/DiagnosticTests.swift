@@ -137,7 +137,7 @@ import Testing
             """
         #expect(
             problems(text) == [
-                #"2:25: "${1X}" is not a variable; write ${NAME} or ${NAME:-default}"#,
+                #"2:25: "${1X}" is not a variable; write ${NAME}, ${NAME:-default}, ${secret:NAME}, ${file:PATH} or ${cred:NAME}"#,
                 #"2:41: unclosed "${"; write ${NAME} or ${NAME:-default}"#,
             ])
     }
@@ -332,10 +332,10 @@ import Testing
             """
         #expect(
             problems(text) == [
-                "2:27: retry must be off, a duration (the first delay) or {initial, max}, found a list",
+                "2:27: retry must be off, a duration (the first delay) or {initial, max, on}, found a list",
                 "2:40: cache must be true or false, found a string",
                 #"2:55: select "no-slash" is not a JSON Pointer; write e.g. /items/0/name"#,
-                #"3:42: unknown key "maximum" in retry; expected one of: initial, max"#,
+                #"3:42: unknown key "maximum" in retry; expected one of: initial, max, on"#,
             ])
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HammockConfig
 import HammockCore
 import HammockJSON
@@ -107,8 +108,9 @@ import Testing
         #expect(JSONValue.object(repo.options).jsonString.contains(#""big":12345678901234567"#))
     }
 
-    @Test func environmentValuesAreSecrets() throws {
-        #expect(try Self.loaded().configuration.secrets == ["s3cret"])
+    @Test func environmentValuesInHeadersAreSecrets() throws {
+        // The token and the Host header's default: both are sent as a header. `repos/x/y` is not a secret.
+        #expect(try Self.loaded().configuration.secrets == ["s3cret", "localhost"])
         // An empty value hides nothing and is not recorded.
         let empty = try load("sources:\n  a: { kind: rest, url: \"x${E}\" }\n", environment: ["E": ""])
         #expect(empty.configuration.secrets.isEmpty)
@@ -186,5 +188,94 @@ import Testing
             return
         }
         #expect(error.description == "\(path):1:1: cannot read the file (does it exist?)")
+    }
+}
+
+/// Which values are secrets is decided by where they go (issue 10): a value bound for a request header, a
+/// body, a query, `auth` or a command's `env` is one, and so is every value of the explicit secret forms.
+@Suite struct Secrets {
+    @Test func aValueIsASecretByWhereItGoesNotWhereItCameFrom() throws {
+        let text = """
+            sources:
+              a:
+                kind: rest
+                url: "${BASE}/users/${USER_ID}"
+                headers: { Authorization: "Bearer ${TOKEN}", X-Trace: "${TRACE:-trace-default}" }
+                query: { key: "${KEY}" }
+                body: { pin: "${PIN}" }
+                auth: { user: "${LOGIN}" }
+                timeout: "${TIMEOUT}"
+              b:
+                kind: shell
+                command: [echo, "${ARG}"]
+                env: { PASSWORD: "${PASSWORD}" }
+            """
+        let environment = [
+            "BASE": "http://127.0.0.1:9", "USER_ID": "42", "TOKEN": "tok", "KEY": "k3y", "PIN": "12345",
+            "LOGIN": "me", "TIMEOUT": "5s", "ARG": "visible", "PASSWORD": "hunter2",
+        ]
+        let secrets = try load(text, environment: environment).configuration.secrets
+        #expect(secrets == ["tok", "trace-default", "k3y", "12345", "me", "hunter2"])
+    }
+
+    @Test func explicitFormsAreSecretsWhereverTheyStand() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/hammock-secrets-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory + "/creds", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("from-a-file\n".utf8).write(to: URL(fileURLWithPath: directory + "/token.txt"))
+        try Data("from-systemd".utf8).write(to: URL(fileURLWithPath: directory + "/creds/api"))
+        let text = """
+            sources:
+              a: { kind: rest, url: "http://h/${secret:PATH_TOKEN}/${file:token.txt}", headers: { K: "${cred:api}" } }
+            """
+        try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/config.yaml"))
+        let loaded = loader(["PATH_TOKEN": "in-the-path", "CREDENTIALS_DIRECTORY": directory + "/creds"])
+            .load(file: directory + "/config.yaml")
+        let configuration = try loaded.get().configuration
+        // A relative ${file:} is read beside the configuration, its final newline dropped.
+        #expect(configuration.sources[0].options["url"] == "http://h/in-the-path/from-a-file")
+        #expect(configuration.sources[0].options["headers"]?["K"] == "from-systemd")
+        #expect(configuration.secrets == ["in-the-path", "from-a-file", "from-systemd"])
+    }
+
+    @Test func secretFormsThatCannotBeReadAreErrorsThatQuoteNoSecret() {
+        let text = """
+            sources:
+              a: { kind: rest, url: "http://h/${file:/nonexistent/token}" }
+              b: { kind: rest, url: "http://h/${cred:api}" }
+              c: { kind: rest, url: "http://h/${secret:UNSET}" }
+              d: { kind: rest, url: "http://h/${secret:X:-default}" }
+            """
+        #expect(problems(text) == [
+            "2:25: ${file:/nonexistent/token}: cannot read /nonexistent/token: No such file or directory",
+            "3:25: ${cred:api} reads $CREDENTIALS_DIRECTORY, which is not set (systemd sets it for a service with LoadCredential=api:…)",
+            "4:25: environment variable UNSET is not set (it is read by ${secret:UNSET})",
+            #"5:25: "${secret:X:-default}" must name an environment variable, e.g. ${secret:API_TOKEN} (a secret has no default)"#,
+        ])
+    }
+}
+
+@Suite struct ViewsThatCannotWork {
+    @Test func anEmptyDisplayListOrASourceListedTwiceIsAnError() {
+        let text = """
+            sources:
+              a: { kind: fake }
+            views:
+              v: { sources: [a, a] }
+              w: { sources: [a], display: [] }
+            """
+        #expect(problems(text) == [
+            #"4:21: view "v" lists source "a" twice"#,
+            "5:31: display is an empty list; give rules such as [anyData, loading, error], or a preset: dataOnly, noError, overlay, standard",
+        ])
+    }
+
+    @Test func retryOnWidensOrNarrowsWhatIsRetried() throws {
+        let loaded = try load("sources:\n  a: { kind: fake, retry: { on: any } }\n  b: { kind: fake, retry: { on: transient, initial: 2s } }\n")
+        #expect(loaded.configuration.source("a")?.retry == RetryPolicy(retriesEveryError: true))
+        #expect(loaded.configuration.source("b")?.retry == RetryPolicy(initialDelay: .seconds(2)))
+        #expect(problems("sources:\n  a: { kind: fake, retry: { on: never } }\n") == [
+            #"2:33: retry.on must be `transient` (failures a retry can cure, the default) or `any`, found "never""#
+        ])
     }
 }

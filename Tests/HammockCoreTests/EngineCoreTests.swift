@@ -12,7 +12,7 @@ import Testing
         var engine = core(
             [fakeSource("a", options: ["content": 1]), fakeSource("b", timeout: .seconds(3))],
             views: [ViewDefinition(id: "v", sources: ["a", "b"])])
-        let actions = engine.start(now: t0)
+        let actions = engine.start(now: at(0))
         #expect(
             actions.summaries == [
                 #"hello ["a", "b"] ["v"]"#, "source a requested", "startLoad a #1", "source b requested",
@@ -34,7 +34,7 @@ import Testing
 
     @Test func finishedLoadEmitsNewDataAndTheView() {
         var engine = core([fakeSource("a"), fakeSource("b")], views: [ViewDefinition(id: "v", sources: ["a", "b"])])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let first = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["n": 1]), now: at(1))
         // a has data but b is still loading: with ready: all the view stays "loading", so no view line.
         #expect(first.summaries == ["source a newData load"])
@@ -49,7 +49,7 @@ import Testing
 
     @Test func anotherLoadInFlightKeepsTheSourceLoading() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         #expect(engine.handle(.load(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #2"])
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(2))
         #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: true, timestamp: at(2)))
@@ -59,7 +59,7 @@ import Testing
 
     @Test func aCancelledAnswerKeepsLoadingWhileAnotherLoadRuns() {
         var engine = core([fakeSource("a", retry: .off)])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.handle(.load(.source("a")), now: at(1))
         let cancelled = engine.loadFinished(source: "a", loadID: 1, outcome: .cancelled, now: at(2))
         #expect(cancelled.summaries == ["source a requestCancelled"])
@@ -68,11 +68,11 @@ import Testing
         #expect(engine.state(of: "a") == SourceState())
     }
 
-    @Test func pushedErrorKeepsContentAndRetries() {
+    @Test func pushedErrorKeepsContentAndRetriesWhenARetryCanHelp() {
         var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a")]), seed: 5)
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData("c"), now: at(1))
-        let error = SourceError(message: "the watched file is gone", code: "fileMissing")
+        let error = SourceError(message: "the stream's command exited with status 1", exitStatus: 1)
         #expect(engine.pushedError(source: "a", error: error, now: at(2)).summaries == ["source a error"])
         #expect(engine.state(of: "a") == SourceState(content: "c", latestError: error, timestamp: at(2), failures: 1))
         let delay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: unitRandoms(seed: 5, count: 1)[0])
@@ -82,7 +82,7 @@ import Testing
 
     @Test func pushOrigin() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         #expect(engine.pushed(source: "a", content: "p", now: at(1)).summaries == ["source a newData push"])
         // the load is still in flight
         #expect(engine.state(of: "a")?.isLoading == true)
@@ -91,7 +91,7 @@ import Testing
 
     @Test func cachedContentIsShownAtOnceThenLoadedAfresh() {
         var engine = core([fakeSource("a"), fakeSource("b")])
-        let actions = engine.start(now: t0, restored: ["a": "cached"])
+        let actions = engine.start(now: at(0), restored: ["a": "cached"])
         let summaries = actions.summaries
         #expect(summaries.first?.hasPrefix("hello") == true)
         #expect(summaries.dropFirst().first == "source a newData cache")
@@ -102,7 +102,7 @@ import Testing
 
     @Test func notModifiedWithoutContentIsAnError() {
         var engine = core([fakeSource("a", retry: .off)])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let actions = engine.loadFinished(source: "a", loadID: 1, outcome: .notModified, now: at(1))
         #expect(actions.summaries == ["source a error"])
         #expect(engine.state(of: "a")?.latestError?.code == "notModifiedWithoutContent")
@@ -110,7 +110,7 @@ import Testing
 
     @Test func etagAndLastModifiedGoWithTheNextLoad() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(
             source: "a", loadID: 1, outcome: .newData(1, etag: "\"e1\"", lastModified: "Sun, 22 Nov 2026 10:00:00 GMT"),
             now: at(1))
@@ -128,7 +128,7 @@ import Testing
 
     @Test func refreshPollsAfterEachLoad() {
         var engine = core([fakeSource("a", refresh: .seconds(10))])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         // While the load is in flight, the only deadline is the engine's own load timeout (10s + 2s grace).
         #expect(engine.nextDeadline == at(12))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
@@ -154,7 +154,7 @@ import Testing
             }
             maximumInFlight = max(maximumInFlight, inFlight.count)
         }
-        record(engine.start(now: t0), 0)
+        record(engine.start(now: at(0)), 0)
         var now: Int64 = 0
         while now < 30_000 {
             now += 250
@@ -176,27 +176,28 @@ import Testing
         #expect(secondDelay > .milliseconds(1500) && secondDelay <= .seconds(2))
 
         var engine = core([fakeSource("a")], seed: 7)
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let failed = engine.loadFinished(
             source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
         #expect(failed.summaries == ["source a error"])
-        #expect(engine.nextDeadline == at(1) + firstDelay)
-        #expect(engine.tick(now: at(1) + (firstDelay - .milliseconds(1))).isEmpty)
-        #expect(engine.tick(now: at(1) + firstDelay).summaries == ["source a requested", "startLoad a #2"])
-        let secondFailure = at(1) + firstDelay + .milliseconds(100)
-        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "down")), now: secondFailure)
+        let firstRetry = 1000 + firstDelay.milliseconds
+        #expect(engine.nextDeadline == at(ms: firstRetry))
+        #expect(engine.tick(now: at(ms: firstRetry - 1)).isEmpty)
+        #expect(engine.tick(now: at(ms: firstRetry)).summaries == ["source a requested", "startLoad a #2"])
+        let secondFailure = firstRetry + 100
+        _ = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "down")), now: at(ms: secondFailure))
         #expect(engine.state(of: "a")?.failures == 2)
-        #expect(engine.nextDeadline == secondFailure + secondDelay)
+        #expect(engine.nextDeadline == at(ms: secondFailure + secondDelay.milliseconds))
         // Success resets the failures; without refresh nothing more is scheduled.
-        _ = engine.tick(now: secondFailure + secondDelay)
-        _ = engine.loadFinished(source: "a", loadID: 3, outcome: .newData(1), now: secondFailure + secondDelay)
+        _ = engine.tick(now: at(ms: secondFailure + secondDelay.milliseconds))
+        _ = engine.loadFinished(source: "a", loadID: 3, outcome: .newData(1), now: at(ms: secondFailure + secondDelay.milliseconds))
         #expect(engine.state(of: "a")?.failures == 0)
         #expect(engine.nextDeadline == nil)
     }
 
     @Test func retryOffDoesNotRetry() {
         var engine = core([fakeSource("a", retry: .off)])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
         #expect(engine.nextDeadline == nil)
         #expect(engine.tick(now: at(3600)).isEmpty)
@@ -204,14 +205,14 @@ import Testing
 
     @Test func retryOffWithRefreshWaitsForTheNextPoll() {
         var engine = core([fakeSource("a", refresh: .seconds(30), retry: .off)])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "down")), now: at(1))
         #expect(engine.nextDeadline == at(31))
     }
 
     @Test func retryAfterSetsTheNextAttempt() {
         var engine = core([fakeSource("a", refresh: .seconds(5))])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let error = SourceError(message: "slow down", httpStatus: 429, retryAfter: .seconds(120))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(error), now: at(1))
         #expect(engine.nextDeadline == at(121))
@@ -221,13 +222,13 @@ import Testing
 
     @Test func loadIfNeededJoinsALoadInFlight() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(ms: 500)).isEmpty)
     }
 
     @Test func loadIfNeededSkipsFreshDataAndLoadsStaleData() {
         var engine = core([fakeSource("a", expiration: .seconds(30))])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
         #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(31)).isEmpty)
         #expect(
@@ -238,15 +239,15 @@ import Testing
     @Test func loadIfNeededAfterAnErrorWaitsForTheRetryDelay() {
         let delay = RetryPolicy.standard.delay(afterFailures: 1, retryAfter: nil, unitRandom: unitRandoms(seed: 3, count: 1)[0])
         var engine = core([fakeSource("a", retry: .off)], seed: 3)
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
-        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1) + delay).isEmpty)
-        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(1) + delay + .milliseconds(1)).loads.count == 1)
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(ms: 1000 + delay.milliseconds)).isEmpty)
+        #expect(engine.handle(.loadIfNeeded(.source("a")), now: at(ms: 1000 + delay.milliseconds + 1)).loads.count == 1)
     }
 
     @Test func explicitLoadAndRetryAlwaysLoadEvenRightAfterAnError() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(engine.handle(.load(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #2"])
         _ = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
@@ -257,7 +258,7 @@ import Testing
 
     @Test func cancelThenIgnoreTheLateAnswer() {
         var engine = core([fakeSource("a")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let cancelled = engine.handle(.cancel(.source("a")), now: at(1))
         #expect(cancelled.summaries == ["cancelLoad a #1", "source a requestCancelled"])
         #expect(cancelled.states(of: "a") == [SourceState()])
@@ -270,7 +271,7 @@ import Testing
     @Test func aLoaderThatNeverAnswersTimesOutAndKeepsContent() {
         var engine = core([fakeSource("a", timeout: .seconds(5))], seed: 11)
         engine.loadTimeoutGrace = .seconds(1)
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         #expect(engine.nextDeadline == at(6))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData("old"), now: at(1))
         _ = engine.handle(.load(.source("a")), now: at(10))
@@ -297,7 +298,7 @@ import Testing
 
     @Test func overrideSetsContent() {
         var engine = core()
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let actions = engine.handle(.override(source: "a", content: ["x": 1]), now: at(1))
         #expect(actions.summaries == ["source a newData override", "view v data"])
         // The load of a is still in flight.
@@ -307,7 +308,7 @@ import Testing
 
     @Test func wipeForgetsContentErrorAndValidators() {
         var engine = core()
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1, etag: "e"), now: at(1))
         _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
         let wiped = engine.handle(.wipe(.view("v")), now: at(2))
@@ -321,7 +322,7 @@ import Testing
 
     @Test func retryOfAViewLoadsOnlyItsFailingSources() {
         var engine = core()
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
         _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(engine.viewState(0).canTryAgain)
@@ -333,7 +334,7 @@ import Testing
     @Test func snapshotWritesEveryStateAgain() {
         var engine = core()
         #expect(engine.snapshot().map(\.summary) == ["source a nil", "source b nil", "view v idle"])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
         let actions = engine.handle(.snapshot, now: at(2))
         #expect(actions.summaries == ["source a newData load", "source b requested", "view v data"])
@@ -343,7 +344,7 @@ import Testing
 
     @Test func unknownSourceOrViewIsAnErrorLineAndChangesNothing() {
         var engine = core()
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let before = (engine.state(of: "a"), engine.state(of: "b"), engine.nextDeadline)
         #expect(
             engine.handle(.load(.source("c")), now: at(1)).summaries
@@ -358,12 +359,12 @@ import Testing
         #expect(engine.nextDeadline == before.2)
 
         var viewless = EngineCore(configuration: Configuration(sources: [fakeSource("a")]))
-        #expect(viewless.handle(.retry(.view("v")), now: t0).summaries == [#"error unknown view "v" (views: none)"#])
+        #expect(viewless.handle(.retry(.view("v")), now: at(0)).summaries == [#"error unknown view "v" (views: none)"#])
     }
 
     @Test func selectPicksTheValueAtThePointer() {
         var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a", select: "/data/0/name")]))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["data": [["name": "x"]]]), now: at(1))
         #expect(engine.state(of: "a")?.content == "x")
         _ = engine.handle(.load(.source("a")), now: at(2))
@@ -386,7 +387,7 @@ import Testing
 
     @Test func allLoadedExitsZero() {
         var engine = core([fakeSource("a", refresh: .seconds(1)), fakeSource("b")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         #expect(engine.nextDeadline == at(12))
         #expect(engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1)).finishStatus == nil)
         let last = engine.loadFinished(source: "b", loadID: 2, outcome: .newData(2), now: at(2))
@@ -399,7 +400,7 @@ import Testing
 
     @Test func oneFailedExitsOne() {
         var engine = core([fakeSource("a"), fakeSource("b")])
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         // No automatic retry in --once.
         #expect(engine.nextDeadline == at(12))
@@ -409,7 +410,7 @@ import Testing
 
     @Test func stillLoadingAtTheDeadlineCountsAsFailed() {
         var engine = core([fakeSource("a"), fakeSource("b", timeout: .seconds(60))], deadline: .seconds(30))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
         #expect(engine.nextDeadline == at(30))
         #expect(engine.tick(now: at(ms: 29_999)).isEmpty)
@@ -419,7 +420,7 @@ import Testing
 
     @Test func aLoadThatTimesOutFinishesAtOnce() {
         var engine = core([fakeSource("a"), fakeSource("b", timeout: .seconds(1))], deadline: .seconds(30))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
         #expect(engine.nextDeadline == at(3))
         let last = engine.tick(now: at(3))
@@ -437,7 +438,7 @@ import Testing
 
     @Test func waitsForItsInputThenLoadsAndReloadsOnlyWhenTheUsedValueChanges() {
         var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
-        #expect(engine.start(now: t0).summaries == [#"hello ["post", "user"] []"#, "source post requested", "startLoad post #1"])
+        #expect(engine.start(now: at(0)).summaries == [#"hello ["post", "user"] []"#, "source post requested", "startLoad post #1"])
         #expect(engine.state(of: "user") == SourceState())
 
         let posted = engine.loadFinished(
@@ -455,7 +456,8 @@ import Testing
         // The used value changes: user reloads with the new value.
         _ = engine.handle(.load(.source("post")), now: at(5))
         let moved = engine.loadFinished(source: "post", loadID: 4, outcome: .newData(["userId": 7]), now: at(6))
-        #expect(moved.summaries == ["source post newData load", "source user requested", "startLoad user #5"])
+        // Another URL is another resource: the old user's content goes before the new one loads.
+        #expect(moved.summaries == ["source post newData load", "source user newData wipe", "source user requested", "startLoad user #5"])
         #expect(moved.loads.first?.options["url"] == "http://x/7")
 
         // It changes again while user is loading: the stale load is cancelled for a new one.
@@ -470,7 +472,7 @@ import Testing
 
     @Test func aPathWithNoValueIsAnErrorUntilTheInputChanges() {
         var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["title": "t"]), now: at(1))
         #expect(posted.summaries == ["source post newData load", "source user error"])
         #expect(engine.state(of: "user")?.latestError?.code == "templateUnresolved")
@@ -492,7 +494,7 @@ import Testing
     @Test func onceModeLoadsDependentsAfterTheirInputs() {
         var engine = EngineCore(
             configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["userId": 1]), now: at(1))
         #expect(posted.finishStatus == nil)
         let done = engine.loadFinished(source: "user", loadID: 2, outcome: .newData("U"), now: at(2))
@@ -502,7 +504,7 @@ import Testing
     @Test func onceModeDependentOfAFailedInputFails() {
         var engine = EngineCore(
             configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let failed = engine.loadFinished(source: "post", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(failed.summaries == ["source post error", "source user error", #"bye once ["post", "user"]"#, "finish 1"])
         #expect(engine.state(of: "user")?.latestError == SourceError(message: #"not loaded: its input "post" has no content"#, code: "inputFailed"))
@@ -522,7 +524,7 @@ extension EngineCoreDependencies {
         var engine = EngineCore(
             configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
             mode: .once(deadline: .seconds(30)))
-        #expect(engine.start(now: t0).loads.map(\.source) == ["a"])
+        #expect(engine.start(now: at(0)).loads.map(\.source) == ["a"])
         let failed = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(failed.summaries == ["source a error", "source b error", "source c error", #"bye once ["c", "b", "a"]"#, "finish 1"])
         #expect(engine.state(of: "c")?.latestError?.message == #"not loaded: its input "b" has no content"#)
@@ -532,7 +534,7 @@ extension EngineCoreDependencies {
         var engine = EngineCore(
             configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
             mode: .once(deadline: .seconds(30)))
-        _ = engine.start(now: t0)
+        _ = engine.start(now: at(0))
         let a = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["id": 1]), now: at(1))
         #expect(a.loads.map(\.source) == ["b"])
         #expect(a.loads.first?.options == ["content": "1"])
@@ -554,28 +556,134 @@ struct Failure: Error {
         let change = SourceDefinition(id: "change", kind: "fake", options: ["content": "old"])
         let drop = SourceDefinition(id: "drop", kind: "shell", options: ["command": ["echo"]])
         var engine = EngineCore(configuration: Configuration(sources: [keep, change, drop], views: [ViewDefinition(id: "v", sources: ["keep"])]))
-        let started = engine.start(now: Timestamp(millisecondsSince1970: 0))
+        let started = engine.start(now: at(ms: 0))
         for request in started.loads {
             _ = engine.loadFinished(
                 source: request.source, loadID: request.loadID, outcome: .newData(.string("loaded \(request.source)")),
-                now: Timestamp(millisecondsSince1970: 10))
+                now: at(ms: 10))
         }
         var changed = change
         changed.options = ["content": "new"]
         let added = SourceDefinition(id: "added", kind: "fake")
         let next = Configuration(sources: [keep, changed, added], views: [ViewDefinition(id: "v", sources: ["keep"])])
-        let actions = engine.reconfigure(next, now: Timestamp(millisecondsSince1970: 20))
+        let actions = engine.reconfigure(next, now: at(ms: 20))
 
         #expect(actions.summaries.contains("removeSource drop"))
         #expect(actions.summaries.contains("removed source drop"))
         #expect(actions.summaries.contains("reloaded [\"keep\", \"change\", \"added\"] [\"v\"]"))
         #expect(actions.loads.map(\.source) == ["change", "added"])
         #expect(actions.loads.first?.options == ["content": "new"])
-        // The changed source keeps its content while it loads again; the unchanged one is untouched.
-        #expect(engine.state(of: "change")?.content == "loaded change")
+        // The changed source's options name another resource: its old content is wiped before it loads
+        // again; the unchanged one is untouched.
+        #expect(actions.summaries.contains("source change newData wipe"))
+        #expect(engine.state(of: "change")?.content == nil)
+        #expect(engine.state(of: "change")?.isLoading == true)
         #expect(engine.state(of: "keep")?.isLoading == false)
         #expect(engine.state(of: "drop") == nil)
         // The unchanged view's line did not change, so it is not written again.
         #expect(!actions.summaries.contains { $0.hasPrefix("view v") })
+    }
+}
+
+/// Issue 10: a different request is a different resource; retry only where it helps; a push cures an
+/// error; deadlines on the monotonic clock.
+@Suite struct EngineCoreTrust {
+    func core(_ sources: [SourceDefinition], seed: UInt64 = 0x5EED) -> EngineCore {
+        EngineCore(configuration: Configuration(sources: sources), seed: seed)
+    }
+
+    static func user() -> SourceDefinition {
+        fakeSource(
+            "user", retry: .standard, options: ["url": "http://x/users/{{ who }}"],
+            templates: [TemplatedOption(pointer: JSONPointer("/url")!, template: try! Template.parse("http://x/users/{{ who }}")!, percentEncode: true)])
+    }
+
+    @Test func anotherURLDropsTheOldContentAndValidatorsBeforeItLoads() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), Self.user()]))
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "who", loadID: 1, outcome: .newData("alice"), now: at(1))
+        _ = engine.loadFinished(source: "user", loadID: 2, outcome: .newData(["name": "Alice"], etag: #""all""#), now: at(2))
+        // Same URL again: the validator goes with it.
+        let same = engine.handle(.load(.source("user")), now: at(3))
+        #expect(same.loads.first?.etag == #""all""#)
+        _ = engine.loadFinished(source: "user", loadID: 3, outcome: .notModified, now: at(4))
+
+        let switched = engine.handle(.override(source: "who", content: "bob"), now: at(5))
+        #expect(switched.summaries == [
+            "source who newData override", "source user newData wipe", "source user requested", "startLoad user #4",
+        ])
+        #expect(switched.loads.first?.options["url"] == "http://x/users/bob")
+        #expect(switched.loads.first?.etag == nil, "alice's ETag must not be sent for bob")
+        #expect(engine.state(of: "user")?.content == nil)
+        // Bob is a 404: the error stands alone, with no alice beside it.
+        _ = engine.loadFinished(source: "user", loadID: 4, outcome: .error(SourceError(message: "HTTP 404", httpStatus: 404)), now: at(6))
+        #expect(engine.state(of: "user")?.content == nil)
+        #expect(engine.state(of: "user")?.latestError?.httpStatus == 404)
+    }
+
+    @Test func aMissingTemplatePathWritesOneErrorNotOnePerUnrelatedChange() {
+        let dependent = fakeSource(
+            "d", options: ["url": "http://x/{{ in.id }}"],
+            templates: [TemplatedOption(pointer: JSONPointer("/url")!, template: try! Template.parse("http://x/{{ in.id }}")!, percentEncode: true)])
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("in"), dependent]))
+        _ = engine.start(now: at(0))
+        #expect(engine.loadFinished(source: "in", loadID: 1, outcome: .newData(["x": 1]), now: at(1)).summaries == ["source in newData load", "source d error"])
+        for step in 2...5 {
+            let unrelated = engine.handle(.override(source: "in", content: ["x": .number(JSONNumber(step))]), now: at(Int64(step)))
+            #expect(unrelated.summaries == ["source in newData override"])
+        }
+        #expect(engine.state(of: "d")?.failures == 1)
+        // The path appears: it loads.
+        #expect(engine.handle(.override(source: "in", content: ["id": 7]), now: at(6)).loads.map(\.source) == ["d"])
+    }
+
+    @Test func onlyFailuresARetryCanCureAreRetried() {
+        var engine = core([fakeSource("a"), fakeSource("b"), fakeSource("c", retry: RetryPolicy(retriesEveryError: true))], seed: 1)
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "HTTP 404", httpStatus: 404)), now: at(1))
+        #expect(engine.nextDeadline != nil, "b and c still loading")
+        _ = engine.loadFinished(source: "c", loadID: 3, outcome: .error(SourceError(message: "HTTP 404", httpStatus: 404)), now: at(1))
+        _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "HTTP 503", httpStatus: 503)), now: at(1))
+        // a waits; b (503) and c (retry on any) retry within the first backoff step.
+        var retried: [String] = []
+        for ms in stride(from: Int64(1000), through: 3000, by: 100) {
+            retried += engine.tick(now: at(ms: ms)).loads.map(\.source)
+        }
+        #expect(retried.sorted() == ["b", "c"])
+    }
+
+    @Test func aGoodPushClearsTheFailuresAndCancelsTheRetry() {
+        var engine = core([fakeSource("s", refresh: .seconds(60))], seed: 2)
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "s", loadID: 1, outcome: .error(SourceError(message: "exit 1", exitStatus: 1)), now: at(1))
+        #expect(engine.nextDeadline! < at(3), "a retry within the first backoff step")
+        _ = engine.pushed(source: "s", content: "fine", now: at(2))
+        #expect(engine.state(of: "s")?.failures == 0)
+        #expect(engine.state(of: "s")?.latestError == nil)
+        #expect(engine.nextDeadline == at(62), "only the usual poll is left")
+        #expect(engine.tick(now: at(10)).isEmpty)
+    }
+
+    @Test func deadlinesFollowTheMonotonicClockAndTimestampsTheWallClock() {
+        var engine = core([fakeSource("s", refresh: .seconds(5))])
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "s", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.nextDeadline == at(6))
+        // The wall clock is stepped back an hour while the monotonic one goes on: the poll is still due at 6 s.
+        let stepped = EngineTime(instant: at(6), wall: at(-3594))
+        #expect(engine.tick(now: stepped).loads.map(\.source) == ["s"])
+        _ = engine.loadFinished(source: "s", loadID: 2, outcome: .newData(2), now: stepped)
+        #expect(engine.state(of: "s")?.timestamp == at(-3594), "the timestamp is the wall clock's")
+        #expect(engine.nextDeadline == at(11))
+    }
+
+    @Test func aClockJumpRefreshesEveryPolledSourceAtOnce() {
+        var engine = core([fakeSource("polled", refresh: .seconds(3600)), fakeSource("once")])
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "polled", loadID: 1, outcome: .newData(1), now: at(1))
+        _ = engine.loadFinished(source: "once", loadID: 2, outcome: .newData(1), now: at(1))
+        #expect(engine.clockJumped(now: at(2)).loads.map(\.source) == ["polled"])
+        // Never two loads of one source: a second jump while it loads starts nothing.
+        #expect(engine.clockJumped(now: at(3)).loads.isEmpty)
     }
 }

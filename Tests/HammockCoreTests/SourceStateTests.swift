@@ -102,20 +102,20 @@ import Testing
 @Suite struct Freshness {
     @Test func upToDateWithinExpirationWhenThereIsNoError() {
         let state = SourceState(content: 1, timestamp: t0)
-        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: at(30)))
-        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: at(ms: 30_001)))
+        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), age: .seconds(30)))
+        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), age: .milliseconds(30_001)))
     }
 
     @Test func errorUsesTheRetryDelay() {
         let state = SourceState(content: 1, latestError: SourceError(message: "x"), timestamp: t0, failures: 1)
-        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), now: at(2)))
-        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), now: at(ms: 2001)))
+        #expect(isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), age: .seconds(2)))
+        #expect(!isUpToDate(state, invalidated: false, expiration: .seconds(30), retryDelay: .seconds(2), age: .milliseconds(2001)))
     }
 
     @Test func invalidatedOrNeverLoadedIsNotUpToDate() {
         let state = SourceState(content: 1, timestamp: t0)
-        #expect(!isUpToDate(state, invalidated: true, expiration: .seconds(30), retryDelay: .seconds(1), now: t0))
-        #expect(!isUpToDate(SourceState(), invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), now: t0))
+        #expect(!isUpToDate(state, invalidated: true, expiration: .seconds(30), retryDelay: .seconds(1), age: .zero))
+        #expect(!isUpToDate(SourceState(), invalidated: false, expiration: .seconds(30), retryDelay: .seconds(1), age: nil))
     }
 
     @Test func backoffDoublesUpToTheMaximum() {
@@ -138,11 +138,38 @@ import Testing
         #expect(policy.delay(afterFailures: 8, retryAfter: nil, unitRandom: 0.999_999) == .milliseconds(45_000))
     }
 
-    @Test func retryAfterWins() {
+    @Test func retryAfterIsAFloorUnderTheBackoff() {
         let policy = RetryPolicy.standard
         #expect(policy.delay(afterFailures: 5, retryAfter: .seconds(120), unitRandom: 0.7) == .seconds(120))
-        #expect(policy.delay(afterFailures: 1, retryAfter: .milliseconds(300), unitRandom: 0) == .milliseconds(300))
-        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(-5), unitRandom: 0) == .zero)
+        // A shorter (or zero, or negative) Retry-After never turns the backoff off.
+        #expect(policy.delay(afterFailures: 1, retryAfter: .milliseconds(300), unitRandom: 0) == .seconds(1))
+        #expect(policy.delay(afterFailures: 3, retryAfter: .zero, unitRandom: 0) == .seconds(4))
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(-5), unitRandom: 0) == .seconds(1))
+        // A huge one is a day: no overflow, no crash.
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(Int64.max / 2), unitRandom: 0) == .seconds(86_400))
+    }
+
+    @Test func whichFailuresARetryCanCure() {
+        let transient: [SourceError] = [
+            SourceError(message: "x", code: "connectionRefused"), SourceError(message: "x", code: "timeout"),
+            SourceError(message: "x", httpStatus: 500), SourceError(message: "x", httpStatus: 503),
+            SourceError(message: "x", httpStatus: 408), SourceError(message: "x", httpStatus: 425),
+            SourceError(message: "x", httpStatus: 429), SourceError(message: "x", exitStatus: 1),
+            SourceError(message: "x", code: "pluginFailed"), SourceError(message: "plain"),
+            SourceError(message: "x", code: "parseFailed", transient: true),
+        ]
+        let permanent: [SourceError] = [
+            SourceError(message: "x", httpStatus: 404), SourceError(message: "x", httpStatus: 400),
+            SourceError(message: "x", httpStatus: 401), SourceError(message: "x", httpStatus: 499),
+            SourceError(message: "x", code: "parseFailed"), SourceError(message: "x", code: "selectMissing"),
+            SourceError(message: "x", code: "templateUnresolved"), SourceError(message: "x", code: "fileMissing"),
+            SourceError(message: "x", exitStatus: 1, transient: false),
+        ]
+        for error in transient { #expect(error.isTransient, "\(error)") }
+        for error in permanent { #expect(!error.isTransient, "\(error)") }
+        #expect(RetryPolicy(retriesEveryError: true).retries(permanent[0]))
+        #expect(!RetryPolicy.standard.retries(permanent[0]))
+        #expect(!RetryPolicy.off.retries(transient[0]))
     }
 
     @Test func maximumNeverBelowInitial() {

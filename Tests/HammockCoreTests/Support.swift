@@ -4,11 +4,19 @@ import HammockJSON
 /// 2026-11-22T10:00:00.000Z: every test starts its clock here and moves it by hand.
 let t0 = Timestamp(millisecondsSince1970: 1_795_341_600_000)
 
-/// `t0` plus a number of milliseconds.
+/// The monotonic clock reads this at `t0`; tests keep both clocks in step unless they step one.
+let m0 = MonotonicInstant(milliseconds: 5_000_000)
+
+/// `t0` plus a number of milliseconds, as whichever the context wants: the time the core is told, the wall
+/// clock of a `timestamp`, or the monotonic instant of a deadline.
+func at(ms: Int64) -> EngineTime { EngineTime(instant: m0 + .milliseconds(ms), wall: t0 + .milliseconds(ms)) }
 func at(ms: Int64) -> Timestamp { t0 + .milliseconds(ms) }
+func at(ms: Int64) -> MonotonicInstant { m0 + .milliseconds(ms) }
 
 /// `t0` plus a number of seconds.
-func at(_ seconds: Int64) -> Timestamp { t0 + .seconds(seconds) }
+func at(_ seconds: Int64) -> EngineTime { at(ms: seconds * 1000) }
+func at(_ seconds: Int64) -> Timestamp { at(ms: seconds * 1000) }
+func at(_ seconds: Int64) -> MonotonicInstant { at(ms: seconds * 1000) }
 
 /// A source of the built-in `fake` kind with the given common keys.
 func fakeSource(

@@ -1,0 +1,91 @@
+import HammockJSON
+
+/// Keeps a configuration's secrets out of everything hammock writes: stdout lines, logs, plugins' stderr.
+///
+/// Redaction works on values, never on the bytes of a finished line: a secret is replaced inside string
+/// values (content, error messages, log text) and nowhere else, so a number that happens to contain a
+/// secret's digits is left alone and every stdout line stays valid JSON whatever the secrets are. Which
+/// values are secrets is decided by the configuration (where a value goes); every declared secret is
+/// redacted, whatever its length.
+///
+/// Besides its plain form, each secret is also matched as it looks percent-encoded (a token in a query,
+/// quoted back in a URL) and JSON-escaped (a plugin logging a JSON line that holds it).
+public struct Redactor: Sendable, Equatable {
+    public static let replacement = "[redacted]"
+
+    /// Longest first, so a secret that contains another is replaced whole. Matched as UTF-8 bytes, not as
+    /// Characters: a secret followed by a combining mark must still be found.
+    private let needles: [[UInt8]]
+
+    public init(secrets: some Sequence<String>) {
+        var needles = Set<[UInt8]>()
+        for secret in secrets where !secret.isEmpty {
+            needles.insert(Array(secret.utf8))
+            needles.insert(Array(secret.percentEncodedForURL.utf8))
+            var escaped: [UInt8] = []
+            writeJSONString(secret, into: &escaped)
+            needles.insert(Array(escaped.dropFirst().dropLast()))
+        }
+        self.needles = needles.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
+    }
+
+    public static let none = Redactor(secrets: [String]())
+
+    public var isEmpty: Bool { needles.isEmpty }
+
+    /// `text` with every occurrence of a secret replaced by `[redacted]`. A needle is valid UTF-8, so a match
+    /// starts and ends on scalar boundaries and the result is valid UTF-8 too.
+    public func redact(_ text: String) -> String {
+        guard !needles.isEmpty else { return text }
+        var bytes = Array(text.utf8)
+        guard redact(&bytes) else { return text }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Redacts text held as bytes (a plugin's stderr line); true when anything was replaced.
+    @discardableResult
+    public func redact(_ bytes: inout [UInt8]) -> Bool {
+        var changed = false
+        for needle in needles where bytes.count >= needle.count {
+            guard let first = bytes.firstRange(of: needle) else { continue }
+            changed = true
+            var result: [UInt8] = []
+            result.reserveCapacity(bytes.count)
+            var rest = bytes[...]
+            var match: Range<Int>? = first
+            while let range = match {
+                result += rest[rest.startIndex..<range.lowerBound]
+                result += Self.replacementBytes
+                rest = rest[range.upperBound...]
+                match = rest.firstRange(of: needle)
+            }
+            result += rest
+            bytes = result
+        }
+        return changed
+    }
+
+    private static let replacementBytes = Array(replacement.utf8)
+
+    /// A copy of `value` with every string in it (object keys included) redacted; numbers, booleans and
+    /// the structure are untouched.
+    public func redact(_ value: JSONValue) -> JSONValue {
+        guard !needles.isEmpty else { return value }
+        switch value {
+        case .null, .bool, .number: return value
+        case .string(let string): return .string(redact(string))
+        case .array(let items): return .array(items.map(redact))
+        case .object(let object):
+            var redacted = JSONObject(minimumCapacity: object.count)
+            for (key, member) in object { redacted[redact(key)] = redact(member) }
+            return .object(redacted)
+        }
+    }
+}
+
+extension JSONValue {
+    /// Appends compact JSON with every string value passed through `redactor` first.
+    public func write(into buffer: inout [UInt8], redactor: Redactor) {
+        if redactor.isEmpty { write(into: &buffer) } else { redactor.redact(self).write(into: &buffer) }
+    }
+}
