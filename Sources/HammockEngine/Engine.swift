@@ -192,9 +192,7 @@ public final class Engine: Sendable {
 
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
-        let timer = Timer(inbox: inbox)
-        let clockWatch = ClockWatch.start(inbox: inbox)
-        defer { clockWatch.cancel() }
+        let timer = EngineClock(inbox: inbox)
         var current = loaded
         var loaders = self.loaders
 
@@ -261,7 +259,6 @@ public final class Engine: Sendable {
                 case .controlTooLong(let length):
                     actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored"))]
                 case .tick:
-                    timer.fired()
                     actions = core.tick(now: now)
                 case .clockJumped:
                     logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
@@ -294,62 +291,6 @@ public final class Engine: Sendable {
     }
 }
 
-/// Wakes the engine loop at the core's next deadline, on the monotonic clock.
-private final class Timer: @unchecked Sendable {  // used only from the engine loop, so it needs no lock
-    private let inbox: EngineInbox
-    private var task: Task<Void, Never>?
-    private var scheduled: MonotonicInstant?
-
-    init(inbox: EngineInbox) { self.inbox = inbox }
-
-    func schedule(_ deadline: MonotonicInstant?) {
-        guard deadline != scheduled else { return }
-        task?.cancel()
-        scheduled = deadline
-        guard let deadline else { return }
-        let inbox = inbox
-        task = Task {
-            let wait = deadline - MonotonicInstant.current
-            if wait > .zero { try? await Task.sleep(for: wait) }
-            if !Task.isCancelled { inbox.yield(.tick) }
-        }
-    }
-
-    /// The tick arrived: whatever the core says next is armed again, even the same deadline (a sleep may
-    /// end early, and a tick that finds nothing due must not leave the engine without a timer).
-    func fired() { scheduled = nil }
-
-    func cancel() { task?.cancel() }
-}
-
-/// Notices that the wall clock was stepped or that the machine slept, neither of which moves a deadline on
-/// the monotonic clock, by comparing the clocks every few seconds: wall minus monotonic changes when the
-/// wall clock is set, boot time minus monotonic when the machine was suspended.
-enum ClockWatch {
-    static let interval: Duration = .seconds(2)
-    /// Less than this is NTP slewing or scheduling noise, not a jump.
-    static let threshold: Int64 = 5000
-
-    static func start(inbox: EngineInbox) -> Task<Void, Never> {
-        Task.detached(priority: .background) {
-            var last = offsets()
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                let now = offsets()
-                if abs(now.wall - last.wall) > threshold || abs(now.boot - last.boot) > threshold {
-                    inbox.yield(.clockJumped)
-                }
-                last = now
-            }
-        }
-    }
-
-    private static func offsets() -> (wall: Int64, boot: Int64) {
-        let monotonic = readClock(CLOCK_MONOTONIC)
-        return (readClock(CLOCK_REALTIME) - monotonic, readClock(CLOCK_BOOTTIME) - monotonic)
-    }
-}
-
 /// Turns SIGINT and SIGTERM into engine inputs instead of letting them kill the process, so that plugins
 /// are shut down and `bye` is written. (Dispatch sources are thread-safe and never reassigned here, which
 /// the compiler cannot see: hence `@unchecked`.)
@@ -369,19 +310,3 @@ private final class SignalWatcher: @unchecked Sendable {
     func cancel() { sources.forEach { $0.cancel() } }
 }
 
-private func readClock(_ clock: clockid_t) -> Int64 {
-    var spec = timespec()
-    clock_gettime(clock, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-}
-
-extension MonotonicInstant {
-    static var current: MonotonicInstant { MonotonicInstant(milliseconds: readClock(CLOCK_MONOTONIC)) }
-}
-
-extension EngineTime {
-    /// Both clocks, read only at the edge of the engine.
-    static var current: EngineTime {
-        EngineTime(instant: .current, wall: Timestamp(millisecondsSince1970: readClock(CLOCK_REALTIME)))
-    }
-}

@@ -148,14 +148,17 @@ final class HammockProcess: Sendable {
     /// Writes `config` to a fresh temporary folder, starts `hammock run CONFIG ARGUMENTS...`, runs `body`,
     /// then kills the process and removes the folder, whether `body` returned or threw. Also fails the test
     /// if any stdout line was not a JSON object.
+    ///
+    /// - Parameter launcher: a program and its arguments that start hammock in their turn (`exec "$@"`),
+    ///   for the rare test that must wrap it.
     static func withRunning<Result: Sendable>(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
-        readingStdout: Bool = true, sourceLocation: SourceLocation = #_sourceLocation,
+        readingStdout: Bool = true, launcher: [String] = [], sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
         let hammock = try launch(
             config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
-            sourceLocation: sourceLocation)
+            launcher: launcher, sourceLocation: sourceLocation)
         let result: Result
         do {
             result = try await body(hammock)
@@ -173,13 +176,14 @@ final class HammockProcess: Sendable {
     /// `withRunning`, which always cleans up; whoever calls this must call `stop()`.
     static func launch(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
-        readingStdout: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+        readingStdout: Bool = true, launcher: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> HammockProcess {
-        let executable = try executablePath(sourceLocation: sourceLocation)
+        let hammock = try executablePath(sourceLocation: sourceLocation)
         let directory = try makeTemporaryDirectory()
         let configPath = try writeConfig(config, in: directory)
+        let command = launcher + [hammock, "run", configPath] + arguments
         return try HammockProcess(
-            executable: executable, arguments: ["run", configPath] + arguments,
+            executable: command[0], arguments: Array(command.dropFirst()),
             environment: Self.environment(environment, home: directory), directory: directory,
             configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, sourceLocation: sourceLocation)
     }

@@ -248,6 +248,10 @@ struct RESTTests {
                 #expect(first.content == ["name": "Ada"])
                 server.route("/posts/1", .json(#"{"id": 1, "userId": 8, "title": "hello"}"#))
                 try hammock.send(#"{"op":"load","source":"post"}"#)
+                // Another user is another resource: Ada goes before Grace loads.
+                let wiped = try await hammock.next("author") { $0.event == "newData" }
+                #expect(wiped.json["origin"] == "wipe")
+                #expect(wiped.content == .null)
                 let second = try await hammock.next("author") { $0.event == "newData" }
                 #expect(second.content == ["name": "Grace"])
                 #expect(server.requests(to: "/users/8").count == 1)
