@@ -7,7 +7,7 @@ import HammockJSON
 /// ```swift
 /// var options = OptionReader(setup.options, known: ["path", "parse", "watch"], kind: "file")
 /// let path = options.string("path", required: true)
-/// let watch = options.bool("watch") ?? false
+/// let watch = options.bool("watch") ?? true
 /// try options.finish()
 /// ```
 public struct OptionReader: Sendable {

@@ -275,17 +275,124 @@ import Testing
         #expect(plugin.next()?.loadID == 101)
     }
 
-    // MARK: - Helpers
-
-    private func watching(_ file: URL) throws -> PluginProcess {
+    @Test func sourceWithoutWatchKeyIsWatchedAndWatchFalseIsNot() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let byDefault = directory.appendingPathComponent("default.json")
+        let off = directory.appendingPathComponent("off.json")
+        try write("1", to: byDefault)
+        try write("1", to: off)
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
         _ = plugin.hello()
-        #expect(plugin.configure("f", ["path": .string(file.path), "watch": true]) == .configured(source: "f"))
+        #expect(plugin.configure("default", ["path": .string(byDefault.path)]) == .configured(source: "default"))
+        #expect(plugin.configure("off", ["path": .string(off.path), "watch": false]) == .configured(source: "off"))
+        #expect(plugin.load("default", id: 1)?.isNewData == true)
+        #expect(plugin.load("off", id: 2)?.isNewData == true)
+
+        try replace("2", at: off)
+        try replace("2", at: byDefault)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "default", content: 2, etag: nil, lastModified: nil))
+        expectNoPush(plugin, source: "off", thenLoad: 3)
+    }
+
+    /// A mounted ConfigMap: `config.yaml -> ..data/config.yaml` and `..data -> ..<timestamp>`. The kubelet
+    /// updates it by writing a new timestamped folder, pointing a new `..data_tmp` at it, renaming that over
+    /// `..data` and removing the old folder; the name the source watches never changes.
+    @Test func configMapDataSwapIsPushed() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func folder(_ version: Int) -> URL { directory.appendingPathComponent("..2026_11_22_10_00_0\(version).000000001") }
+        func publish(_ version: Int) throws {
+            try FileManager.default.createDirectory(at: folder(version), withIntermediateDirectories: false)
+            try write("v: \(version)\n", to: folder(version).appendingPathComponent("config.yaml"))
+            let temporary = directory.appendingPathComponent("..data_tmp")
+            #expect(symlink(folder(version).lastPathComponent, temporary.path) == 0)
+            #expect(rename(temporary.path, directory.appendingPathComponent("..data").path) == 0)
+        }
+        try publish(1)
+        let file = directory.appendingPathComponent("config.yaml")
+        #expect(symlink("..data/config.yaml", file.path) == 0)
+        let plugin = try watching(file)
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+
+        // Twice: the second swap is only seen if the watches moved to where the first one led.
+        for version in 2...3 {
+            try publish(version)
+            try FileManager.default.removeItem(at: folder(version - 1))
+            #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": .number(JSONNumber(version))], etag: nil, lastModified: nil))
+        }
+        expectNoPush(plugin, thenLoad: 2)
+        // The directory and the current folder; nothing is left on the folders that went.
+        #expect(inotifyWatches(plugin.process.processIdentifier) == 2)
+    }
+
+    @Test func repointedSymlinkIsFollowedToItsNewTarget() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for name in ["a", "b", "c"] { try write("{\"v\": \"\(name)\"}", to: directory.appendingPathComponent("\(name).json")) }
+        let link = directory.appendingPathComponent("current.json")
+        #expect(symlink("a.json", link.path) == 0)
+        let plugin = try watching(link, debounce: Self.patientDebounce)
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": "a"], etag: nil, lastModified: nil))
+
+        // A new link renamed over the old one, as `ln -sfn` (coreutils 9) does it.
+        let temporary = directory.appendingPathComponent("current.json.tmp")
+        #expect(symlink("b.json", temporary.path) == 0)
+        #expect(rename(temporary.path, link.path) == 0)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "b"], etag: nil, lastModified: nil))
+        // Its new target is watched now.
+        try write("{\"v\": \"b2\"}", to: directory.appendingPathComponent("b.json"))
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "b2"], etag: nil, lastModified: nil))
+
+        // Removed and made again, as older tools do it.
+        #expect(unlink(link.path) == 0)
+        #expect(symlink("c.json", link.path) == 0)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "c"], etag: nil, lastModified: nil))
+        try write("{\"v\": \"c2\"}", to: directory.appendingPathComponent("c.json"))
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "c2"], etag: nil, lastModified: nil))
+        expectNoPush(plugin, thenLoad: 2)
+    }
+
+    @Test func editOfASymlinksTargetInAnotherDirectoryIsPushed() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let links = directory.appendingPathComponent("links")
+        let data = directory.appendingPathComponent("data")
+        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: false)
+        let target = data.appendingPathComponent("settings.json")
+        try write("{\"v\": 1}", to: target)
+        let link = links.appendingPathComponent("settings.json")
+        #expect(symlink("../data/settings.json", link.path) == 0)
+        let plugin = try watching(link, debounce: Self.patientDebounce)
+        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+
+        try write("{\"v\": 2}", to: target)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 2], etag: nil, lastModified: nil))
+        // An editor's atomic save of the target, too.
+        try replace("{\"v\": 3}", at: target)
+        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 3], etag: nil, lastModified: nil))
+        expectNoPush(plugin, thenLoad: 2)
+    }
+
+    // MARK: - Helpers
+
+    /// For tests whose writers take two steps (truncate then write, unlink then link): a reader that came
+    /// in between, because a loaded machine stalled the test, would see a half-done change.
+    private static let patientDebounce: JSONValue = "1s"
+
+    private func watching(_ file: URL, debounce: JSONValue? = nil) throws -> PluginProcess {
+        let plugin = try PluginProcess(executable: "hammock-plugin-file")
+        _ = plugin.hello()
+        let options: JSONValue =
+            if let debounce { ["path": .string(file.path), "watch": true, "debounce": debounce] }
+            else { ["path": .string(file.path), "watch": true] }
+        #expect(plugin.configure("f", options) == .configured(source: "f"))
         return plugin
     }
 
     private func nextPush(_ plugin: PluginProcess, sourceLocation: SourceLocation = #_sourceLocation) -> PluginMessage? {
-        plugin.next(timeout: .seconds(5), sourceLocation: sourceLocation) {
+        plugin.next(timeout: .seconds(10), sourceLocation: sourceLocation) {
             switch $0 {
             case .newData(nil, _, _, _, _), .error(nil, _, _): true
             default: false
@@ -295,10 +402,10 @@ import Testing
 
     /// Waits out a quiet period, then loads: if anything was pushed meanwhile, it comes before the answer.
     private func expectNoPush(
-        _ plugin: PluginProcess, thenLoad id: Int, sourceLocation: SourceLocation = #_sourceLocation
+        _ plugin: PluginProcess, source: String = "f", thenLoad id: Int, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         usleep(300_000)
-        plugin.send(.load(source: "f", id: id, etag: nil, lastModified: nil, timeout: nil))
+        plugin.send(.load(source: source, id: id, etag: nil, lastModified: nil, timeout: nil))
         let message = plugin.next(sourceLocation: sourceLocation)
         #expect(message?.loadID == id, "unexpected \(String(describing: message))", sourceLocation: sourceLocation)
     }
@@ -321,6 +428,13 @@ import Testing
         guard bytes.withUnsafeBytes({ Glibc.write(descriptor, $0.baseAddress, $0.count) }) == bytes.count else {
             throw HarnessError("short write to \(url.path)")
         }
+    }
+
+    /// Write a temporary file and rename it into place, as an editor's atomic save does.
+    private func replace(_ text: String, at url: URL) throws {
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).tmp")
+        try write(text, to: temporary)
+        guard rename(temporary.path, url.path) == 0 else { throw HarnessError("cannot rename over \(url.path)") }
     }
 
     private func openDescriptors(_ pid: Int32) -> Int {

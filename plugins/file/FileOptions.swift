@@ -38,7 +38,9 @@ struct FileOptions: Sendable {
         var reader = OptionReader(options, known: Self.known, kind: "file")
         let rawPath = reader.string("path", required: true)
         let parse = reader.choice("parse", ParseFormat.allCases.map(\.rawValue)).flatMap(ParseFormat.init(rawValue:))
-        let watch = reader.bool("watch") ?? false
+        // On unless turned off: someone who declares a file expects its edits on screen, as with every other
+        // kind that keeps itself fresh, and a watch costs next to nothing.
+        let watch = reader.bool("watch") ?? true
         let maxBytes = reader.integer("maxBytes", minimum: 1, size: true) ?? Self.defaultMaxBytes
         let debounce = reader.duration("debounce") ?? Self.defaultDebounce
 

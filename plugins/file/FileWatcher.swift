@@ -13,6 +13,11 @@ import Synchronization
 /// silently end it. When the directory itself does not exist (yet), the nearest existing ancestor is
 /// watched for the next missing component, and the watch moves down as the directories appear.
 ///
+/// A path through symlinks is watched the same way at every step: the link's name in the link's directory,
+/// then its target's name in the target's directory (see `PathChain`). Whenever a name on the way comes,
+/// goes or is renamed, the way is resolved again and the watches follow it, so a re-pointed link (a
+/// ConfigMap's `..data` swap included) is followed, and an edit of the target, wherever it lives, is seen.
+///
 /// The thread blocks in `poll` on the inotify descriptor, with a timeout only while some debounce deadline
 /// is pending, so an idle plugin costs no CPU.
 final class FileWatcher: Sendable {
@@ -42,11 +47,7 @@ final class FileWatcher: Sendable {
         return state.withLock { state in
             let token = state.nextToken
             state.nextToken += 1
-            let slash = path.lastIndex(of: "/")!
-            let directory = slash == path.startIndex ? "/" : String(path[..<slash])
-            state.subscriptions[token] = Subscription(
-                directory: directory, name: String(path[path.index(after: slash)...]), debounce: debounce,
-                changed: changed)
+            state.subscriptions[token] = Subscription(path: path, debounce: debounce, changed: changed)
             state.arm(token)
             return token
         }
@@ -112,21 +113,81 @@ final class FileWatcher: Sendable {
 }
 
 private struct Subscription {
-    /// The file's directory and name: what the user asked for.
-    let directory: String
-    let name: String
+    /// What the user asked for: absolute and lexically normalised.
+    let path: String
     let debounce: Duration
     let changed: @Sendable () -> Void
-    /// The inotify watch this subscription hangs on (-1: none), on `watchedDirectory`, waiting for
-    /// `awaitedName` in it: the file itself, or the next missing directory on the way to it.
-    var watch: Int32 = -1
-    var watchedDirectory = ""
-    var awaitedName = ""
+    /// Where the path leads now (see `PathChain`), each entry with its watch.
+    var entries: [Entry] = []
     /// When to tell the source; pushed back by every event until the file is quiet.
     var deadline: ContinuousClock.Instant?
     var firstPendingEvent: ContinuousClock.Instant?
+}
+
+/// One directory entry the path passes through, and the watch that waits on it.
+private struct Entry {
+    let directory: String
+    let name: String
+    /// The inotify watch this entry hangs on (-1: none), on `watchedDirectory`, waiting for `awaitedName` in
+    /// it: the entry itself, or the next missing directory on the way to it.
+    var watch: Int32 = -1
+    var watchedDirectory = ""
+    var awaitedName = ""
 
     var watchesTarget: Bool { watchedDirectory == directory }
+}
+
+/// The directory entries a path passes through on its way to a file: every symlink followed, then the file
+/// itself, each as (physical directory, name). A change to any of them can change what the path reads, so
+/// all are watched: a link re-pointed, the `..data` link of a Kubernetes ConfigMap swapped for a new
+/// folder, the target of a link edited in a directory of its own.
+///
+/// Resolved as the kernel resolves it (a link target's `..` is taken physically), with the kernel's limit
+/// on links. A component that does not exist is taken literally, and its watch waits for it to appear.
+private enum PathChain {
+    static let maximumLinks = 40
+
+    static func entries(along path: String) -> [(directory: String, name: String)] {
+        var entries: [(directory: String, name: String)] = []
+        var pending = Array(components(path).reversed())  // a stack: a link's target goes on top
+        var directory = "/"
+        var links = 0
+        while let component = pending.popLast() {
+            if component == "." { continue }
+            if component == ".." {
+                directory = parent(of: directory)
+                continue
+            }
+            let candidate = directory == "/" ? "/" + component : directory + "/" + component
+            if links < maximumLinks, let target = linkTarget(candidate) {
+                links += 1
+                entries.append((directory, component))
+                if target.hasPrefix("/") { directory = "/" }
+                pending += components(target).reversed()
+            } else {
+                if pending.isEmpty { entries.append((directory, component)) }
+                directory = candidate
+            }
+        }
+        return entries
+    }
+
+    private static func components(_ path: String) -> [String] {
+        path.split(separator: "/").map(String.init)
+    }
+
+    private static func parent(of directory: String) -> String {
+        guard let slash = directory.lastIndex(of: "/"), slash != directory.startIndex else { return "/" }
+        return String(directory[..<slash])
+    }
+
+    /// nil when the path is not a symlink, or not there.
+    private static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink(path, &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }
 
 private struct State {
@@ -134,44 +195,61 @@ private struct State {
     var initFailed = false
     var nextToken = 0
     var subscriptions: [Int: Subscription] = [:]
-    /// Several sources may share a directory (inotify gives them the same watch); the watch goes only
-    /// when the last of them does.
+    /// Several sources, or several entries of one, may share a directory (inotify gives them the same
+    /// watch); the watch goes only when the last of them does.
     var watchers: [Int32: Set<Int>] = [:]
 
     static let mask = UInt32(IN_CLOSE_WRITE | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         | UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
-    /// Watches the file's directory, or the nearest ancestor that exists.
+    /// Finds where the path leads now and watches every entry on the way. New watches are added before
+    /// stale ones go: a directory that stays on the way keeps its watch (inotify hands back the same one),
+    /// so no event of its is lost in between.
     mutating func arm(_ token: Int) {
         guard descriptor >= 0, var subscription = subscriptions[token] else { return }
-        var directory = subscription.directory
-        var name = subscription.name
+        let stale = Set(subscription.entries.map(\.watch))
+        subscription.entries = PathChain.entries(along: subscription.path).map { directory, name in
+            var entry = Entry(directory: directory, name: name)
+            arm(&entry, for: token, path: subscription.path)
+            return entry
+        }
+        subscriptions[token] = subscription
+        for watch in stale.subtracting(subscription.entries.map(\.watch)) { release(watch, from: token) }
+    }
+
+    /// Watches the entry's directory, or the nearest ancestor that exists.
+    private mutating func arm(_ entry: inout Entry, for token: Int, path: String) {
+        var directory = entry.directory
+        var name = entry.name
         while true {
             let watch = inotify_add_watch(descriptor, directory, Self.mask)
             if watch >= 0 {
-                subscription.watch = watch
-                subscription.watchedDirectory = directory
-                subscription.awaitedName = name
+                entry.watch = watch
+                entry.watchedDirectory = directory
+                entry.awaitedName = name
                 watchers[watch, default: []].insert(token)
-                break
+                return
             }
             guard errno == ENOENT || errno == ENOTDIR, directory != "/" else {
                 pluginLog(
-                    "cannot watch \(directory) (\(String(cString: strerror(errno)))); changes to "
-                        + "\(subscription.directory)/\(subscription.name) will not be noticed")
-                subscription.watch = -1
-                break
+                    "cannot watch \(directory) (\(String(cString: strerror(errno)))); changes to \(path) "
+                        + "will not be noticed")
+                return
             }
             let slash = directory.lastIndex(of: "/")!
             name = String(directory[directory.index(after: slash)...])
             directory = slash == directory.startIndex ? "/" : String(directory[..<slash])
         }
-        subscriptions[token] = subscription
     }
 
     mutating func detach(_ token: Int) {
-        guard let watch = subscriptions[token]?.watch, watch >= 0 else { return }
-        subscriptions[token]?.watch = -1
+        guard let entries = subscriptions[token]?.entries else { return }
+        subscriptions[token]?.entries = []
+        for watch in Set(entries.map(\.watch)) { release(watch, from: token) }
+    }
+
+    private mutating func release(_ watch: Int32, from token: Int) {
+        guard watch >= 0 else { return }
         watchers[watch]?.remove(token)
         if watchers[watch]?.isEmpty == true {
             watchers[watch] = nil
@@ -183,6 +261,8 @@ private struct State {
     /// atomic save). The file is complete now, so it is read at once; waiting for quiet would only add
     /// latency. Other events (a write still going on, a delete that a re-create may follow) wait for quiet.
     static let finished = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)
+    /// Events that may change where the path leads: a name on the way came, went or was renamed.
+    static let namespace = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
     mutating func schedule(_ token: Int, now: ContinuousClock.Instant, finished: Bool = false) {
         guard var subscription = subscriptions[token] else { return }
@@ -201,28 +281,30 @@ private struct State {
 
     mutating func handle(_ event: FileWatcher.Event, now: ContinuousClock.Instant) {
         if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
-            // Events were lost: any file may have changed.
-            for token in subscriptions.keys { schedule(token, now: now) }
-            return
-        }
-        guard let tokens = watchers[event.watch] else { return }  // a watch we already let go of
-        if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-            // The watched directory is gone or elsewhere: find where the path leads now.
-            for token in tokens {
-                detach(token)
+            // Events were lost: any file may have changed, any link been re-pointed.
+            for token in Array(subscriptions.keys) {
                 arm(token)
                 schedule(token, now: now)
             }
             return
         }
-        for token in tokens where subscriptions[token]?.awaitedName == event.name {
-            if subscriptions[token]?.watchesTarget == false {
-                // A missing directory appeared: move the watch down. The file may already be inside
-                // (mkdir -p and a write are quicker than us), hence the check either way.
-                detach(token)
+        guard let tokens = watchers[event.watch] else { return }  // a watch we already let go of
+        if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+            // A watched directory is gone or elsewhere: find where the path leads now.
+            for token in tokens {
                 arm(token)
+                schedule(token, now: now)
             }
-            schedule(token, now: now, finished: event.mask & Self.finished != 0 && subscriptions[token]?.watchesTarget == true)
+            return
+        }
+        for token in tokens {
+            let entries = subscriptions[token]?.entries ?? []
+            let hits = entries.filter { $0.watch == event.watch && $0.awaitedName == event.name }
+            guard !hits.isEmpty else { continue }
+            // A link re-pointed or a missing directory created changes the entries to watch. The file may
+            // already be there (mkdir -p and a write are quicker than us), hence the read either way.
+            if event.mask & Self.namespace != 0 { arm(token) }
+            schedule(token, now: now, finished: event.mask & Self.finished != 0 && hits.contains(where: \.watchesTarget))
         }
     }
 

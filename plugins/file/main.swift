@@ -4,7 +4,7 @@ import HammockCore
 import HammockJSON
 import HammockPluginKit
 
-// hammock-plugin-file: the `file` kind. A load reads the file now; with `watch: true` the plugin also
+// hammock-plugin-file: the `file` kind. A load reads the file now; unless `watch: false`, the plugin also
 // pushes the file's content whenever it changes (see FileWatcher for how changes are noticed).
 
 await Plugin.run(kinds: ["file"], version: "0.1.0") { setup throws(InvalidOptions) in
