@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "HammockPluginKit",
             dependencies: [
-                "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML",
+                "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML", "CHammockSystem",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),

@@ -1,6 +1,102 @@
+#define _GNU_SOURCE
 #include "hammock_system.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 int hammock_become_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+// MARK: - The parent's death
+
+static volatile sig_atomic_t watched_parent;
+static volatile sig_atomic_t death_notice = -1;
+
+static void parent_death_signalled(int signal) {
+    (void)signal;
+    int saved = errno;
+    // Only async-signal-safe calls here. The same parent means one of its threads ended: nothing to report.
+    if (getppid() != (pid_t)watched_parent && death_notice >= 0) {
+        ssize_t written = write(death_notice, "x", 1);
+        (void)written;  // a full pipe already holds the news
+    }
+    errno = saved;
+}
+
+struct arming {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int finished;
+    int result;
+    int error;
+};
+
+static void *hold_parent_death_signal(void *context) {
+    struct arming *arming = context;
+    // The kernel sends the parent-death signal to the thread that asked for it when that thread does not
+    // block it, so this thread takes it whatever the others block; it takes no other signal.
+    sigset_t others;
+    sigfillset(&others);
+    sigdelset(&others, SIGRTMIN);
+    pthread_sigmask(SIG_SETMASK, &others, NULL);
+    int result = prctl(PR_SET_PDEATHSIG, SIGRTMIN, 0, 0, 0);
+    pthread_mutex_lock(&arming->lock);
+    arming->result = result;
+    arming->error = errno;
+    arming->finished = 1;
+    pthread_cond_signal(&arming->done);
+    pthread_mutex_unlock(&arming->lock);
+    // The request lives as long as this thread: wait forever, waking only for that signal.
+    for (;;) pause();
+    return NULL;
+}
+
+/// Starts the thread that asks for the parent-death signal and waits until it has. 0, or -1 with errno.
+static int arm_parent_death_signal(void) {
+    struct arming arming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);  // it only waits
+    pthread_t thread;
+    int created = pthread_create(&thread, &attributes, hold_parent_death_signal, &arming);
+    pthread_attr_destroy(&attributes);
+    if (created != 0) {
+        errno = created;
+        return -1;
+    }
+    pthread_mutex_lock(&arming.lock);
+    while (!arming.finished) pthread_cond_wait(&arming.done, &arming.lock);
+    pthread_mutex_unlock(&arming.lock);
+    if (arming.result != 0) {
+        errno = arming.error;
+        return -1;  // the thread waits on, harmless: no signal will come
+    }
+    return 0;
+}
+
+int hammock_watch_parent(pid_t parent) {
+    int notice[2];
+    if (pipe2(notice, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    watched_parent = parent;
+    death_notice = notice[1];
+    struct sigaction action, previous;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = parent_death_signalled;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    int installed = sigaction(SIGRTMIN, &action, &previous) == 0;
+    if (installed && arm_parent_death_signal() == 0) return notice[0];
+    int error = errno;
+    if (installed) sigaction(SIGRTMIN, &previous, NULL);
+    death_notice = -1;
+    close(notice[0]);
+    close(notice[1]);
+    errno = error;
+    return -1;
 }

@@ -1,3 +1,4 @@
+import Glibc
 import HammockProtocol
 import Subprocess
 import SystemPackage
@@ -19,8 +20,12 @@ func runPluginProcess(
     var platformOptions = PlatformOptions()
     platformOptions.processGroupID = 0
     let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
+    // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
+    // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch).
+    let environment = Environment.inherit.updating(["HAMMOCK_ENGINE_PID": String(getpid())])
     let configuration = Configuration(
-        executable: executable, arguments: Arguments(Array(command.dropFirst())), platformOptions: platformOptions)
+        executable: executable, arguments: Arguments(Array(command.dropFirst())), environment: environment,
+        platformOptions: platformOptions)
     do {
         let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
             execution in

@@ -1,3 +1,4 @@
+import CHammockSystem
 import Foundation
 import HammockCore
 import HammockJSON
@@ -19,7 +20,8 @@ import HammockProtocol
 /// ```
 ///
 /// The plugin exits when the engine says `shutdown`, when its stdin closes, on SIGTERM, or when the engine
-/// is gone (it is re-parented), after stopping every source, so no command it started outlives it.
+/// dies (even with the plugin's stdin still open elsewhere), after stopping every source, so no command it
+/// started outlives it.
 /// `onShutdown` runs after that, just before the exit: the place to close what the sources share (an
 /// HTTP client, a connection pool).
 public enum Plugin {
@@ -27,6 +29,7 @@ public enum Plugin {
         kinds: [String], version: String, onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
     ) async -> Never {
+        let parentAtStart = getppid()
         // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
@@ -41,10 +44,9 @@ public enum Plugin {
         terminate.resume()
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
-        // have leaked to another process), being re-parented still tells us.
-        let parent = getppid()
-        Task.detached {
-            while getppid() == parent { try? await Task.sleep(for: .seconds(1)) }
+        // have leaked to another process), the kernel still tells us.
+        let parentWatch = ParentWatch.start(parentAtStart: parentAtStart) {
+            pluginLog("the engine that started this plugin is gone; stopping every source")
             inbox.yield(.end)
         }
 
@@ -70,13 +72,84 @@ public enum Plugin {
         }
         await dispatcher.shutdown()
         await onShutdown()
-        exit(0)
+        withExtendedLifetime(parentWatch) { exit(0) }
+    }
+}
+
+/// Tells the plugin that the engine which started it has died: the kernel's parent-death signal, made safe
+/// against threads that end by `hammock_watch_parent`, with nothing polling.
+enum ParentWatch {
+    /// Set by the engine where it spawns plugins to its own pid, so a plugin whose engine died before the
+    /// plugin first asked for its parent still knows whose child it was meant to be.
+    static let engineVariable = "HAMMOCK_ENGINE_PID"
+
+    /// Starts watching; the caller keeps what it returns for as long as the watch must last.
+    static func start(parentAtStart: pid_t, onDeath: @escaping @Sendable () -> Void) -> DispatchSourceRead? {
+        guard let parent = expectedParent(parentAtStart: parentAtStart) else {
+            onDeath()
+            return nil
+        }
+        let notice = hammock_watch_parent(parent)
+        guard notice >= 0 else {
+            pluginLog("cannot watch for the engine's death (\(String(cString: strerror(errno)))); the end of stdin still stops the plugin")
+            return nil
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: notice, queue: .global())
+        source.setEventHandler {
+            var byte: UInt8 = 0
+            _ = read(notice, &byte, 1)  // taken, so the event is not reported again
+            onDeath()
+        }
+        source.resume()
+        // A parent that died before the signal was asked for sent none.
+        if getppid() != parent { onDeath() }
+        return source
+    }
+
+    /// The process this plugin must stay the child of, or nil when the engine is already gone.
+    ///
+    /// Without the engine's pid, the parent when the plugin started. With it: the engine when it is the
+    /// parent; the parent when the engine is further up (a wrapper such as `sh -c` that did not `exec`); and
+    /// nil when the engine is no ancestor at all, because the plugin was re-parented before it looked. A
+    /// parent outside the plugin's pid namespace reads as 0, and the engine's pid means nothing there.
+    static func expectedParent(parentAtStart: pid_t) -> pid_t? {
+        guard parentAtStart > 0, let value = ProcessInfo.processInfo.environment[engineVariable],
+            let engine = pid_t(value), engine > 1
+        else { return parentAtStart }
+        if parentAtStart == engine { return engine }
+        var ancestor = parentAtStart
+        for _ in 0..<64 {
+            guard ancestor > 1, let next = parentOf(ancestor) else { break }
+            if next == engine { return parentAtStart }
+            ancestor = next
+        }
+        return nil
+    }
+
+    /// Field 4 of /proc/PID/stat; the command before it, in parentheses, may hold spaces and parentheses.
+    private static func parentOf(_ pid: pid_t) -> pid_t? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
+            let close = data.lastIndex(of: UInt8(ascii: ")"))
+        else { return nil }
+        let fields = data[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1 else { return nil }
+        return pid_t(String(decoding: fields[1], as: UTF8.self))
     }
 }
 
 /// Writes a line of log text to stderr; the engine passes it on with the kind as prefix.
+///
+/// Never fails: once the engine is gone nobody reads stderr, and a plugin that logs its own shutdown then
+/// must go on to stop its commands (`FileHandle.write` traps on a broken pipe, hence `write(2)`).
 public func pluginLog(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    let bytes = Array((message + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + offset, bytes.count - offset) }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }
+        offset += written
+    }
 }
 
 /// Writes protocol lines to stdout, one whole line per call.

@@ -225,6 +225,32 @@ import Testing
         plugin.send(.remove(source: "burst"))
     }
 
+    @Test func streamLoadAfterABadLineKeepsTheErrorUntilAGoodLine() throws {
+        let plugin = try plugin()
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let next = folder.appendingPathComponent("next")
+        // A good line, a bad one, then nothing until the test creates `next`.
+        let script = "echo '{\"i\":1}'; echo 'not json'; while [ ! -e '\(next.path)' ]; do sleep 0.02; done; echo '{\"i\":2}'; sleep 30"
+        configured(plugin, "s", ["script": .string(script), "mode": "stream", "parse": "json"])
+        #expect(content(plugin.load("s", id: 1)) == ["i": 1])
+        let pushed = try #require(error(plugin.next { $0.loadID == nil }), "the bad line is pushed as an error")
+        #expect(pushed.code == "parseFailed", "\(pushed)")
+
+        // The command has printed nothing since the bad line: a load answers with that line's error, not
+        // with the older good line as if it were new; and again, for the error stays.
+        for id in [2, 3] {
+            let answer = plugin.load("s", id: id)
+            #expect(error(answer) == pushed, "load \(id) after the bad line: \(String(describing: answer))")
+        }
+
+        // Only a new good line clears the error: it is pushed, and then answers a load.
+        try Data().write(to: next)
+        #expect(content(plugin.next { $0.loadID == nil }) == ["i": 2])
+        #expect(content(plugin.load("s", id: 4)) == ["i": 2])
+        plugin.send(.remove(source: "s"))
+    }
+
     @Test func closingInputEndsThePluginAndItsStreamCommand() throws {
         let plugin = try plugin()
         let folder = try makeTemporaryDirectory()

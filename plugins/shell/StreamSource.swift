@@ -6,8 +6,10 @@ import Subprocess
 /// `mode: stream`: one long-running command whose every stdout line is new content.
 ///
 /// The first load starts the command and is answered by its first line; later lines are pushes. A load
-/// while it runs is answered by the latest line. When the command ends, the failure is pushed and the
-/// command starts again after a backoff (1s doubling to 60s, back to 1s after a run of 30s or more).
+/// while it runs is answered by what the newest line said: its content, or its error if it did not parse,
+/// so a load never clears an error the command has not taken back (only a new good line does). When the
+/// command ends, the failure is pushed and the command starts again after a backoff (1s doubling to 60s,
+/// back to 1s after a run of 30s or more); a load during that backoff starts it at once.
 actor StreamSource: PluginSource {
     let options: ShellOptions
     private let configuration: Subprocess.Configuration
@@ -20,8 +22,9 @@ actor StreamSource: PluginSource {
 
     private var loop: Task<Void, Never>?
     private var current: ProcessGroupHandle?
-    /// The content of the latest line of the current run; nil while none has arrived.
-    private var latest: JSONValue?
+    /// What the newest line of the current run said (its content, or why it did not parse); nil while no
+    /// line has arrived.
+    private var newestLine: PluginLoadResult?
     private var running = false
     private var waiting: [Int: Waiter] = [:]
     private var backoff: Task<Void, Never>?
@@ -41,7 +44,7 @@ actor StreamSource: PluginSource {
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
         if stopped { return .error(SourceError(message: "the source was stopped", code: "stopped")) }
-        if running, let latest { return .newData(latest) }
+        if running, let newestLine { return newestLine }
         if loop == nil {
             loop = Task { await self.runLoop() }
         } else if !running {
@@ -116,7 +119,7 @@ actor StreamSource: PluginSource {
         guard !stopped else { return false }
         current = handle
         running = true
-        latest = nil
+        newestLine = nil
         restartNow = false
         return true
     }
@@ -140,8 +143,9 @@ actor StreamSource: PluginSource {
         if let content = newest, !stopped { await deliver(.newData(content)) }
     }
 
+    /// Passes on what one line said.
     private func deliver(_ result: PluginLoadResult) async {
-        if case .newData(let content, _, _) = result { latest = content }
+        newestLine = result
         guard waiting.isEmpty else {
             // The kit holds later pushes until this answer is out, so the order holds.
             answerWaiting(result)
