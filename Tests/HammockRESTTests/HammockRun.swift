@@ -31,7 +31,7 @@ final class HammockRun: Sendable {
 
     private let process: Process
     private let stdin: FileHandle
-    private let directory: String
+    let directory: String
     private let output = OutputBox()
 
     /// The folder holding the built products: the test executable's, where `hammock` and its plugins are.
