@@ -31,10 +31,12 @@ struct TrustTests {
         // shell, so that it inherits the variable instead of setting it.
         let launcher = ["/bin/sh", "-c", #"exec "$@""#, "sh"]
         try await HammockProcess.withRunning(config: config, environment: environment, launcher: launcher) { hammock in
-            let last = try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
-            try await hammock.waitFor(type: "source", id: "hourly") { $0.event == "newData" }
-            let stampBefore = try #require(last[pointer: "/state/timestamp"]?.stringValue)
+            try await hammock.waitUntil("both sources loaded") { lines in
+                ["tick", "hourly"].allSatisfy { id in lines.contains { $0.id == id && $0.event == "newData" } }
+            }
             let before = hammock.lineCount
+            let last = try #require(hammock.lines.last { $0.id == "tick" && $0.event == "newData" })
+            let stampBefore = try #require(last[pointer: "/state/timestamp"]?.stringValue)
             try Data("-1h\n".utf8).write(to: URL(fileURLWithPath: offset))
             func ticks(_ lines: [HammockLine]) -> [HammockLine] {
                 lines[before...].filter { $0.id == "tick" && $0.event == "newData" }
