@@ -73,8 +73,8 @@ public enum OutputLine: Sendable {
             line.error(state.latestError)
             line.key("errors")
             var errors = JSONObject()
-            for entry in state.errors { errors[entry.source] = entry.error.json }
-            line.value(.object(errors))
+            for entry in state.errors { errors[redactor.redact(entry.source)] = entry.error.displayed(redactor: redactor) }
+            JSONValue.object(errors).write(into: &line.out)
             line.key("canTryAgain")
             line.raw(state.canTryAgain ? "true" : "false")
         case .reloaded(let sources, let views):
@@ -138,8 +138,9 @@ private struct LineWriter {
         value.write(into: &out, redactor: redactor)
     }
 
+    /// Redacted and shortened already: a second redaction pass could find a short secret inside `[redacted]`.
     mutating func error(_ error: SourceError?) {
-        if let error { value(error.json) } else { raw("null") }
+        if let error { error.displayed(redactor: redactor).write(into: &out) } else { raw("null") }
     }
 
     mutating func state(_ state: SourceState) {

@@ -43,29 +43,37 @@ public struct Redactor: Sendable, Equatable {
     }
 
     /// Redacts text held as bytes (a plugin's stderr line); true when anything was replaced.
+    ///
+    /// Each needle is first replaced by a marker no text holds (a noncharacter), and the markers become
+    /// `[redacted]` at the end: a shorter secret must not match inside the replacement of a longer one.
     @discardableResult
     public func redact(_ bytes: inout [UInt8]) -> Bool {
         var changed = false
         for needle in needles where bytes.count >= needle.count {
-            guard let first = bytes.firstRange(of: needle) else { continue }
+            guard bytes.firstRange(of: needle) != nil else { continue }
             changed = true
-            var result: [UInt8] = []
-            result.reserveCapacity(bytes.count)
-            var rest = bytes[...]
-            var match: Range<Int>? = first
-            while let range = match {
-                result += rest[rest.startIndex..<range.lowerBound]
-                result += Self.replacementBytes
-                rest = rest[range.upperBound...]
-                match = rest.firstRange(of: needle)
-            }
-            result += rest
-            bytes = result
+            bytes = Self.replacing(needle, with: Self.marker, in: bytes)
         }
+        if changed { bytes = Self.replacing(Self.marker, with: Self.replacementBytes, in: bytes) }
         return changed
     }
 
+    private static func replacing(_ needle: [UInt8], with replacement: [UInt8], in bytes: [UInt8]) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var rest = bytes[...]
+        while let range = rest.firstRange(of: needle) {
+            result += rest[rest.startIndex..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        result += rest
+        return result
+    }
+
     private static let replacementBytes = Array(replacement.utf8)
+    /// U+FFFF, a noncharacter: valid UTF-8 that no secret or text is expected to hold.
+    private static let marker: [UInt8] = [0xEF, 0xBF, 0xBF]
 
     /// A copy of `value` with every string in it (object keys included) redacted; numbers, booleans and
     /// the structure are untouched.

@@ -151,6 +151,23 @@ public struct SourceError: Sendable, Hashable, Error {
         "outputTooLarge", "tooLarge",
     ]
 
+    /// The longest message a consumer is shown, in Unicode scalars. Plugins pass a server's or a command's
+    /// words on at length (the rest plugin up to 4 KiB, the shell plugin the last 2 KiB of stderr) because
+    /// only the engine knows the secrets: it redacts first and shortens after, so a cut never leaves the first
+    /// characters of a secret behind. Long enough for a command's stderr tail, short enough for a status line.
+    public static let displayedMessageLimit = 2048
+
+    /// `json` as a consumer sees it: every string redacted, then the message shortened.
+    public func displayed(redactor: Redactor) -> JSONValue {
+        let redacted = redactor.redact(json)
+        guard case .object(var object) = redacted, let message = object["message"]?.stringValue,
+            message.unicodeScalars.count > Self.displayedMessageLimit
+        else { return redacted }
+        let kept = message.unicodeScalars.prefix(Self.displayedMessageLimit)
+        object["message"] = .string(String(String.UnicodeScalarView(kept)) + "…")
+        return .object(object)
+    }
+
     public var json: JSONValue {
         var object: JSONObject = ["message": .string(message)]
         if let httpStatus { object["httpStatus"] = .number(JSONNumber(httpStatus)) }

@@ -47,8 +47,9 @@ public struct Template: Sendable, Hashable {
     /// Fills the template in from the sources' current content.
     ///
     /// - Parameter percentEncode: inside a URL a value is percent-encoded, so `a b/c` cannot change the
-    ///   path or the query. A reference that opens the URL (`{{ repo.contributors_url }}/extra`) supplies
-    ///   its base (scheme, host, path) and is inserted as it is.
+    ///   path or the query, and `..` cannot climb it (see `percentEncodedAsURLValue`). A reference that
+    ///   opens the URL (`{{ repo.contributors_url }}/extra`) supplies its base (scheme, host, path) and is
+    ///   inserted as it is.
     public func render(
         percentEncode: Bool, content: (String) -> JSONValue?
     ) -> Result<String, TemplateResolutionProblem> {
@@ -65,7 +66,7 @@ public struct Template: Sendable, Hashable {
                     return .failure(.noValue(reference))
                 }
                 let rendered = value.templateText
-                text += percentEncode && index > 0 ? rendered.percentEncodedForURL : rendered
+                text += percentEncode && index > 0 ? rendered.percentEncodedAsURLValue : rendered
             }
         }
         return .success(text)
@@ -156,6 +157,19 @@ extension Substring {
 }
 
 extension String {
+    /// A value for the inside of a URL: `percentEncodedForURL`, and a value made of dots alone has every dot
+    /// encoded too (`..` is `%2E%2E`).
+    ///
+    /// RFC 3986 leaves `.` unreserved, but a path segment that is `.` or `..` is resolved away by clients,
+    /// proxies and servers: `/api/v1/{{ x }}/echo` with `..` would reach `/api/echo`. Only a value of dots
+    /// alone can make such a segment (a `/` in it is encoded, and any other character makes the segment
+    /// ordinary text), so `v1.2` and `a..b` stay readable. All its dots, not only an exact `.` or `..`: a
+    /// dot written beside the template (`/.{{ x }}/`) could otherwise complete a `..`.
+    public var percentEncodedAsURLValue: String {
+        guard !isEmpty, utf8.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return percentEncodedForURL }
+        return String(repeating: "%2E", count: utf8.count)
+    }
+
     /// RFC 3986 unreserved characters stay; every other byte is `%XX`, so a value can neither change a URL's
     /// path nor add a query parameter.
     public var percentEncodedForURL: String {

@@ -51,22 +51,27 @@ struct RecordedRequest: Sendable {
 
 /// A real HTTP/1.1 server on 127.0.0.1 (port chosen by the system), built on SwiftNIO, with routes the test
 /// programs: by path, a fixed answer or a function of the request. Unknown paths get a 404.
+///
+/// `start(host: "127.0.0.2")` puts one on another loopback address: another origin, "another host" for
+/// tests of what may leave the source's own (Linux routes all of 127.0.0.0/8 to the loopback device).
 final class TestHTTPServer: Sendable {
     typealias Handler = @Sendable (RecordedRequest) -> TestResponse
 
+    let host: String
     let port: Int
     private let channel: any Channel
     private let state: Mutex<(routes: [String: Handler], requests: [RecordedRequest])>
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    var base: String { "http://\(host):\(port)" }
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, host: String) {
         self.channel = channel
+        self.host = host
         self.port = channel.localAddress?.port ?? 0
         self.state = Mutex((routes: [:], requests: []))
     }
 
-    static func start() async throws -> TestHTTPServer {
+    static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
         let box = StateBox()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
@@ -77,15 +82,15 @@ final class TestHTTPServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(RequestHandler(server: box))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
-        let server = TestHTTPServer(channel: channel)
+            .bind(host: host, port: 0).get()
+        let server = TestHTTPServer(channel: channel, host: host)
         box.server.withLock { $0 = server }
         return server
     }
 
     /// Runs `body` with a fresh server and closes it afterwards.
-    static func with<R: Sendable>(_ body: (TestHTTPServer) async throws -> R) async throws -> R {
-        let server = try await start()
+    static func with<R: Sendable>(host: String = "127.0.0.1", _ body: (TestHTTPServer) async throws -> R) async throws -> R {
+        let server = try await start(host: host)
         do {
             let result = try await body(server)
             await server.stop()

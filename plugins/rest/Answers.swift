@@ -70,9 +70,31 @@ private func errorDetail(_ body: [UInt8], contentType: String?) -> String? {
     return shortened(line)
 }
 
+/// At most this many bytes of the server's message go to the engine.
+///
+/// Not the length a person reads: the engine redacts every string it receives and only then shortens the
+/// message for display. A cut here could split a secret the plugin does not know of (a server quoting the
+/// token it was sent) and leave its first characters where redaction no longer finds them, so this bound
+/// is far above what is displayed, only there to keep a line small.
+let errorDetailLimit = 4096
+
+/// The message on one line, cut (when at all) after the last whitespace within `errorDetailLimit` bytes,
+/// so that a word, a token included, goes whole or not at all; a message with no whitespace to cut at is
+/// cut on a UTF-8 boundary.
 private func shortened(_ text: String) -> String {
     let oneLine = text.split(whereSeparator: \.isNewline).joined(separator: " ")
-    return oneLine.count > 300 ? oneLine.prefix(300) + "…" : oneLine
+    guard oneLine.utf8.count > errorDetailLimit else { return oneLine }
+    var kept = String.UnicodeScalarView()
+    var bytes = 0
+    var lastSpace: String.UnicodeScalarView.Index?
+    for scalar in oneLine.unicodeScalars {
+        bytes += scalar.utf8.count
+        if bytes > errorDetailLimit { break }
+        if scalar.properties.isWhitespace { lastSpace = kept.endIndex }
+        kept.append(scalar)
+    }
+    if let lastSpace { kept.removeSubrange(lastSpace...) }
+    return String(kept) + "…"
 }
 
 /// `api.github.com`, or `127.0.0.1:8080` when the port is not the scheme's own.

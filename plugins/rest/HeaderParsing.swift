@@ -35,13 +35,24 @@ func nextLink(in values: [String]) -> String? {
     return nil
 }
 
-/// `Retry-After`: a number of seconds, or an HTTP date (then the time until it, never negative).
+/// A `Retry-After` longer than this is taken as this. The number comes from a server: without a bound,
+/// turning it into milliseconds overflows (and crashed the plugin), and a day is plenty for a retry delay.
+/// The engine applies the same bound.
+let longestRetryAfter = 86_400
+
+/// `Retry-After`: a number of seconds, or an HTTP date (then the time until it, never negative); at most
+/// `longestRetryAfter` seconds either way.
 func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
     let text = value.trimmingCharacters(in: .whitespaces)
-    if let seconds = Int(text), seconds >= 0 { return .seconds(seconds) }
+    if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+        // Digits past Int's range still mean "a long time", not "no advice".
+        return .seconds(min(Int(text) ?? Int.max, longestRetryAfter))
+    }
     guard let date = parseHTTPDate(text) else { return nil }
-    let interval = max(0, date.timeIntervalSince(now))
-    return .milliseconds(Int64((interval * 1000).rounded(.up)))
+    let interval = date.timeIntervalSince(now)
+    guard interval.isFinite else { return nil }
+    let seconds = min(max(0, interval), Double(longestRetryAfter))
+    return .milliseconds(Int64((seconds * 1000).rounded(.up)))
 }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form a server may send today (RFC 9110 §5.6.7),
@@ -55,6 +66,9 @@ func parseHTTPDate(_ text: String) -> Date? {
         let month = months.firstIndex(of: parts[1].lowercased())
     else { return nil }
     if parts[2].count == 2 { year += year < 70 ? 2000 : 1900 }
+    // A four-digit year, as both forms have: a year of twenty digits is no date, and the calendar's
+    // arithmetic on it must not be what finds out.
+    guard (1...9999).contains(year) else { return nil }
     let clock = parts[3].split(separator: ":")
     guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
         (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)

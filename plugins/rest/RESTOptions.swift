@@ -100,9 +100,12 @@ struct RESTOptions: Sendable {
     }
 
     /// Why `text` is not an http or https URL, or nil when it is one. `{{ templates }}` (still unfilled when
-    /// `hammock check` asks) count as a word.
+    /// `hammock check` asks) count as a word, except one that opens the url (`{{ repo.url }}/extra`): its
+    /// value supplies the scheme and host, so only the rest can be checked now, and the filled-in url is
+    /// checked when the source is configured with it.
     static func urlProblem(_ text: String) -> String? {
         var candidate = text
+        let opensWithTemplate = text.hasPrefix("{{")
         while let open = candidate.range(of: "{{"), let close = candidate.range(of: "}}", range: open.upperBound..<candidate.endIndex) {
             candidate.replaceSubrange(open.lowerBound..<close.upperBound, with: "x")
         }
@@ -110,6 +113,7 @@ struct RESTOptions: Sendable {
         if candidate.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
             return "url must not contain spaces (write them as %20)"
         }
+        if opensWithTemplate { return nil }
         guard let components = URLComponents(string: candidate), let scheme = components.scheme?.lowercased() else {
             return "url \"\(text)\" is not a URL (expected http://… or https://…)"
         }
@@ -132,6 +136,8 @@ struct Pagination: Sendable {
 
     static let keys = ["style", "param", "start", "sizeParam", "size", "limit", "maxPages"]
     static let defaultMaxPages = 100
+    /// The largest `start`, `size`, `limit` or `maxPages`: far beyond any real list.
+    static let largestNumber = 1_000_000_000
 
     var style: Style
     /// At most this many items in all.
@@ -157,10 +163,11 @@ struct Pagination: Sendable {
             }
             return text
         }
+        // Bounded, so that counting pages up from `start` can never overflow, whatever the file says.
         func integer(_ key: String, minimum: Int) -> Int? {
             guard let item = object[key] else { return nil }
-            guard let number = item.numberValue?.intValue, number >= minimum else {
-                reader.problem(at: at(key), "paginate.\(key) must be a whole number of at least \(minimum)")
+            guard let number = item.numberValue?.intValue, (minimum...largestNumber).contains(number) else {
+                reader.problem(at: at(key), "paginate.\(key) must be a whole number from \(minimum) to \(largestNumber)")
                 return nil
             }
             return number

@@ -121,7 +121,18 @@ struct RESTSource: PluginSource {
             switch pagination.style {
             case .link:
                 if let target = nextLink(in: answer.headers["link"]) {
-                    next = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteString ?? target
+                    // The server names the next page, so it is checked like a redirect's Location: http(s)
+                    // only (AsyncHTTPClient would also follow `http+unix://` to a local socket). Another
+                    // origin is fetched without the configured headers (see `headers(for:)`).
+                    guard let resolved = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteURL,
+                        let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                    else {
+                        return .error(
+                            SourceError(
+                                message: "page \(pageIndex) links its next page to \"\(target)\", which is not an http(s) URL",
+                                code: "badLink", transient: false))
+                    }
+                    next = resolved.absoluteString
                 }
             case .page(let param, _, _, let size):
                 let expected = size ?? firstPageCount ?? 0
@@ -183,18 +194,14 @@ struct RESTSource: PluginSource {
         var url = startURL
         var method = HTTPMethod(rawValue: options.method)
         var body = options.body
-        var headers = HTTPHeaders()
-        for header in options.headers { headers.add(name: header.name, value: header.value) }
-        if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: Self.userAgent) }
-        if let etag { headers.replaceOrAdd(name: "If-None-Match", value: etag) }
-        if let lastModified { headers.replaceOrAdd(name: "If-Modified-Since", value: lastModified) }
+        var bodyDropped = false
 
         let http = self.client.get()
         var redirects = 0
         while true {
             var request = HTTPClientRequest(url: url)
             request.method = method
-            request.headers = headers
+            request.headers = headers(for: url, bodyDropped: bodyDropped, etag: etag, lastModified: lastModified)
             if let body { request.body = .bytes(body) }
             let response: HTTPClientResponse
             do {
@@ -225,13 +232,7 @@ struct RESTSource: PluginSource {
                 if status.code == 303 || ((status.code == 301 || status.code == 302) && method == .POST) {
                     if method != .HEAD { method = .GET }
                     body = nil
-                    headers.remove(name: "content-type")
-                }
-                // Credentials are for the origin they were written for, not for wherever it sends us.
-                if origin(of: target) != URL(string: url).map(origin(of:)) {
-                    headers.remove(name: "authorization")
-                    headers.remove(name: "cookie")
-                    headers.remove(name: "proxy-authorization")
+                    bodyDropped = true
                 }
                 url = target.absoluteString
                 continue
@@ -262,6 +263,35 @@ struct RESTSource: PluginSource {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
         }
+    }
+
+    /// The headers of one request to `url`.
+    ///
+    /// The configured headers go to the source's own origin (scheme, host, port) and nowhere else: a
+    /// redirect or a `Link: rel="next"` that leads elsewhere gets only what any client sends. The plugin
+    /// cannot tell which values are secrets (`X-Api-Key: ${KEY}` looks like `Accept: text/plain` by the time
+    /// it arrives), so it holds back all of them rather than a list of names that is never complete.
+    private func headers(for url: String, bodyDropped: Bool, etag: String?, lastModified: String?) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        if isOwnOrigin(url) {
+            for header in options.headers { headers.add(name: header.name, value: header.value) }
+            // A redirect that turned the request into a GET took its body away, and the body's type with it.
+            if bodyDropped { headers.remove(name: "content-type") }
+        }
+        if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: Self.userAgent) }
+        if let etag { headers.replaceOrAdd(name: "If-None-Match", value: etag) }
+        if let lastModified { headers.replaceOrAdd(name: "If-Modified-Since", value: lastModified) }
+        return headers
+    }
+
+    /// Whether `url` is on the origin the source was configured with. Both sides must parse: a URL that
+    /// cannot be compared is another origin.
+    private func isOwnOrigin(_ url: String) -> Bool {
+        if url == options.url { return true }
+        guard let own = URL(string: options.url).map(origin(of:)), let other = URL(string: url).map(origin(of:)) else {
+            return false
+        }
+        return own == other
     }
 
     /// Reads an answer's body to its end, so the connection goes back to the pool. A body left unread makes
@@ -297,7 +327,8 @@ private func origin(of url: URL) -> String {
 }
 
 private func nioDeadline(_ deadline: ContinuousClock.Instant) -> NIODeadline {
-    let remaining = ContinuousClock.now.duration(to: deadline)
+    // A year is as good as forever here, and keeps the nanoseconds below from overflowing on a huge timeout.
+    let remaining = min(ContinuousClock.now.duration(to: deadline), .seconds(365 * 86_400))
     let (seconds, attoseconds) = remaining.components
     let nanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     return .now() + .nanoseconds(nanoseconds)
