@@ -55,7 +55,22 @@ public struct ConfigurationLoader: Sendable {
         self.pluginSearchDescription = pluginSearchDescription
     }
 
+    /// A configuration larger than this is refused before it is read: a real one is a few KiB, and parsing
+    /// a huge mapping would take minutes and gigabytes.
+    public static let maximumFileSize = 4 << 20
+
     public func load(file path: String) -> Result<LoadedConfiguration, ConfigurationError> {
+        var info = stat()
+        if stat(path, &info) == 0, Int(info.st_size) > Self.maximumFileSize {
+            return .failure(
+                ConfigurationError(
+                    file: path,
+                    diagnostics: [
+                        Diagnostic(
+                            YAMLMark(line: 1, column: 1),
+                            "the file is \(info.st_size) bytes; a configuration may be at most \(Self.maximumFileSize >> 20) MiB")
+                    ]))
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             return .failure(
                 ConfigurationError(

@@ -14,8 +14,12 @@ public struct Diagnostic: Sendable, Hashable, Comparable {
         (lhs.mark, lhs.message) < (rhs.mark, rhs.message)
     }
 
-    /// `file:line:column: message`, the form editors and terminals turn into a link.
-    public func formatted(file: String) -> String { "\(file):\(mark.line):\(mark.column): \(message)" }
+    /// `file:line:column: message`, the form editors and terminals turn into a link. Control characters
+    /// (an ESC or a CR in a quoted id or value) are shown escaped: a diagnostic must not move the cursor,
+    /// recolour the terminal or overwrite the line it is on.
+    public func formatted(file: String) -> String {
+        "\(visible(file)):\(mark.line):\(mark.column): \(visible(message))"
+    }
 }
 
 /// Every problem found in a configuration, reported together so a person fixes them in one pass.
@@ -39,4 +43,24 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         diagnostics.map { $0.formatted(file: file) }.joined(separator: "\n")
     }
+}
+
+/// `text` with C0 and C1 control characters and DEL written as `\n`, `\r`, `\t` or `\u{1B}`.
+func visible(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var result = ""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        case _ where isControl(scalar): result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default: result.unicodeScalars.append(scalar)
+        }
+    }
+    return result
+}
+
+private func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
 }

@@ -2,7 +2,8 @@
 public func parseDuration(_ text: String) -> Result<Duration, DurationProblem> {
     let trimmed = text.trimmingCharacters(in: " ")
     guard !trimmed.isEmpty else { return .failure(DurationProblem("expected a duration such as 250ms, 5s, 2m or 1h")) }
-    if Double(trimmed) != nil {
+    // Only digits make "a number without a unit": `nan` and `inf` are no numbers a person meant.
+    if trimmed.first.map({ $0.isNumber || $0 == "." }) == true, Double(trimmed) != nil {
         return .failure(DurationProblem("\"\(trimmed)\" has no unit; write \(trimmed)s, \(trimmed)ms, \(trimmed)m or \(trimmed)h"))
     }
     var total = 0.0

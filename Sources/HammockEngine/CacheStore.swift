@@ -8,14 +8,27 @@ import HammockJSON
 /// a rename is atomic, so a reader (the next start) sees the old content or the new, never a torn write,
 /// whenever the engine is killed. Writes happen off the engine loop; when a source changes faster than the
 /// disk keeps up, only its newest content is written.
+///
+/// What is stored is what the consumer was shown: content with every secret redacted, never the clear text.
 actor CacheStore {
     let directory: URL
+    private let secrets: Secrets
+    private let warn: @Sendable (String) -> Void
     private var pending: [String: JSONValue?] = [:]
     private var writing = false
 
+    /// A cached content came through a 16 MiB protocol line: a file much larger is not one this store
+    /// wrote, and reading it whole would only cost memory.
+    static let maximumFileSize = 17 << 20
+
     /// `$HAMMOCK_CACHE_DIR`, else `$XDG_CACHE_HOME/hammock`, else `~/.cache/hammock`; inside it, one folder
     /// per configuration file, so two configurations with a source of the same name do not share it.
-    init(configurationFile: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init(
+        configurationFile: String, secrets: Secrets = Secrets(), warn: @escaping @Sendable (String) -> Void = { _ in },
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
+        self.secrets = secrets
+        self.warn = warn
         let base: URL
         if let explicit = environment["HAMMOCK_CACHE_DIR"], !explicit.isEmpty {
             base = URL(fileURLWithPath: explicit)
@@ -32,12 +45,35 @@ actor CacheStore {
     func restore(_ sources: [String]) -> [String: JSONValue] {
         var restored: [String: JSONValue] = [:]
         for source in sources {
-            guard let data = FileManager.default.contents(atPath: file(for: source).path),
-                let value = try? JSONValue(parsing: [UInt8](data)), let content = value["content"]
+            guard let bytes = readCacheFile(file(for: source).path),
+                let value = try? JSONValue(parsing: bytes), let content = value["content"]
             else { continue }
             restored[source] = content
         }
         return restored
+    }
+
+    /// The file's bytes, or nil when there is none to use: missing, a symlink (someone else's file), not a
+    /// regular file, or larger than any content this store writes (then with a warning).
+    private func readCacheFile(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard Int(info.st_size) <= Self.maximumFileSize else {
+            warn("ignoring the cache file \(path): \(info.st_size) bytes is more than a cached content can be")
+            return nil
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            offset += count
+        }
+        return Array(bytes[..<offset])
     }
 
     /// Queues the newest content of a source (`nil` forgets it).
@@ -78,13 +114,15 @@ actor CacheStore {
         } catch {
             return
         }
-        var bytes = JSONValue.object(["content": content]).jsonBytes
+        var bytes = JSONValue.object(["content": secrets.redactor.redact(content)]).jsonBytes
         bytes.append(UInt8(ascii: "\n"))
         let temporary = target.path + ".tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A fresh file of our own every time: whatever stands at the temporary name (a file left by a killed
+        // run, a symlink planted to make us write elsewhere) is removed, and O_EXCL | O_NOFOLLOW refuse to
+        // open anything that appears there in between.
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return }
-        // A temporary file left by an earlier run keeps its mode through O_TRUNC: set it every time.
-        fchmod(descriptor, 0o600)
         let complete = bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

@@ -67,13 +67,23 @@ public struct OptionReader: Sendable {
     }
 
     /// A whole number of at least `minimum`. Also accepts sizes such as `10MiB` when `size` is true.
-    public mutating func integer(_ key: String, minimum: Int = 0, size: Bool = false) -> Int? {
+    /// A whole number in `minimum...maximum`; with `size`, also a size such as `64KiB`, at most
+    /// `maximumSize` unless `maximum` says otherwise. Every number from outside has a range: a value at the
+    /// edge of `Int` would overflow the first sum a plugin does with it.
+    public mutating func integer(_ key: String, minimum: Int = 0, maximum: Int? = nil, size: Bool = false) -> Int? {
         guard let value = value(key) else { return nil }
-        if let number = value.numberValue?.intValue, number >= minimum { return number }
-        if size, let text = value.stringValue, let bytes = parseByteSize(text), bytes >= minimum { return bytes }
-        problem(key, "\(key) must be a whole number of at least \(minimum)\(size ? " (or a size such as 64KiB, 10MiB)" : "")")
+        let maximum = maximum ?? (size ? Self.maximumSize : Int.max)
+        let range = minimum...maximum
+        if let number = value.numberValue?.intValue, range.contains(number) { return number }
+        if size, let text = value.stringValue, let bytes = parseByteSize(text), range.contains(bytes) { return bytes }
+        let limit = maximum == Int.max ? "of at least \(minimum)" : "from \(minimum) to \(maximum)"
+        let sizeForm = size ? " (or a size such as 64KiB, 10MiB; at most \(maximum >> 20) MiB)" : ""
+        problem(key, "\(key) must be a whole number \(limit)\(sizeForm)")
         return nil
     }
+
+    /// The largest `maxBytes` and the like: 1 GiB, far above any content the 16 MiB protocol line can carry.
+    public static let maximumSize = 1 << 30
 
     public mutating func duration(_ key: String) -> Duration? {
         guard let value = value(key) else { return nil }

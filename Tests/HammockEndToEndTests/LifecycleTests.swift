@@ -97,7 +97,10 @@ struct LifecycleTests {
             #expect(bye["failed"] == ["broken"])
             let error = try #require(hammock.lines.last { $0.id == "broken" })
             #expect(error.state?["latestError"]?["httpStatus"] == 410)
-            #expect(hammock.lines.filter { $0.id == "broken" && $0.event == "requested" }.count == 1, "no retry with --once")
+            // One failed load, no retry. (Its `requested` line may be replaced by the error in the stdout
+            // queue on a loaded machine, so the count of failures is what tells.)
+            #expect(error.state?["failures"] == 1, "no retry with --once")
+            #expect(hammock.lines.filter { $0.id == "broken" && $0.event == "requested" }.count <= 1)
         }
     }
 

@@ -110,3 +110,143 @@ struct TrustTests {
         return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 }
+
+/// Issue 11, the configuration's and the cache's part: diagnostics that quote no secret and no control
+/// character, numbers with ranges, files with size limits, a cache that stores no secret and follows no link.
+@Suite("Containment: configuration and cache")
+struct ConfigurationContainmentTests {
+    static func check(_ yaml: String, environment: [String: String] = [:]) async throws -> CompletedRun {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try HammockProcess.writeConfig(yaml, in: directory)
+        return try await HammockProcess.execute(["check", path], environment: environment)
+    }
+
+    @Test("check quotes no secret in any diagnostic, whichever key it stands in")
+    func noSecretInDiagnostics() async throws {
+        let secrets = [
+            "R": "r3fresh-secret", "S": "s3lect-secret", "K": "k1nd-secret", "U": "ur1-secret", "M": "m3thod-secret",
+            "P": "p4rse-secret", "C": "c0mmand-secret", "Y": "r3ady-secret",
+        ]
+        let yaml = """
+            sources:
+              a: { kind: fake, refresh: "${secret:R}", select: "${secret:S}" }
+              b: { kind: "${secret:K}" }
+              c: { kind: rest, url: "${secret:U}", method: "${secret:M}", parse: "${secret:P}" }
+              d: { kind: nocommand }
+            views:
+              v: { sources: [a], ready: "${secret:Y}" }
+            plugins:
+              nocommand: { command: ["/nonexistent/${secret:C}"] }
+            """
+        let run = try await Self.check(yaml, environment: secrets)
+        #expect(run.termination == .exited(2))
+        let output = run.stdout + run.stderr
+        for value in secrets.values { #expect(!output.contains(value), "\(value) in: \(output)") }
+        #expect(output.split(separator: "\n").filter { $0.contains("[redacted]") }.count >= 7, "\(output)")
+    }
+
+    @Test("Diagnostics show control characters escaped, and a duration of nan is not a number without a unit")
+    func controlCharactersAndNaN() async throws {
+        let run = try await Self.check("sources:\n  \"a\\e[2Jb\\r\": { kind: fake }\n  b: { kind: fake, expiration: nan }\n")
+        #expect(run.termination == .exited(2))
+        #expect(!run.stderr.contains("\u{1B}") && !run.stderr.contains("\r"), "\(run.stderr.debugDescription)")
+        #expect(run.stderr.contains(#"a\u{1B}[2Jb\r"#), "\(run.stderr)")
+        #expect(!run.stderr.contains("nans"), "\(run.stderr)")
+        #expect(run.stderr.contains(#"expiration: "nan" is not a duration"#), "\(run.stderr)")
+    }
+
+    @Test("A number at the edge of Int is refused by check with its range, not a crash at the first load")
+    func numbersHaveRanges() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("x\n".utf8).write(to: URL(fileURLWithPath: directory + "/f.txt"))
+        let run = try await Self.check("sources:\n  f: { kind: file, path: \(directory)/f.txt, maxBytes: 9223372036854775807 }\n")
+        #expect(run.termination == .exited(2))
+        #expect(run.stderr.contains("maxBytes must be a whole number from 1 to 1073741824"), "\(run.stderr)")
+    }
+
+    @Test("A configuration over 4 MiB is refused at once with a clear error")
+    func configurationSizeLimit() async throws {
+        var yaml = "sources:\n  a: { kind: fake }\npadding:\n"
+        let entry = "  k\(String(repeating: "x", count: 60)): 1\n"
+        while yaml.utf8.count <= 5 << 20 { yaml += entry.replacingOccurrences(of: "k", with: "k\(yaml.utf8.count)") }
+        let started = ContinuousClock.now
+        let run = try await Self.check(yaml)
+        #expect(run.termination == .exited(2))
+        #expect(run.stderr.contains("a configuration may be at most 4 MiB"), "\(run.stderr.prefix(500))")
+        #expect(ContinuousClock.now - started < .seconds(8))
+    }
+
+    @Test("A five-digit secret is redacted too")
+    func shortSecrets() async throws {
+        let config = """
+            sources:
+              pin: { kind: shell, command: [echo, "your pin is 24680"], env: { PIN: "${PIN}" } }
+            """
+        try await HammockProcess.withRunning(config: config, environment: ["PIN": "24680"]) { hammock in
+            let line = try await hammock.waitFor(type: "source", id: "pin") { $0.event == "newData" }
+            #expect(line[pointer: "/state/content"] == "your pin is [redacted]")
+        }
+    }
+
+    @Test("The cache stores no secret, follows no planted link, and ignores a file too large to be its own")
+    func cacheContainment() async throws {
+        let cache = try HammockProcess.makeTemporaryDirectory()
+        let elsewhere = try HammockProcess.makeTemporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(atPath: cache)
+            try? FileManager.default.removeItem(atPath: elsewhere)
+        }
+        // Both runs read the same file: the cache folder is named after the configuration's path.
+        let configPath = try HammockProcess.writeConfig(
+            "sources:\n  a: { kind: fake, content: \"token=${secret:TOKEN}\", cache: true }\n", in: elsewhere)
+        let environment = ["HAMMOCK_CACHE_DIR": cache, "TOKEN": "c4che-secret"]
+        let first = try HammockProcess.launch(configPath: configPath, environment: environment)
+        let file: String
+        do {
+            try await first.waitFor(type: "source", id: "a") { $0.event == "newData" }
+            file = try await Self.cacheFile(in: cache)
+            await first.stop()
+        } catch {
+            await first.stop()
+            throw error
+        }
+        let stored = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(!stored.contains("c4che-secret") && stored.contains("[redacted]"), "\(stored)")
+
+        // A link planted at the temporary name must not make the next write land elsewhere; a huge file at the
+        // cache's name is not read whole but ignored with a warning.
+        let victim = elsewhere + "/victim"
+        try Data("untouched".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: file + ".tmp", withDestinationPath: victim)
+        try Data(count: 18 << 20).write(to: URL(fileURLWithPath: file))
+        let second = try HammockProcess.launch(configPath: configPath, environment: environment)
+        do {
+            let answer = try await second.waitFor(type: "source", id: "a") { $0.event == "newData" }
+            #expect(answer.origin == "load", "nothing restored from the oversized file: \(answer)")
+            try await second.waitUntil("the cache was written again") { _ in
+                var info = stat()
+                return stat(file, &info) == 0 && info.st_size < 1000
+            }
+            #expect(second.stderrText.contains("ignoring the cache file"), "\(second.stderrText)")
+            await second.stop()
+        } catch {
+            await second.stop()
+            throw error
+        }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "untouched")
+    }
+
+    static func cacheFile(in cache: String) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(8)
+        while ContinuousClock.now < deadline {
+            let folders = (try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []
+            if let file = folders.lazy.map({ cache + "/" + $0 + "/a.json" }).first(where: { FileManager.default.fileExists(atPath: $0) }) {
+                return file
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw CancellationError()
+    }
+}
