@@ -1,79 +1,115 @@
 import CHammockSystem
 import Foundation
 
-/// Ends the commands that a plugin left behind when it died.
+/// Ends the processes that reach hammock as orphans.
 ///
-/// Plugins run their commands in process groups of their own (so a timeout can end a command with all it
-/// spawned). A plugin that exits cleanly ends them itself, but one killed from outside cannot: its commands
-/// would be re-parented to init and outlive hammock. So hammock makes itself a *child subreaper*: orphans of
-/// its descendants are re-parented to hammock instead, and after a plugin dies hammock ends every child that
-/// is not one of its plugins, and reaps it.
+/// Each plugin runs below a guard (see `runPluginProcess`), which keeps whatever the plugin starts below
+/// it and ends it all, so orphans rarely reach hammock. One does when a guard is itself killed (hammock
+/// kills a guard's group that did not end in time; someone may `kill -9` it): the guard's plugin dies with
+/// it (its parent-death signal), and what the plugin started is re-parented. So hammock makes itself a
+/// *child subreaper*, and these come to hammock instead of init: it ends every child that is not a guard
+/// it started, and reaps it.
 enum OrphanReaper {
-    /// Call once, early.
+    /// Call early; calling it again does no harm.
     static func becomeSubreaper() {
         _ = hammock_become_child_subreaper()
     }
 
-    /// Kills (with their process groups) and reaps hammock's children that are not live plugins.
+    /// Kills (with their process groups) and reaps hammock's children that are not live plugins' guards,
+    /// and what they leave in turn, until none is left.
     ///
-    /// Also reaps the orphans that died by themselves (a command's background child killed with its group
-    /// after the command had exited): as their subreaper, hammock must, or they stay zombies. The engine
-    /// calls it when a plugin dies, every few seconds, and at exit.
+    /// Also reaps the orphans that died by themselves: as their subreaper, hammock must, or they stay
+    /// zombies. The engine calls it when a plugin dies, every few seconds, and at exit.
     static func sweep() {
+        // Each orphan killed hands its own children to hammock: look again until a look finds none.
+        for _ in 0..<20 {
+            if sweepOnce() == 0 { return }
+        }
+    }
+
+    /// One look at hammock's children; returns how many it killed.
+    private static func sweepOnce() -> Int {
         let me = getpid()
         let myGroup = getpgrp()
         let plugins = LivePlugins.shared.snapshot()
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
         var orphans: [pid_t] = []
         for entry in entries {
-            guard let pid = pid_t(entry), pid != me, !plugins.pids.contains(pid),
+            guard let pid = pid_t(entry), pid != me, !plugins.guards.contains(pid),
                 let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
                 let closing = stat.lastIndex(of: ")")
             else { continue }
-            // Fields after the command name: state, ppid, pgrp, ...
+            // Fields after the command name: state (3), ppid (4), pgrp (5), ..., starttime (22).
             let fields = stat[stat.index(after: closing)...].split(separator: " ")
-            guard fields.count > 2, pid_t(fields[1]) == me else { continue }
+            guard fields.count > 19, pid_t(fields[1]) == me else { continue }
             if fields[0] == "Z" {
                 var status: Int32 = 0
                 _ = waitpid(pid, &status, WNOHANG)
                 continue
             }
-            // A plugin started a moment ago may not have registered its pid yet: know it by its argv.
-            if let argv = commandLine(of: pid), plugins.commands.contains(where: { sameCommand($0, argv) }) { continue }
-            if let group = pid_t(fields[2]), group != myGroup, group > 1 { kill(-group, SIGKILL) }
+            // A guard being spawned right now is a child whose pid is not known yet: spare whatever started
+            // since the oldest spawn in flight began; an orphan among them is ended by the next sweep.
+            if let spawnStart = plugins.oldestSpawnStart, let started = UInt64(fields[19]), started + 1 >= spawnStart {
+                continue
+            }
+            if let group = pid_t(fields[2]), group != myGroup, group > 1, !plugins.guards.contains(group) {
+                kill(-group, SIGKILL)
+            }
             kill(pid, SIGKILL)
             orphans.append(pid)
         }
-        // Reap exactly these pids: a blanket wait would steal the exit status of a plugin process.
+        // Reap exactly these pids: a blanket wait would steal the exit status of a guard.
         for pid in orphans {
             var status: Int32 = 0
             for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(10_000) }
         }
-    }
-
-    private static func commandLine(of pid: pid_t) -> [String]? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"), !data.isEmpty else { return nil }
-        return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// The same program (by file name, as PATH lookup may have made it absolute) with the same arguments.
-    private static func sameCommand(_ command: [String], _ argv: [String]) -> Bool {
-        guard let program = command.first, let running = argv.first else { return false }
-        return (running as NSString).lastPathComponent == (program as NSString).lastPathComponent
-            && Array(argv.dropFirst()) == Array(command.dropFirst())
+        return orphans.count
     }
 }
 
-/// The plugin processes running now, across all kinds: the one thing the orphan sweep must never touch.
-final class LivePlugins: @unchecked Sendable {
+/// The plugins' guards running now, across all kinds, and the spawns of guards in flight: what the orphan
+/// sweep must never touch.
+final class LivePlugins: @unchecked Sendable {  // every field is behind `lock`
     static let shared = LivePlugins()
     private let lock = NSLock()
-    private var pids: Set<pid_t> = []
-    private var commands: [[String]] = []
+    private var guards: Set<pid_t> = []
+    /// When each spawn in flight began, in clock ticks since boot (the unit of /proc/PID/stat's starttime).
+    private var spawns: [Int: UInt64] = [:]
+    private var nextSpawn = 0
 
-    func started(_ pid: pid_t) { lock.withLock { _ = pids.insert(pid) } }
-    func ended(_ pid: pid_t) { lock.withLock { _ = pids.remove(pid) } }
-    func launching(_ command: [String]) { lock.withLock { commands.append(command) } }
+    /// A spawn is about to begin; pass what this returns to `started` and `ended`.
+    func spawning() -> Int {
+        let now = Self.ticksSinceBoot()
+        return lock.withLock {
+            nextSpawn += 1
+            spawns[nextSpawn] = now
+            return nextSpawn
+        }
+    }
 
-    func snapshot() -> (pids: Set<pid_t>, commands: [[String]]) { lock.withLock { (pids, commands) } }
+    func started(_ pid: pid_t, spawn: Int) {
+        lock.withLock {
+            guards.insert(pid)
+            spawns[spawn] = nil
+        }
+    }
+
+    func ended(_ pid: pid_t?, spawn: Int) {
+        lock.withLock {
+            if let pid { guards.remove(pid) }
+            spawns[spawn] = nil
+        }
+    }
+
+    func snapshot() -> (guards: Set<pid_t>, oldestSpawnStart: UInt64?) {
+        lock.withLock { (guards, spawns.values.min()) }
+    }
+
+    /// CLOCK_BOOTTIME in clock ticks, rounded down, as the kernel counts a process's start time.
+    private static func ticksSinceBoot() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        let perSecond = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        return UInt64(now.tv_sec) * perSecond + UInt64(now.tv_nsec) * perSecond / 1_000_000_000
+    }
 }

@@ -358,7 +358,7 @@ struct ReceivedLine: Sendable {
 
 /// One plugin process: lines to its stdin, every line from its stdout kept in order, the tail of its stderr.
 final class PluginSession: Sendable {
-    static let maximumLineLength = 16 << 20
+    static let maximumLineLength = maximumPluginLineLength
 
     enum Next {
         case line(ReceivedLine)
@@ -405,7 +405,7 @@ final class PluginSession: Sendable {
                 let line =
                     switch piece {
                     case .line(let bytes): ReceivedLine(bytes: bytes)
-                    case .tooLong(let length): ReceivedLine(tooLong: length)
+                    case .tooLong(let length, _): ReceivedLine(tooLong: length)
                     }
                 self.state.withLock { $0.lines.append(line) }
             })
@@ -457,11 +457,10 @@ final class PluginSession: Sendable {
         return state.withLock { $0.exitStatus }
     }
 
-    /// SIGKILL to its process group (whatever it started and left there), and to it if it still runs.
+    /// Ends it if it still runs: its guard kills it and whatever it started (see `runPluginProcess`).
     func kill() {
         let (pid, exited) = state.withLock { ($0.pid, $0.exitStatus != nil) }
-        guard let pid, pid > 0 else { return }
-        Glibc.kill(-pid, SIGKILL)
-        if !exited { Glibc.kill(pid, SIGKILL) }
+        guard let pid, !exited else { return }
+        endGuardedPlugin(pid)
     }
 }

@@ -11,6 +11,10 @@ import Logging
 /// When the plugin dies, hangs its handshake or writes a line that is not protocol, its loads fail (the
 /// sources keep their content), it is restarted with backoff and its sources are configured again; after
 /// `maximumCrashes` crashes within `crashWindow` it is given up and its sources say so.
+///
+/// Every wait on the plugin has a deadline: the handshake and each `configure` 5 s, a load its source's
+/// timeout (kept by the engine), the exit after `shutdown` 2 s. A line too long to read fails the load or
+/// source it names, not the plugin (see `skipped`).
 actor PluginHost: SourceLoader {
     let kind: String
     let command: [String]
@@ -19,11 +23,17 @@ actor PluginHost: SourceLoader {
     private let standardError: StandardError
 
     static let handshakeTimeout: Duration = .seconds(5)
+    static let configureTimeout: Duration = .seconds(5)
     static let shutdownGrace: Duration = .seconds(2)
+    /// How long the guard gets to end a plugin it was told to end, before its group is killed outright.
+    static let killGrace: Duration = .seconds(3)
     static let maximumCrashes = 5
     static let crashWindow: Duration = .seconds(60)
     /// A plugin line longer than this is a protocol violation, not something to buffer.
-    static let maximumLineLength = 16 << 20
+    static let maximumLineLength = maximumPluginLineLength
+    /// The longest line HammockPluginKit reads from the engine (its `LineReader` limit): a `configure`
+    /// longer than this would be dropped unanswered, so it is not sent.
+    static let maximumLineToPlugin = 64 << 20
 
     private enum Phase {
         case stopped
@@ -49,7 +59,37 @@ actor PluginHost: SourceLoader {
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [ContinuousClock.Instant] = []
     private var readinessWaiters: [CheckedContinuation<String?, Never>] = []
-    private var validationWaiters: [String: CheckedContinuation<ValidationAnswer, Never>] = [:]
+    /// What `validate` waits for, by source: its waiters, and an answer that came before anyone waited.
+    private var validationWaiters: [String: [CheckedContinuation<ValidationAnswer, Never>]] = [:]
+    private var earlyValidationAnswers: [String: ValidationAnswer] = [:]
+
+    /// `configure`s sent to the running process and not answered yet, by source.
+    private var unansweredConfigures: [String: SentConfigure] = [:]
+    private var configuresSent = 0
+    /// The newest `configure` (by `SentConfigure.order`) the running process has answered, and when it
+    /// last answered one: a plugin that works through many of them is given `configureTimeout` for each,
+    /// and one that answered a later one has moved past an earlier one it left unanswered.
+    private var newestConfigureAnswered = 0
+    private var lastConfigureAnswer = ContinuousClock.now
+    private var configureWatchArmed = false
+    /// The running process is being ended because a `configure` went unanswered (see `configureWatchFired`).
+    private var endedOverConfigure = false
+    /// Sources not sent to the plugin until their options change, and why (a `configure` never answered,
+    /// options too long for a line): their loads fail at once with the reason, so one source's options can
+    /// neither hang the plugin's other sources nor crash-loop it into being given up.
+    private var heldBack: [String: HeldBack] = [:]
+    /// Lines skipped for being over `maximumLineLength`, for the log.
+    private var skippedLines = 0
+
+    private struct SentConfigure {
+        let at: ContinuousClock.Instant
+        let order: Int
+    }
+
+    private struct HeldBack {
+        let options: JSONValue
+        let error: SourceError
+    }
 
     /// Each source's push that the engine has not taken yet (see `PushMailbox`). A mailbox is let go as
     /// soon as anything else about its source goes to the engine (a load's answer, an error, the plugin's
@@ -97,6 +137,8 @@ actor PluginHost: SourceLoader {
     func remove(source: String) {
         desiredOptions[source] = nil
         invalidProblems[source] = nil
+        heldBack[source] = nil
+        unansweredConfigures[source] = nil
         queuedLoads.removeAll { $0.source == source }
         // A push still waiting for the engine is of a source that is gone: empty its mailbox.
         _ = pushMailboxes.removeValue(forKey: source)?.take()
@@ -107,31 +149,51 @@ actor PluginHost: SourceLoader {
         phase = .shuttingDown
         for waiter in readinessWaiters { waiter.resume(returning: "hammock is shutting down") }
         readinessWaiters.removeAll()
+        for source in Array(validationWaiters.keys) { settleValidation(source, .pluginFailed("hammock is shutting down")) }
         guard let process else { return }
         process.send(.shutdown)
         process.closeInput()
         if await process.waitForExit(timeout: Self.shutdownGrace) { return }
         logger.warning("the \(kind) plugin did not exit within \(Self.shutdownGrace.humanReadable) of shutdown; killing it")
         process.kill()
-        _ = await process.waitForExit(timeout: .seconds(5))
+        _ = await process.waitForExit(timeout: Self.killGrace + .seconds(2))
     }
 
     // MARK: Validation
 
     /// Configures each source with its options as written and reports what the plugin thinks of them.
+    ///
+    /// Every `configure` goes out at once, in order, and each answer is waited for at most
+    /// `configureTimeout` (counted from the plugin's last answer to one while it works through them).
     func validate(_ sources: [(id: String, options: JSONValue)]) async -> [String: ValidationAnswer] {
         for source in sources { desiredOptions[source.id] = source.options }
         if let failure = await ready() {
             return Dictionary(uniqueKeysWithValues: sources.map { ($0.id, .pluginFailed(failure)) })
         }
+        for source in sources {
+            // Registered before the `configure` goes out, so that an answer coming first is kept.
+            earlyValidationAnswers[source.id] = nil
+            if validationWaiters[source.id] == nil { validationWaiters[source.id] = [] }
+            configureIfNeeded(source.id, force: true)
+        }
         var answers: [String: ValidationAnswer] = [:]
         for source in sources {
+            if let early = earlyValidationAnswers.removeValue(forKey: source.id) {
+                answers[source.id] = early
+                continue
+            }
             answers[source.id] = await withCheckedContinuation { continuation in
-                validationWaiters[source.id] = continuation
-                configureIfNeeded(source.id, force: true)
+                validationWaiters[source.id, default: []].append(continuation)
             }
         }
         return answers
+    }
+
+    /// Hands `answer` to whoever validates `source`, or keeps it for the `validate` about to wait for it.
+    private func settleValidation(_ source: String, _ answer: ValidationAnswer) {
+        guard let waiters = validationWaiters.removeValue(forKey: source) else { return }
+        if waiters.isEmpty { earlyValidationAnswers[source] = answer }
+        for waiter in waiters { waiter.resume(returning: answer) }
     }
 
     /// Starts the plugin if needed and waits for its handshake; returns why it failed, if it did.
@@ -149,11 +211,18 @@ actor PluginHost: SourceLoader {
     // MARK: The process
 
     private func launch() {
+        // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
+        // (`Engine.run` asks too, but `check` and the start-up validation come before it).
+        OrphanReaper.becomeSubreaper()
         generation += 1
         let generation = generation
         phase = .starting
         failureReason = nil
         sentOptions.removeAll()
+        unansweredConfigures.removeAll()
+        newestConfigureAnswered = configuresSent
+        configureWatchArmed = false
+        endedOverConfigure = false
         process = PluginProcessHandle.launch(
             command: command, kind: kind, host: self, generation: generation, standardError: standardError)
         process?.send(.hello(protocol: pluginProtocolVersion))
@@ -175,12 +244,18 @@ actor PluginHost: SourceLoader {
         process?.kill()
     }
 
-    func received(_ piece: LineSplitter.Piece, generation: Int) {
+    func received(_ piece: PluginLineSplitter.Piece, generation: Int) {
         guard generation == self.generation else { return }
         let message: PluginMessage
         switch piece {
-        case .tooLong(let length):
-            fail(generation, "wrote a line of \(length) bytes, over the limit of \(Self.maximumLineLength)")
+        case .tooLong(let length, let head):
+            if case .starting = phase {
+                fail(
+                    generation,
+                    "wrote a line of \(length) bytes, over the limit of \(Self.maximumLineLength), before answering hello")
+            } else {
+                skipped(length: length, head: LineHead(head))
+            }
             return
         case .line(let bytes):
             do throws(ProtocolError) {
@@ -222,11 +297,13 @@ actor PluginHost: SourceLoader {
         case .hello:
             fail(generation, "said hello twice")
         case .configured(let source):
+            configureAnswered(source)
             invalidProblems[source] = nil
-            validationWaiters.removeValue(forKey: source)?.resume(returning: .valid)
+            settleValidation(source, .valid)
         case .invalid(let source, let problems):
+            configureAnswered(source)
             invalidProblems[source] = problems
-            validationWaiters.removeValue(forKey: source)?.resume(returning: .invalid(problems))
+            settleValidation(source, .invalid(problems))
         case .newData(let id?, _, let content, let etag, let lastModified):
             answer(id, .newData(content, etag: etag, lastModified: lastModified))
         case .newData(nil, let source?, let content, _, _):
@@ -274,6 +351,10 @@ actor PluginHost: SourceLoader {
 
     private func send(_ request: LoadRequest) {
         configureIfNeeded(request.source)
+        if let held = heldBack[request.source] {
+            inbox.yield(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(held.error)))
+            return
+        }
         pendingLoads[request.loadID] = request.source
         process?.send(
             .load(
@@ -282,18 +363,122 @@ actor PluginHost: SourceLoader {
     }
 
     /// Sends `configure` when the process has not seen these options yet (first use, a restart, or a
-    /// template whose input changed).
+    /// template whose input changed), unless the source is held back with these very options.
     private func configureIfNeeded(_ source: String, force: Bool = false) {
         guard case .ready = phase, let options = desiredOptions[source] else { return }
-        guard force || sentOptions[source] != options else { return }
+        if let held = heldBack[source] {
+            guard held.options != options else {
+                settleValidation(source, .pluginFailed(held.error.message))
+                return
+            }
+            heldBack[source] = nil
+        }
+        // Forced (to hear the plugin's verdict) unless the same options are on their way already.
+        let inFlight = unansweredConfigures[source] != nil && sentOptions[source] == options
+        guard (force && !inFlight) || sentOptions[source] != options else { return }
+        let line = EngineMessage.configure(source: source, options: options).line
+        guard line.count - 1 <= Self.maximumLineToPlugin else {
+            let message =
+                "the options of source \"\(source)\" are \(line.count - 1) bytes once encoded, over the limit of "
+                + "\(Self.maximumLineToPlugin) bytes for a line to a plugin"
+            holdBack(source, options: options, SourceError(message: message, code: "tooLarge"))
+            return
+        }
         sentOptions[source] = options
-        process?.send(.configure(source: source, options: options))
+        configuresSent += 1
+        // Options that changed while the former ones were unanswered: the plugin has had a `configure` of
+        // this source to answer since the first.
+        if unansweredConfigures[source] == nil { unansweredConfigures[source] = SentConfigure(at: .now, order: configuresSent) }
+        process?.send(line: line)
+        armConfigureWatch()
+    }
+
+    private func holdBack(_ source: String, options: JSONValue, _ error: SourceError) {
+        heldBack[source] = HeldBack(options: options, error: error)
+        unansweredConfigures[source] = nil
+        settleValidation(source, .pluginFailed(error.message))
+    }
+
+    private func configureAnswered(_ source: String) {
+        lastConfigureAnswer = .now
+        if let sent = unansweredConfigures.removeValue(forKey: source) {
+            newestConfigureAnswered = max(newestConfigureAnswered, sent.order)
+        }
+        // A late answer: the plugin did take these options after all.
+        if let held = heldBack[source], held.options == sentOptions[source] { heldBack[source] = nil }
+    }
+
+    /// When the oldest unanswered `configure` is due: `configureTimeout` after it was sent, or after the
+    /// plugin last answered one, whichever is later.
+    private var nextConfigureDeadline: ContinuousClock.Instant? {
+        guard let oldest = unansweredConfigures.values.map(\.at).min() else { return nil }
+        return max(oldest, lastConfigureAnswer) + Self.configureTimeout
+    }
+
+    private func armConfigureWatch() {
+        guard !configureWatchArmed, let deadline = nextConfigureDeadline else { return }
+        configureWatchArmed = true
+        let generation = generation
+        Task {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            self.configureWatchFired(generation)
+        }
+    }
+
+    /// A `configure` left unanswered past its deadline holds its source back. The plugin is killed (and
+    /// restarted without that source) unless it answered a later `configure`, which shows it is still
+    /// working: a plugin that handles its input in order, as HammockPluginKit does, is stuck on that one.
+    private func configureWatchFired(_ generation: Int) {
+        guard generation == self.generation else { return }
+        configureWatchArmed = false
+        guard case .ready = phase, let deadline = nextConfigureDeadline else { return }
+        guard deadline <= .now else {
+            armConfigureWatch()
+            return
+        }
+        guard let oldest = unansweredConfigures.min(by: { $0.value.order < $1.value.order }),
+            let options = sentOptions[oldest.key]
+        else { return }
+        let (source, sent) = (oldest.key, oldest.value)
+        let reason = "did not answer `configure` for source \"\(source)\" within \(Self.configureTimeout.humanReadable)"
+        logger.error("the \(kind) plugin \(reason)")
+        holdBack(source, options: options, SourceError(message: "the \(kind) plugin \(reason)", code: "pluginTimeout"))
+        if newestConfigureAnswered > sent.order {
+            armConfigureWatch()
+        } else {
+            endedOverConfigure = true
+            fail(generation, reason)
+        }
+    }
+
+    /// A line over `maximumLineLength` is passed over, not read, and fails what its first bytes say it
+    /// answers: a load (by `id`), or a source's push (by `source`). The plugin is not ended for it: its
+    /// other sources go on. A line that names neither is only logged; the load it answered, if any, fails
+    /// when its timeout passes.
+    private func skipped(length: Int, head: LineHead) {
+        skippedLines += 1
+        let what = head.type.map { "a \"\($0)\" line" } ?? "a line"
+        let message =
+            "the \(kind) plugin wrote \(what) of \(length) bytes, over the limit of \(Self.maximumLineLength) for a line; "
+            + "it was skipped"
+        let error = SourceError(message: message, code: "pluginFailed")
+        if let id = head.id, pendingLoads[id] != nil {
+            logger.warning("\(message) (load \(id))")
+            answer(id, .error(error))
+        } else if head.id == nil, let source = head.source, desiredOptions[source] != nil {
+            logger.warning("\(message) (a push of \"\(source)\")")
+            sealPushes(for: source)
+            inbox.yield(.pushedError(source: source, error: error))
+        } else {
+            let head = PluginLineSplitter.headLength
+            logger.warning("\(message), naming no load or source in its first \(head) bytes (\(skippedLines) skipped so far)")
+        }
     }
 
     func exited(generation: Int, status: String) {
         guard generation == self.generation else { return }
         process = nil
-        // Commands it started and could not end (it was killed) are now hammock's children: end them.
+        // Its guard ended what it left; if the guard was killed too, the orphans came to hammock: end them.
         OrphanReaper.sweep()
         if case .shuttingDown = phase { return }
         // What it pushed before it ended comes before the news of its end.
@@ -311,8 +496,11 @@ actor PluginHost: SourceLoader {
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             inbox.yield(.pushedError(source: source, error: SourceError(message: reason, code: "pluginFailed")))
         }
-        for (_, waiter) in validationWaiters { waiter.resume(returning: .pluginFailed(reason)) }
-        validationWaiters.removeAll()
+        // A plugin ended over one source's `configure` restarts without that source, and answers the others
+        // then: `check` reports the culprit alone. Any other end fails the validations it leaves.
+        if !endedOverConfigure || crashTimes.count >= Self.maximumCrashes {
+            for source in Array(validationWaiters.keys) { settleValidation(source, .pluginFailed(reason)) }
+        }
         // Whoever waits for the plugin to be ready hears of the failure now, not after every restart.
         for waiter in readinessWaiters { waiter.resume(returning: reason) }
         readinessWaiters.removeAll()
@@ -372,18 +560,18 @@ final class PluginProcessHandle: Sendable {
     ) -> PluginProcessHandle {
         let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
         let pid = ProcessIDBox()
-        LivePlugins.shared.launching(command)
+        let spawn = LivePlugins.shared.spawning()
         let finished = FinishedFlag()
         let task = Task {
             let status = await runPluginProcess(
                 command, input: lines, inputContinuation: outgoing, maximumLineLength: PluginHost.maximumLineLength,
                 started: { started in
                     pid.value = started
-                    LivePlugins.shared.started(started)
+                    LivePlugins.shared.started(started, spawn: spawn)
                 },
                 standardErrorLine: { standardError.write(prefix: kind, line: $0) },
                 receive: { await host.received($0, generation: generation) })
-            if let ended = pid.value { LivePlugins.shared.ended(ended) }
+            LivePlugins.shared.ended(pid.value, spawn: spawn)
             await host.exited(generation: generation, status: status)
             finished.value = true
         }
@@ -392,13 +580,21 @@ final class PluginProcessHandle: Sendable {
 
     func send(_ message: EngineMessage) { outgoing.yield(message.line) }
 
+    /// Sends a message already encoded (one line, `\n` included).
+    func send(line: [UInt8]) { outgoing.yield(line) }
+
     func closeInput() { outgoing.finish() }
 
-    /// SIGKILL to the plugin's process group.
+    /// Ends the plugin now: its guard kills it and everything below it (see `endGuardedPlugin`). A guard
+    /// that has not ended after `PluginHost.killGrace` has its whole process group killed.
     func kill() {
         guard let pid = processID.value, pid > 0 else { return }
-        Glibc.kill(-pid, SIGKILL)
-        Glibc.kill(pid, SIGKILL)
+        endGuardedPlugin(pid)
+        let finished = finished
+        Task {
+            try? await Task.sleep(for: PluginHost.killGrace)
+            if !finished.value { killGuardGroup(pid) }
+        }
     }
 
     /// Whether it exited within `timeout`.

@@ -1,4 +1,6 @@
+import CHammockSystem
 import Glibc
+import HammockJSON
 import HammockProtocol
 import Subprocess
 import SystemPackage
@@ -6,25 +8,33 @@ import SystemPackage
 /// Runs a plugin program the way hammock runs every plugin, for the plugin host and for
 /// `hammock plugin check` alike.
 ///
-/// The plugin gets a process group of its own (a terminal's Ctrl-C is hammock's to handle, and a kill reaches
-/// whatever the plugin started in its group). Its stdin is fed from `input`; its stderr is cut into lines for
-/// `standardErrorLine`; its stdout is cut into protocol lines (at most `maximumLineLength` bytes) for
-/// `receive`. When its stdout closes the plugin is ending, so `input` is finished and nothing more is
-/// written to it. Returns how it ended, in words: "exited with status 3".
+/// The plugin runs below a guard (`HAMMOCK_GUARD_FLAG` in hammock_system.h): hammock's own executable,
+/// which keeps everything the plugin starts below it and ends it all when the plugin exits, when hammock
+/// dies however it dies, or on `endGuardedPlugin`. The guard gets a process group of its own, which the
+/// plugin shares (a terminal's Ctrl-C is hammock's to handle). The plugin's stdin is fed from `input`; its
+/// stderr is cut into lines for `standardErrorLine`; its stdout is cut into protocol lines (at most
+/// `maximumLineLength` bytes) for `receive`. When its stdout closes the plugin is ending, so `input` is
+/// finished and nothing more is written to it. Returns how it ended, in words: "exited with status 3".
 func runPluginProcess(
     _ command: [String], input: AsyncStream<[UInt8]>, inputContinuation: AsyncStream<[UInt8]>.Continuation,
     maximumLineLength: Int, started: (pid_t) -> Void,
     standardErrorLine: @escaping @Sendable ([UInt8]) -> Void,
-    receive: (LineSplitter.Piece) async -> Void
+    receive: (PluginLineSplitter.Piece) async -> Void
 ) async -> String {
+    guard let program = command.first, let path = executablePath(program) else {
+        inputContinuation.finish()
+        return "could not be started (\(command.joined(separator: " "))): no executable \"\(command.first ?? "")\" was found"
+    }
     var platformOptions = PlatformOptions()
     platformOptions.processGroupID = 0
-    let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
     // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
-    // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch).
+    // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch);
+    // the guard checks the same.
     let environment = Environment.inherit.updating(["HAMMOCK_ENGINE_PID": String(getpid())])
+    // /proc/self/exe, not a path: in the child it still names this executable, even one replaced on disk.
     let configuration = Configuration(
-        executable: executable, arguments: Arguments(Array(command.dropFirst())), environment: environment,
+        executable: .path(FilePath("/proc/self/exe")),
+        arguments: Arguments([HAMMOCK_GUARD_FLAG, path] + command), environment: environment,
         platformOptions: platformOptions)
     do {
         let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
@@ -51,15 +61,15 @@ func runPluginProcess(
                     } catch {}
                     splitter.finish(emit: forward)
                 }
-                var splitter = LineSplitter(maximumLineLength: maximumLineLength)
+                var splitter = PluginLineSplitter(maximumLineLength: maximumLineLength)
                 do {
                     for try await buffer in execution.standardOutput {
-                        var pieces: [LineSplitter.Piece] = []
+                        var pieces: [PluginLineSplitter.Piece] = []
                         buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
                         for piece in pieces { await receive(piece) }
                     }
                 } catch {}
-                var last: [LineSplitter.Piece] = []
+                var last: [PluginLineSplitter.Piece] = []
                 splitter.finish { last.append($0) }
                 for piece in last { await receive(piece) }
                 inputContinuation.finish()
@@ -70,6 +80,202 @@ func runPluginProcess(
         case .signaled(let signal): return "was killed by signal \(signal)"
         }
     } catch {
+        inputContinuation.finish()
         return "could not be started (\(command.joined(separator: " "))): \(error)"
+    }
+}
+
+/// Ends a plugin started by `runPluginProcess` now: its guard kills it and everything below it, then
+/// exits as killed by SIGKILL. `guardID` is the pid `started` was given.
+func endGuardedPlugin(_ guardID: pid_t) {
+    guard guardID > 0 else { return }
+    kill(guardID, SIGUSR1)
+}
+
+/// SIGKILL to the guard's process group (the guard, its plugin and what stayed in their group): for a
+/// guard that did not end in time, which leaves any orphans to hammock's sweep.
+func killGuardGroup(_ guardID: pid_t) {
+    guard guardID > 0 else { return }
+    kill(-guardID, SIGKILL)
+    kill(guardID, SIGKILL)
+}
+
+/// Where `program` is: itself when it holds a slash, else the first executable of that name on `PATH`, as
+/// a shell would find it. The guard runs the path it is given, so the lookup happens here, where a
+/// program not found can be reported as such.
+private func executablePath(_ program: String) -> String? {
+    guard !program.isEmpty else { return nil }
+    if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
+    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+        let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
+        var info = stat()
+        if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+            return candidate
+        }
+    }
+    return nil
+}
+
+/// Cuts a plugin's stdout into protocol lines, refusing to buffer one longer than a limit, like
+/// `LineSplitter`; but of a line too long it keeps the first bytes, so that the host can tell which load
+/// or source it was about (`LineHead`) and fail that one alone.
+struct PluginLineSplitter: Sendable {
+    enum Piece: Sendable, Equatable {
+        case line([UInt8])
+        /// A line of `length` bytes was dropped; `head` is its beginning.
+        case tooLong(length: Int, head: [UInt8])
+    }
+
+    /// Enough for the fields that come before the bulk of a message.
+    static let headLength = 64 << 10
+
+    let maximumLineLength: Int
+    private var line: [UInt8] = []
+    private var head: [UInt8] = []
+    private var skipped = 0
+
+    init(maximumLineLength: Int) {
+        self.maximumLineLength = maximumLineLength
+    }
+
+    /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (Piece) throws -> Void) rethrows {
+        guard let base = bytes.baseAddress else { return }
+        var start = 0
+        while start < bytes.count {
+            // memchr: a plugin's 20 MB line must not cost seconds of byte-by-byte search.
+            let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
+            let newline = found.map { base.distance(to: UnsafeRawPointer($0)) }
+            let end = newline ?? bytes.count
+            let piece = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            if skipped > 0 {
+                skipped += piece.count
+            } else if line.count + piece.count > maximumLineLength {
+                head = Array(line.prefix(Self.headLength))
+                head += piece.prefix(Self.headLength - head.count)
+                skipped = line.count + piece.count
+                line.removeAll(keepingCapacity: false)
+            } else {
+                line.append(contentsOf: piece)
+            }
+            if newline != nil { try finishLine(emit) }
+            start = end + 1
+        }
+    }
+
+    /// The input ended: a last line without a newline still counts.
+    mutating func finish(emit: (Piece) throws -> Void) rethrows {
+        try finishLine(emit)
+    }
+
+    private mutating func finishLine(_ emit: (Piece) throws -> Void) rethrows {
+        if skipped > 0 {
+            let (length, kept) = (skipped, head)
+            skipped = 0
+            head = []
+            try emit(.tooLong(length: length, head: kept))
+        } else if !line.isEmpty {
+            let complete = line
+            line.removeAll(keepingCapacity: true)
+            try emit(.line(complete))
+        }
+    }
+}
+
+/// What the beginning of a message too long to read says it is: its top-level `type`, `id` and `source`,
+/// when they come before the bulk. HammockPluginKit writes them first; most encoders keep the order in
+/// which a plugin set its fields, which usually puts `content` last.
+struct LineHead: Equatable {
+    var type: String?
+    var id: Int?
+    var source: String?
+
+    init(_ bytes: [UInt8]) {
+        var scanner = HeadScanner(bytes: bytes)
+        guard scanner.take(UInt8(ascii: "{")) else { return }
+        while true {
+            guard let key = scanner.string(), scanner.take(UInt8(ascii: ":")) else { return }
+            switch key {
+            case "type": type = scanner.string()
+            case "source": source = scanner.string()
+            case "id": id = scanner.integer()
+            default: guard scanner.skipValue() else { return }
+            }
+            guard scanner.take(UInt8(ascii: ",")) else { return }
+        }
+    }
+}
+
+/// Reads JSON tokens from a prefix of a message, giving up (nil, false) where the prefix ends.
+private struct HeadScanner {
+    let bytes: [UInt8]
+    var index = 0
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    /// Takes `byte` (after any whitespace) if it comes next.
+    mutating func take(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// The end of the string that starts at `index`, past its closing quote; nil when the prefix ends first.
+    private func endOfString() -> Int? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var at = index + 1
+        while at < bytes.count {
+            switch bytes[at] {
+            case UInt8(ascii: "\\"): at += 2
+            case UInt8(ascii: "\""): return at + 1
+            default: at += 1
+            }
+        }
+        return nil
+    }
+
+    mutating func string() -> String? {
+        skipWhitespace()
+        guard let end = endOfString() else { return nil }
+        defer { index = end }
+        return (try? JSONValue(parsing: bytes[index..<end]))?.stringValue
+    }
+
+    mutating func integer() -> Int? {
+        skipWhitespace()
+        let start = index
+        while index < bytes.count, bytes[index] == UInt8(ascii: "-") || (0x30...0x39).contains(bytes[index]) { index += 1 }
+        // A number the prefix cut short is not known.
+        guard index < bytes.count else { return nil }
+        return Int(String(decoding: bytes[start..<index], as: UTF8.self))
+    }
+
+    /// Passes over one value of any kind; false when the prefix ends inside it.
+    mutating func skipValue() -> Bool {
+        skipWhitespace()
+        var depth = 0
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                guard let end = endOfString() else { return false }
+                index = end
+                continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if depth == 0 { return true }
+                depth -= 1
+            case UInt8(ascii: ","):
+                if depth == 0 { return true }
+            default:
+                break
+            }
+            index += 1
+        }
+        return false
     }
 }

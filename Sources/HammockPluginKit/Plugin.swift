@@ -157,11 +157,16 @@ public func pluginLog(_ message: String) {
 /// Synchronous on purpose: the dispatcher decides what to send and sends it without suspending, so no
 /// other message can slip in between (an answer and a push of the same source stay in order). The engine
 /// reads its plugins' stdout at all times, so a write does not block for long.
+///
+/// A message longer than the protocol's line limit once encoded (content under a source's `maxBytes` can
+/// grow six-fold: a NUL byte is `\u0000`) is never written: the engine would skip it. What goes instead
+/// is a small `tooLarge` error for the same load or source, so the failure is that source's alone.
 final class PluginOutput: Sendable {
     private let lock = NSLock()
 
     func send(_ message: PluginMessage) {
-        let line = message.line
+        var line = message.line
+        if line.count - 1 > maximumPluginLineLength { line = Self.replacement(for: message, length: line.count - 1).line }
         lock.withLock {
             line.withUnsafeBytes { raw in
                 var offset = 0
@@ -174,6 +179,26 @@ final class PluginOutput: Sendable {
                     offset += written
                 }
             }
+        }
+    }
+
+    /// What to send instead of `message`, which is `length` bytes once encoded.
+    static func replacement(for message: PluginMessage, length: Int) -> PluginMessage {
+        let limit = "the protocol's limit of \(maximumPluginLineLength) bytes for a line"
+        switch message {
+        case .newData(let id, let source, _, _, _), .error(let id, let source, _):
+            let what = if case .newData = message { "the content is" } else { "the error is" }
+            return .error(
+                id: id, source: source,
+                error: SourceError(message: "\(what) \(length) bytes once encoded as JSON, over \(limit)", code: "tooLarge"))
+        case .invalid(let source, let problems):
+            let first = problems.first.map { OptionProblem(pointer: $0.pointer, message: String($0.message.prefix(1000))) }
+            let summary = OptionProblem(
+                pointer: JSONPointer(tokens: []),
+                message: "\(problems.count) problems in all, too long to list (\(length) bytes, over \(limit))")
+            return .invalid(source: source, errors: (first.map { [$0] } ?? []) + [summary])
+        case .hello, .configured, .notModified, .cancelled:
+            return message  // small by nature; an absurd kind name or version is the plugin author's to see
         }
     }
 }

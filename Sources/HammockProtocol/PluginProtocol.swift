@@ -10,6 +10,10 @@ import OrderedCollections
 /// The protocol version both sides announce in `hello`.
 public let pluginProtocolVersion = 1
 
+/// The longest line a plugin may write, in bytes, its `\n` aside. The engine skips a longer one (and fails
+/// the load it answered); HammockPluginKit never writes one, answering with a small `tooLarge` error instead.
+public let maximumPluginLineLength = 16 << 20
+
 /// A message from the engine to a plugin.
 public enum EngineMessage: Sendable, Equatable {
     case hello(protocol: Int)

@@ -16,6 +16,19 @@ Usage: misbehaving-plugin.py MODE [ARG]
   ignore-shutdown   behaves, but ignores shutdown, the end of its stdin and SIGTERM, and keeps running
   leave-child N     behaves for N loads, then starts `sleep 300` in a session of its own (setsid), writes its
                     pid to the file named by $HAMMOCK_TEST_CHILD_PID_FILE, and exits with status 6
+  skip-configure    never answers `configure` for a source whose name starts with "stuck"; behaves otherwise
+  hang-configure    on `configure` of a source whose name starts with "stuck", stops reading its input for good
+                    (as a plugin stuck in its setup would); behaves until then
+  huge-answer       answers each load of a source whose name starts with "huge" with a line of about 20 MB
+                    (over hammock's 16 MiB limit; "id" before "content"), and after each pushes one for it too;
+                    behaves for the other sources
+  fork-child N      behaves for N loads, then fork()s a child that sleeps (the same argv as the plugin) and
+                    exits with status 7
+  check-parent      exits with status 9 at once unless its parent's pid is $HAMMOCK_ENGINE_PID (the check that
+                    docs/plugin-protocol.md asks for); behaves otherwise
+  ignore-all-with-child
+                    behaves, and at its first load starts `sleep 300` in a session of its own and fork()s a
+                    copy of itself; all of them ignore shutdown, the end of stdin and SIGTERM
 """
 import json
 import os
@@ -69,12 +82,25 @@ def ignore_everything():
         time.sleep(3600)
 
 
+if mode == "check-parent" and str(os.getppid()) != os.environ.get("HAMMOCK_ENGINE_PID"):
+    sys.stderr.write("my parent is %d, not HAMMOCK_ENGINE_PID %s: exiting\n"
+                     % (os.getppid(), os.environ.get("HAMMOCK_ENGINE_PID")))
+    sys.exit(9)
+
 if mode == "crash-at-once":
     sys.stderr.write("crashing at once, as asked\n")
     sys.exit(3)
 
-if mode == "ignore-shutdown":
+if mode in ("ignore-shutdown", "ignore-all-with-child"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def huge_line(source, load_id):
+    padding = "x" * (20 << 20)
+    if load_id is None:
+        return '{"type":"newData","source":%s,"content":{"padding":"%s"}}\n' % (json.dumps(source), padding)
+    return '{"type":"newData","source":%s,"id":%d,"content":{"padding":"%s"}}\n' % (json.dumps(source), load_id, padding)
+
 
 loads = 0
 sources = []
@@ -90,6 +116,14 @@ for line in sys.stdin:
     elif op == "configure":
         if message["source"] not in sources:
             sources.append(message["source"])
+        stuck = message["source"].startswith("stuck")
+        if mode == "skip-configure" and stuck:
+            sys.stderr.write("not answering configure for %s, as asked\n" % message["source"])
+            continue
+        if mode == "hang-configure" and stuck:
+            sys.stderr.write("stuck configuring %s, as asked\n" % message["source"])
+            while True:
+                time.sleep(3600)
         send({"type": "configured", "source": message["source"]})
     elif op == "load":
         loads += 1
@@ -110,6 +144,15 @@ for line in sys.stdin:
             sys.stderr.write("writing a line of 20 MB, as asked\n")
             answer["content"] = {"padding": "x" * (20 << 20)}
             send(answer)
+        elif mode == "huge-answer" and message["source"].startswith("huge"):
+            write(huge_line(message["source"], message["id"]))
+            write(huge_line(message["source"], None))
+        elif mode == "fork-child" and loads > arg:
+            if os.fork() == 0:
+                time.sleep(300)
+                os._exit(0)
+            sys.stderr.write("forked a child that stays, exiting, as asked\n")
+            os._exit(7)
         elif mode == "leave-child" and loads > arg:
             child = subprocess.Popen(["sleep", "300"], start_new_session=True,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,6 +162,12 @@ for line in sys.stdin:
             os._exit(6)
         else:
             send(answer)
+            if mode == "ignore-all-with-child" and loads == 1:
+                subprocess.Popen(["sleep", "300"], start_new_session=True,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if os.fork() == 0:
+                    os.close(0)
+                    ignore_everything()
             if mode == "flood" and not flooding:
                 flooding = True
                 threading.Thread(target=flood, args=(list(sources),), daemon=True).start()
@@ -127,6 +176,10 @@ for line in sys.stdin:
             continue
         break
 
-if mode == "ignore-shutdown":
-    sys.stderr.write("stdin ended; ignoring it, as asked\n")
+if mode in ("ignore-shutdown", "ignore-all-with-child"):
+    try:
+        sys.stderr.write("stdin ended; ignoring it, as asked\n")
+        sys.stderr.flush()
+    except OSError:
+        pass  # the engine is gone (a SIGKILL) and its end of the pipe with it: ignore that too
     ignore_everything()

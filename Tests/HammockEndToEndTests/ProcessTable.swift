@@ -82,6 +82,19 @@ enum ProcessTable {
         return now.state != "Z" && now.state != "X"
     }
 
+    /// The live processes whose environment (as they started) holds `entry` (`NAME=value`): whatever a
+    /// process started with that variable set started in turn, however it detached (setsid, double fork),
+    /// unless it cleared its environment.
+    static func processes(withEnvironment entry: String) -> [ProcessEntry] {
+        let wanted = Array(entry.utf8)
+        return all().filter { process in
+            guard process.state != "Z", process.state != "X",
+                let data = FileManager.default.contents(atPath: "/proc/\(process.pid)/environ")
+            else { return false }
+            return data.split(separator: 0).contains { $0.elementsEqual(wanted) }
+        }
+    }
+
     static func arguments(of pid: Int32) -> [String] {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return [] }
         return data.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
