@@ -84,3 +84,29 @@ public struct ControlLineError: Error, Sendable, Equatable {
     public var message: String
     public init(_ message: String) { self.message = message }
 }
+
+extension ControlCommand {
+    /// Commands with the same key may replace each other while they wait to be carried out, the newest
+    /// taking the place of the older at the back of the queue, as stdout's lines do per id: a flood of
+    /// control lines then waits as one command per op and source, not as a backlog. Every op allows it: two
+    /// `override`s in a row leave the newest content, two `load`s one load after the newest asked (see
+    /// `EngineCore`'s follow-up rule), two `cancel`s, `wipe`s, `snapshot`s or `reload`s one of each.
+    public var coalescingKey: String {
+        func key(_ op: String, _ target: ControlTarget) -> String {
+            switch target {
+            case .source(let id): "\(op)\u{0}source\u{0}\(id)"
+            case .view(let id): "\(op)\u{0}view\u{0}\(id)"
+            }
+        }
+        switch self {
+        case .load(let target): return key("load", target)
+        case .loadIfNeeded(let target): return key("loadIfNeeded", target)
+        case .retry(let target): return key("retry", target)
+        case .cancel(let target): return key("cancel", target)
+        case .wipe(let target): return key("wipe", target)
+        case .override(let source, _): return key("override", .source(source))
+        case .snapshot: return "snapshot"
+        case .reload: return "reload"
+        }
+    }
+}

@@ -154,6 +154,7 @@ public struct EngineCore: Sendable {
         case .cancelled:
             apply(.requestCancelled, to: id, now: now)
         }
+        startFollowUpIfWanted(id, now: now)
         scheduleNextAttempt(id, now: now)
         markSettled(id, now: now)
         emitChangedViews()
@@ -277,6 +278,7 @@ public struct EngineCore: Sendable {
                         message: "no answer from the \"\(source.definition.kind)\" loader within \(seconds)",
                         code: "timeout")),
                     to: id, now: now)
+                startFollowUpIfWanted(id, now: now)
                 scheduleNextAttempt(id, now: now)
                 markSettled(id, now: now)
             }
@@ -324,14 +326,14 @@ public struct EngineCore: Sendable {
     private mutating func perform(_ command: ControlCommand, now: EngineTime) throws(ControlLineError) {
         switch command {
         case .load(let target):
-            for id in try sourceIDs(of: target) { load(id, now: now) }
+            for id in try sourceIDs(of: target) { loadOrFollowUp(id, now: now) }
         case .loadIfNeeded(let target):
             for id in try sourceIDs(of: target) { loadIfNeeded(id, now: now) }
         case .retry(let target):
             let ids = try sourceIDs(of: target)
             // A view's "try again" loads its failing sources; a named source is loaded whatever its state.
             let failing = if case .view = target { ids.filter { sources[$0]!.state.latestError != nil } } else { ids }
-            for id in failing { load(id, now: now) }
+            for id in failing { loadOrFollowUp(id, now: now) }
         case .cancel(let target):
             for id in try sourceIDs(of: target) { cancel(id, now: now) }
         case .wipe(let target):
@@ -378,6 +380,25 @@ public struct EngineCore: Sendable {
             source.state, invalidated: source.invalidated, expiration: source.definition.expiration,
             retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
         if !fresh { load(id, now: now) }
+    }
+
+    /// A `load` or `retry` asked for by the consumer. A source already loading gets no second load at the
+    /// same time: the one in flight goes on (nothing is cancelled) and one more follows when it ends, however
+    /// many were asked for meanwhile. So a flood of `load` lines costs at most the load in flight and the
+    /// newest, never one command per line.
+    private mutating func loadOrFollowUp(_ id: String, now: EngineTime) {
+        if sources[id]!.inFlight.isEmpty {
+            load(id, now: now)
+        } else {
+            sources[id]!.wantsFollowUp = true
+        }
+    }
+
+    /// The load in flight has ended (answered, failed or timed out): the load asked for meanwhile starts now.
+    private mutating func startFollowUpIfWanted(_ id: String, now: EngineTime) {
+        guard sources[id]!.wantsFollowUp, sources[id]!.inFlight.isEmpty else { return }
+        sources[id]!.wantsFollowUp = false
+        load(id, now: now)
     }
 
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
@@ -442,6 +463,8 @@ public struct EngineCore: Sendable {
             actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
         }
         sources[id]!.inFlight.removeAll()
+        // A cancel is for the follow-up too: nothing is to load.
+        sources[id]!.wantsFollowUp = false
         apply(.requestCancelled, to: id, now: now)
         scheduleNextAttempt(id, now: now)
     }
@@ -607,8 +630,11 @@ private struct SourceRuntime: Sendable {
     let definition: SourceDefinition
     var state = SourceState()
     var lastEvent: SourceEvent?
-    /// Load ids in flight, with the time at which the engine gives up on each.
+    /// Load ids in flight, with the time at which the engine gives up on each. At most one, since a load
+    /// asked for while one runs becomes `wantsFollowUp` (and a changed input cancels before it loads).
     var inFlight: [Int: MonotonicInstant] = [:]
+    /// A `load` or `retry` came while a load was in flight: one more load starts when it ends.
+    var wantsFollowUp = false
     var etag: String?
     var lastModified: String?
     /// The next poll or retry.

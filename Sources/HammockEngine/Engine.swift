@@ -4,12 +4,14 @@ import HammockCore
 import HammockJSON
 import HammockProtocol
 import Logging
+import Synchronization
 
 /// How `hammock run` was asked to run.
 public struct RunOptions: Sendable {
     public var once: Bool
     public var onceDeadline: Duration
-    /// How long to wait for a consumer to read the last lines before exiting anyway.
+    /// Continuous mode: how long, once stopping, to go on writing to a consumer that does not read before
+    /// exiting anyway (never in the middle of a line). `--once` waits for its consumer however long it takes.
     public var drainTimeout: Duration
 
     public init(once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2)) {
@@ -91,66 +93,47 @@ public final class Engine: Sendable {
         return validation
     }
 
-    /// Reads the configuration file again (SIGHUP, `{"op":"reload"}`). The new configuration must pass the
-    /// same checks as at start, plugins' included, or it is reported with its lines and columns and the
-    /// running one goes on untouched.
-    private func reload(
-        _ current: inout LoadedConfiguration, _ loaders: inout [String: any SourceLoader], core: inout EngineCore
-    ) async -> [EngineAction] {
+    // MARK: Reload
+
+    /// The steps of a reload that run off the loop, each handed back to it as an input: reading a large file
+    /// or waiting for a plugin's answers never keeps the loop from control lines, pushes or a signal.
+    enum ReloadStep: Sendable {
+        /// The file was read again.
+        case read(Result<LoadedConfiguration, ConfigurationError>)
+        /// The plugins said what they think of the changed sources.
+        case validated(LoadedConfiguration, PluginValidation)
+    }
+
+    /// What the loop knows of the reload under way.
+    private struct Reloading {
+        var isRunning = false
+        /// Another reload was asked for while one ran: one more runs after it, however many were asked for.
+        var isWanted = false
+        /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
+        var fresh: [String: any SourceLoader] = [:]
+    }
+
+    private static func readConfiguration(_ file: String) -> Result<LoadedConfiguration, ConfigurationError> {
         let searching = PluginResolver()
         let configurationLoader = ConfigurationLoader(
             kindIsAvailable: { searching.command(for: $0) != nil },
             pluginSearchDescription: { searching.searchDescription(for: $0) })
-        let next: LoadedConfiguration
-        switch configurationLoader.load(file: current.file) {
-        case .success(let loaded): next = loaded
-        case .failure(let error):
-            standardError.secrets.add(error.secrets)
-            return rejectReload(error)
-        }
-        // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
-        standardError.secrets.add(next.configuration.secrets)
-        let resolver = PluginResolver(configured: next.configuration.plugins)
-        let inbox = inbox
-        let standardError = standardError
-        for kind in next.configuration.kinds {
-            let command = resolver.command(for: kind)
-            if let host = loaders[kind] as? PluginHost, host.command == command { continue }
-            if kind == "fake" && loaders[kind] != nil { continue }
-            // A new kind, or a kind whose plugin command changed: a fresh loader.
-            await loaders[kind]?.shutdown()
-            loaders[kind] = LoaderFactory.makeLoader(
-                kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
-        }
-        let changed = next.configuration.sources.filter { source in
-            current.configuration.sources.first { $0.id == source.id } != source
-        }
-        let validation = await Self.validate(changed, of: next, with: loaders)
-        if !validation.optionProblems.isEmpty {
-            return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
-        }
-        logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
-        current = next
-        let actions = core.reconfigure(next.configuration, now: .current)
-        for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
-            await loaders.removeValue(forKey: kind)?.shutdown()
-        }
-        return actions
+        return configurationLoader.load(file: file)
     }
 
-    private func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
+    private func rejectionActions(_ error: ConfigurationError) -> [EngineAction] {
         for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
         return [.emit(.error(message: "reload failed, the running configuration goes on:\n\(error.description)"))]
     }
 
     /// Stops every plugin (and every command they run); returns when they are gone.
     public func shutdownLoaders() async {
-        await Self.shutdown(loaders)
+        await Self.shutdown(Array(loaders.values))
     }
 
-    private static func shutdown(_ loaders: [String: any SourceLoader]) async {
+    private static func shutdown(_ loaders: [any SourceLoader]) async {
         await withTaskGroup(of: Void.self) { group in
-            for loader in loaders.values { group.addTask { await loader.shutdown() } }
+            for loader in loaders { group.addTask { await loader.shutdown() } }
         }
     }
 
@@ -158,8 +141,13 @@ public final class Engine: Sendable {
     static let maximumControlLineLength = 1 << 20
 
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
-    public func run() async -> Int32 {
+    ///
+    /// `signals` has handled signals since the command began; from here on it sends them to this loop. A
+    /// stop (a signal, a closed stdout) is seen before the next input, however many wait before it.
+    public func run(signals: SignalRouter) async -> Int32 {
         let inbox = inbox
+        let logger = logger
+        let standardError = standardError
         // A closed stdout (or a plugin's closed stdin) must fail the write with EPIPE, not kill the engine
         // before it can shut its plugins down.
         signal(SIGPIPE, SIG_IGN)
@@ -171,23 +159,43 @@ public final class Engine: Sendable {
             }
         }
         defer { reaper.cancel() }
+        let stop = StopRequest()
         let writer = OutputWriter(secrets: standardError.secrets) {
-            inbox.yield(.stop(reason: "stdout closed"))
+            if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
         }
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { signal in
-            switch signal {
+        let reloadWasAsked = signals.route { number in
+            switch number {
             case SIGHUP: inbox.yield(.reload)
-            case SIGINT: inbox.yield(.stop(reason: "interrupt"))
-            default: inbox.yield(.stop(reason: "signal"))
+            case SIGINT: if stop.request("interrupt", signal: number) { inbox.yield(.stop) }
+            default: if stop.request("signal", signal: number) { inbox.yield(.stop) }
             }
         }
+        // A stop signal came during start-up: its own stop is under way, and it exits.
+        guard let reloadWasAsked else { await SignalRouter.parkUntilExit() }
+        if reloadWasAsked { inbox.yield(.reload) }
+
+        let controls = ControlMailbox()
         LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: Self.maximumControlLineLength, name: "hammock.stdin") {
             event in
+            let entry: ControlMailbox.Entry
+            var key: String?
+            var cost = 0
             switch event {
-            case .line(let bytes): inbox.yield(.control(bytes))
-            case .tooLong(let length): inbox.yield(.controlTooLong(length))
-            case .end: break  // the end of stdin is not a reason to stop: the consumer may only read
+            case .line(let bytes):
+                cost = bytes.count
+                do throws(ControlLineError) {
+                    let command = try ControlCommand(line: bytes)
+                    entry = .command(command)
+                    key = command.coalescingKey
+                } catch {
+                    entry = .invalid(error.message)
+                }
+            case .tooLong(let length):
+                entry = .invalid("control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored")
+            case .end:
+                return  // the end of stdin is not a reason to stop: the consumer may only read
             }
+            if controls.put(entry, key: key, cost: cost) { inbox.yield(.controls) }
         }
 
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
@@ -195,10 +203,14 @@ public final class Engine: Sendable {
         let timer = EngineClock(inbox: inbox)
         var current = loaded
         var loaders = self.loaders
+        var reloading = Reloading()
+        /// Loaders being shut down in the background (replaced or dropped by a reload); the exit waits for them.
+        var retiring: [Task<Void, Never>] = []
 
         var exitStatus: Int32 = 0
-        var byeReason: String?
-        let cache = CacheStore(configurationFile: loaded.file)
+        var isFinished = false
+        let cache = CacheStore(
+            configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
         var cachedSources = Set(loaded.configuration.sources.filter(\.cache).map(\.id))
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
@@ -218,24 +230,100 @@ public final class Engine: Sendable {
                     await loaders[kind]?.remove(source: source)
                 case .finish(let status):
                     exitStatus = status
+                    isFinished = true
                     return false
                 }
             }
             return true
         }
 
-        /// Reads the configuration again; the set of cached sources follows it.
-        func reloadConfiguration() async -> [EngineAction] {
-            let actions = await reload(&current, &loaders, core: &core)
-            cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
-            return actions
+        /// Shuts `loader` down without waiting for it here.
+        func retire(_ loader: (any SourceLoader)?) {
+            guard let loader else { return }
+            retiring.append(Task { await loader.shutdown() })
+        }
+
+        func startReload() {
+            guard !reloading.isRunning else {
+                reloading.isWanted = true
+                return
+            }
+            reloading.isRunning = true
+            let file = current.file
+            // Unstructured, like the validation below: a reload stuck on a plugin must not hold up the stop,
+            // which shuts every loader down (ending any wait on one) and does not wait for the reload.
+            Task { inbox.yield(.reloadStep(.read(Self.readConfiguration(file)))) }
+        }
+
+        func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
+            for loader in reloading.fresh.values { retire(loader) }
+            let again = reloading.isWanted
+            reloading = Reloading()
+            if again { startReload() }
+            return rejectionActions(error)
+        }
+
+        /// Reads the configuration again (SIGHUP, `{"op":"reload"}`) one step at a time. The new configuration
+        /// must pass the same checks as at start, plugins' included, or it is reported with its lines and
+        /// columns and the running one goes on untouched.
+        func continueReload(_ step: ReloadStep) -> [EngineAction] {
+            switch step {
+            case .read(.failure(let error)):
+                standardError.secrets.add(error.secrets)
+                return rejectReload(error)
+            case .read(.success(let next)):
+                // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
+                standardError.secrets.add(next.configuration.secrets)
+                let resolver = PluginResolver(configured: next.configuration.plugins)
+                var checking = loaders
+                for kind in next.configuration.kinds {
+                    let command = resolver.command(for: kind)
+                    if let host = loaders[kind] as? PluginHost, host.command == command { continue }
+                    if kind == "fake" && loaders[kind] != nil { continue }
+                    // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
+                    // sources while the running one goes on serving the old.
+                    let fresh = LoaderFactory.makeLoader(
+                        kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
+                    reloading.fresh[kind] = fresh
+                    checking[kind] = fresh
+                }
+                let changed = next.configuration.sources.filter { source in
+                    current.configuration.sources.first { $0.id == source.id } != source
+                }
+                Task { [checking] in
+                    let validation = await Self.validate(changed, of: next, with: checking)
+                    inbox.yield(.reloadStep(.validated(next, validation)))
+                }
+                return []
+            case .validated(let next, let validation):
+                if !validation.optionProblems.isEmpty {
+                    return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
+                }
+                logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
+                for (kind, fresh) in reloading.fresh {
+                    retire(loaders[kind])
+                    loaders[kind] = fresh
+                }
+                reloading.fresh = [:]
+                current = next
+                cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
+                let actions = core.reconfigure(next.configuration, now: .current)
+                for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
+                    retire(loaders.removeValue(forKey: kind))
+                }
+                let again = reloading.isWanted
+                reloading = Reloading()
+                if again { startReload() }
+                return actions
+            }
         }
 
         let restored = await cache.restore(Array(cachedSources))
         var running = await perform(core.start(now: .current, restored: restored))
         timer.schedule(core.nextDeadline)
         if running {
-            for await input in inputs {
+            inputs: for await input in inputs {
+                if stop.isRequested { break }
                 let now = EngineTime.current
                 let actions: [EngineAction]
                 switch input {
@@ -245,31 +333,34 @@ public final class Engine: Sendable {
                     actions = mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
                 case .pushedError(let source, let error):
                     actions = core.pushedError(source: source, error: error, now: now)
-                case .control(let bytes):
-                    do throws(ControlLineError) {
-                        let command = try ControlCommand(line: bytes)
-                        if command == .reload {
-                            actions = await reloadConfiguration()
-                        } else {
-                            actions = core.handle(command, now: now)
+                case .controls:
+                    for entry in controls.take() {
+                        // A stop goes before the control lines that came ahead of it.
+                        if stop.isRequested { break inputs }
+                        switch entry {
+                        case .invalid(let message):
+                            running = await perform([.emit(.error(message: message))])
+                        case .command(.reload):
+                            startReload()
+                        case .command(let command):
+                            running = await perform(core.handle(command, now: .current))
                         }
-                    } catch {
-                        actions = [.emit(.error(message: error.message))]
+                        if !running { break inputs }
                     }
-                case .controlTooLong(let length):
-                    actions = [.emit(.error(message: "control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored"))]
+                    actions = []
                 case .tick:
                     actions = core.tick(now: now)
                 case .clockJumped:
                     logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
                     actions = core.clockJumped(now: now)
                 case .reload:
-                    actions = await reloadConfiguration()
-                case .stop(let reason):
-                    byeReason = reason
+                    startReload()
                     actions = []
+                case .reloadStep(let step):
+                    actions = continueReload(step)
+                case .stop:
+                    actions = []  // its reason is in `stop`, seen above
                 }
-                if byeReason != nil { break }
                 running = await perform(actions)
                 if !running { break }
                 timer.schedule(core.nextDeadline)
@@ -277,36 +368,245 @@ public final class Engine: Sendable {
         }
 
         timer.cancel()
-        signals.cancel()
-        await Self.shutdown(loaders)
+        controls.close()
+        // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
+        _ = signals.route { number in
+            guard number != SIGHUP else { return }
+            _ = stop.request(number == SIGINT ? "interrupt" : "signal", signal: number)
+            writer.interrupt()
+        }
+        let stopped = stop.current
+        await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values))
+        for task in retiring { await task.value }
         OrphanReaper.sweep()
         await cache.flush()
-        if let byeReason {
-            logger.info("stopping", metadata: ["reason": "\(byeReason)"])
-            writer.finish(with: .bye(reason: byeReason, failed: nil), timeout: options.drainTimeout)
-        } else {
-            writer.finish(with: nil, timeout: options.drainTimeout)
+        if let stopped {
+            logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
-        return exitStatus
+        return finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
+    }
+
+    /// Writes what is left for the consumer and decides the exit status.
+    ///
+    /// Continuous mode exits 0 however it stopped, after at most `drainTimeout` for a consumer that does not
+    /// read. `--once` exits 0 only when every source loaded and every line, `bye` last, reached the consumer,
+    /// however long it takes to read them: a consumer that leaves first gets status 1, a signal 128 + its
+    /// number, and stderr says why.
+    private func finishOutput(
+        _ writer: OutputWriter, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
+    ) -> Int32 {
+        if isFinished {
+            switch writer.finish(with: nil, deadline: nil) {
+            case .complete:
+                return exitStatus
+            case .incomplete(let unwritten):
+                logger.error("stdout was closed before --once had written every line: \(unwritten) not written, bye included")
+                return 1
+            case .interrupted:
+                let signal = stop.current?.signal ?? SIGTERM
+                logger.error("stopped by signal \(signal) before the consumer had read every line of --once; the output is cut short")
+                return 128 + signal
+            }
+        }
+        let reason = stopped?.reason ?? "signal"
+        let completion = writer.finish(with: .bye(reason: reason, failed: nil), deadline: options.drainTimeout)
+        if completion != .complete && stopped?.reason != "stdout closed" {
+            logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
+        }
+        guard options.once else { return 0 }
+        // `--once` did not get to the end: its status must not say it did.
+        if let signal = stopped?.signal {
+            logger.error("--once was stopped by signal \(signal) before every source was loaded")
+            return 128 + signal
+        }
+        logger.error("stdout was closed before --once was done")
+        return 1
     }
 }
 
-/// Turns SIGINT and SIGTERM into engine inputs instead of letting them kill the process, so that plugins
-/// are shut down and `bye` is written. (Dispatch sources are thread-safe and never reassigned here, which
-/// the compiler cannot see: hence `@unchecked`.)
-private final class SignalWatcher: @unchecked Sendable {
-    private let sources: [any DispatchSourceSignal]
+/// Why the engine stops, set by whoever asks first (a signal, a closed stdout) and read by the loop before
+/// each input, so that a stop never waits behind the inputs queued before it. A `Mutex`: signal handlers,
+/// the stdout thread and the loop all touch it, each for a few loads.
+final class StopRequest: Sendable {
+    struct Reason: Sendable {
+        var reason: String
+        /// The signal that asked for it, if one did.
+        var signal: Int32?
+    }
 
-    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return source
+    private let state = Mutex<Reason?>(nil)
+
+    /// Records the stop; false when one was already asked for (the first reason stands).
+    func request(_ reason: String, signal: Int32?) -> Bool {
+        state.withLock { current in
+            guard current == nil else { return false }
+            current = Reason(reason: reason, signal: signal)
+            return true
         }
     }
 
-    func cancel() { sources.forEach { $0.cancel() } }
+    var current: Reason? { state.withLock { $0 } }
+    var isRequested: Bool { state.withLock { $0 != nil } }
 }
 
+/// hammock's SIGINT, SIGTERM and SIGHUP, from the first instruction of a command to its exit.
+///
+/// The three are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
+/// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
+/// their answers) SIGINT or SIGTERM stops every plugin started so far and exits with the status the command
+/// chose, and a second one exits at once; SIGHUP is kept for the engine, since the file may have changed
+/// after it was read. Once the engine runs, signals go where it routes them. SIGPIPE is ignored for good, so
+/// that a closed stdout or stderr is an error to handle, not death.
+public final class SignalRouter: Sendable {
+    private enum Phase {
+        case startingUp
+        case stoppingStartUp
+        case routed(@Sendable (Int32) -> Void)
+    }
+
+    private struct State {
+        var phase = Phase.startingUp
+        var engines: [Engine] = []
+        var standardError: StandardError?
+        var reloadWasAsked = false
+    }
+
+    private let state = Mutex(State())
+    private let exitStatus: @Sendable (Int32) -> Int32
+
+    /// Call first thing. `exitStatus` is the status for a stop during start-up, given the signal.
+    public init(exitStatusDuringStartUp exitStatus: @escaping @Sendable (Int32) -> Int32) {
+        signal(SIGPIPE, SIG_IGN)
+        self.exitStatus = exitStatus
+        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP]) { [self] number in received(number) }
+    }
+
+    /// Where a start-up stop writes its last words.
+    public func log(to standardError: StandardError) {
+        state.withLock { $0.standardError = standardError }
+    }
+
+    /// A stop during start-up stops `engine`'s plugins. False when such a stop is already under way: the
+    /// caller must start nothing more (`parkUntilExit`).
+    public func stopsDuringStartUp(_ engine: Engine) -> Bool {
+        state.withLock { state in
+            guard case .startingUp = state.phase else { return false }
+            state.engines.append(engine)
+            return true
+        }
+    }
+
+    /// From now on every signal goes to `handler`. Returns nil when a start-up stop is under way (it exits),
+    /// else whether a SIGHUP came during start-up.
+    public func route(_ handler: @escaping @Sendable (Int32) -> Void) -> Bool? {
+        state.withLock { state in
+            if case .stoppingStartUp = state.phase { return nil }
+            state.phase = .routed(handler)
+            defer { state.reloadWasAsked = false }
+            return state.reloadWasAsked
+        }
+    }
+
+    /// Waits for the exit that a start-up stop under way will make.
+    public static func parkUntilExit() async -> Never {
+        while true { try? await Task.sleep(for: .seconds(3600)) }
+    }
+
+    /// Parks (for good) when a start-up stop is under way: what a step of start-up found out once the stop
+    /// ended its plugins (they "failed") must not be reported, nor the run go on.
+    public func parkIfStopping() async {
+        let stopping = state.withLock { state in
+            if case .stoppingStartUp = state.phase { true } else { false }
+        }
+        if stopping { await Self.parkUntilExit() }
+    }
+
+    private enum Action {
+        case route(@Sendable (Int32) -> Void)
+        case stopStartUp([Engine], StandardError?)
+        case exitNow
+        case nothing
+    }
+
+    private func received(_ number: Int32) {
+        let action = state.withLock { state -> Action in
+            switch state.phase {
+            case .routed(let handler):
+                return .route(handler)
+            case .startingUp where number == SIGHUP:
+                state.reloadWasAsked = true
+                return .nothing
+            case .startingUp:
+                state.phase = .stoppingStartUp
+                return .stopStartUp(state.engines, state.standardError)
+            case .stoppingStartUp:
+                return number == SIGHUP ? .nothing : .exitNow
+            }
+        }
+        switch action {
+        case .route(let handler):
+            handler(number)
+        case .stopStartUp(let engines, let standardError):
+            let status = exitStatus(number)
+            Task.detached {
+                standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
+                await withTaskGroup(of: Void.self) { group in
+                    for engine in engines { group.addTask { await engine.shutdownLoaders() } }
+                }
+                OrphanReaper.sweep()
+                standardError?.flush(timeout: .milliseconds(500))
+                exit(status)
+            }
+        case .exitNow:
+            exit(exitStatus(number))
+        case .nothing:
+            break
+        }
+    }
+}
+
+/// Catches signals with a handler that only writes the signal's number to a pipe, and hands them to Swift
+/// code from a thread that reads it.
+///
+/// Not `DispatchSource.makeSignalSource`: libdispatch installs its handler only once its manager thread has
+/// registered the source, some time after `resume()`, and a signal that comes before is lost (ignored) or
+/// fatal (default); `sigaction` takes effect at once. A write to a pipe is async-signal-safe, and the pipe
+/// is non-blocking, so a flood of signals cannot block the handler (beyond the pipe's room, repeats are
+/// dropped, which changes nothing).
+private enum SignalPipe {
+    /// The pipe's write end, read by the handler; set before any handler is installed, never changed after.
+    nonisolated(unsafe) static var writeEnd: Int32 = -1
+
+    static func catchSignals(_ numbers: [Int32], deliver: @escaping @Sendable (Int32) -> Void) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            // No pipe (out of descriptors): keep the signals from ending hammock at least.
+            for number in numbers { signal(number, SIG_IGN) }
+            return
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
+        writeEnd = ends[1]
+        let readEnd = ends[0]
+        let reader = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count == 1 { deliver(Int32(byte)) } else if count < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+        reader.name = "hammock.signals"
+        reader.start()
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { number in
+            // The thread it interrupted may be about to read `errno`.
+            let saved = errno
+            var byte = UInt8(truncatingIfNeeded: number)
+            _ = write(SignalPipe.writeEnd, &byte, 1)
+            errno = saved
+        }
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        for number in numbers { sigaction(number, &action, nil) }
+    }
+}

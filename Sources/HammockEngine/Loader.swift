@@ -1,3 +1,4 @@
+import Foundation
 import HammockCore
 import HammockJSON
 import Synchronization
@@ -20,14 +21,18 @@ enum EngineInput: Sendable {
     case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
     case pushed(source: String, mailbox: PushMailbox)
     case pushedError(source: String, error: SourceError)
-    case control([UInt8])
-    case controlTooLong(Int)
+    /// Control lines wait in the `ControlMailbox`; at most one of these is in the inbox at a time.
+    case controls
     case tick
     /// The wall clock was stepped or the machine slept (`ClockWatch`).
     case clockJumped
     /// SIGHUP: read the configuration again.
     case reload
-    case stop(reason: String)
+    /// A step of a reload, done off the loop, is over (see `Engine.ReloadStep`).
+    case reloadStep(Engine.ReloadStep)
+    /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
+    /// looks at first, so a stop never waits behind other inputs.
+    case stop
 }
 
 typealias EngineInbox = AsyncStream<EngineInput>.Continuation
@@ -63,5 +68,101 @@ final class PushMailbox: Sendable {
             defer { waiting = nil }
             return waiting
         }
+    }
+}
+
+/// Control lines read from stdin that the engine has not carried out yet.
+///
+/// The stdin reader parses each line on its own thread and puts the command here; the engine takes
+/// everything that waits when it reaches the one `.controls` input that announces it (as with
+/// `PushMailbox`, at most one such input is in the inbox). A command replaces a waiting one with the same
+/// `ControlCommand.coalescingKey` and moves to the back, so a flood of `override`s or `load`s of one source
+/// waits as one command. Beyond `maximumEntries` entries or `maximumBytes` of lines, the reader waits for
+/// room: stdin is no longer read and the consumer's writes block, which is how a pipe says "slow down".
+/// The engine never waits for the reader.
+///
+/// An `NSCondition` rather than a `Mutex`: the reader must sleep until the engine makes room (hence
+/// `@unchecked Sendable`; every stored property below `condition` is only touched with it held).
+final class ControlMailbox: @unchecked Sendable {
+    enum Entry: Sendable {
+        case command(ControlCommand)
+        /// A line that is not a valid command: the consumer gets this message on an `error` line.
+        case invalid(String)
+    }
+
+    static let maximumEntries = 1024
+    static let maximumBytes = 8 << 20
+
+    private let condition = NSCondition()
+    private var entries: [Int: (entry: Entry, cost: Int)] = [:]
+    /// Slots in arrival order, with those of replaced entries left in until `compactIfMostlyDead`.
+    private var order: [Int] = []
+    private var deadSlots = 0
+    private var slotByKey: [String: Int] = [:]
+    private var nextSlot = 0
+    private var bytes = 0
+    /// A `.controls` input waits in the engine's inbox.
+    private var isAnnounced = false
+    private var isClosed = false
+
+    /// Puts a command (or an error) in, waiting while the mailbox is full; `cost` is its line's length.
+    /// Returns whether the engine must be told (no `.controls` input waits yet).
+    func put(_ entry: Entry, key: String?, cost: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !isClosed && !entries.isEmpty {
+            let replaced = key.flatMap { slotByKey[$0] }.flatMap { entries[$0] }
+            let count = entries.count - (replaced == nil ? 0 : 1)
+            if count < Self.maximumEntries && bytes - (replaced?.cost ?? 0) + cost <= Self.maximumBytes { break }
+            condition.wait()
+        }
+        guard !isClosed else { return false }
+        if let key {
+            if let slot = slotByKey[key], let replaced = entries.removeValue(forKey: slot) {
+                bytes -= replaced.cost
+                deadSlots += 1
+                compactIfMostlyDead()
+            }
+            slotByKey[key] = nextSlot
+        }
+        entries[nextSlot] = (entry, cost)
+        order.append(nextSlot)
+        nextSlot += 1
+        bytes += cost
+        defer { isAnnounced = true }
+        return !isAnnounced
+    }
+
+    /// Everything that waits, oldest first; the next `put` announces itself again.
+    func take() -> [Entry] {
+        condition.lock()
+        defer { condition.unlock() }
+        let taken = order.compactMap { entries[$0]?.entry }
+        entries.removeAll(keepingCapacity: true)
+        order.removeAll(keepingCapacity: true)
+        slotByKey.removeAll(keepingCapacity: true)
+        deadSlots = 0
+        bytes = 0
+        isAnnounced = false
+        condition.broadcast()
+        return taken
+    }
+
+    /// The engine is stopping: drops what waits and lets a waiting reader go (it drops its line too).
+    func close() {
+        condition.lock()
+        isClosed = true
+        entries.removeAll()
+        order.removeAll()
+        slotByKey.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Keeps `order` as bounded as the entries themselves however many replacements arrive between takes.
+    private func compactIfMostlyDead() {
+        guard deadSlots > max(64, entries.count) else { return }
+        order = order.filter { entries[$0] != nil }
+        deadSlots = 0
     }
 }

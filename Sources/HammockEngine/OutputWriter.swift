@@ -9,9 +9,15 @@ import HammockCore
 /// leave, so numbers are strictly increasing in the order the consumer reads them.
 ///
 /// Writing blocks when the pipe is full, which is why it runs on a dedicated thread rather than in the
-/// Swift concurrency pool; a condition variable is the natural hand-off between the two.
+/// Swift concurrency pool; a condition variable is the natural hand-off between the two (hence
+/// `@unchecked Sendable`: every stored property below `condition` is only touched with it held).
+///
+/// A line is never cut in half, even when hammock exits while the consumer is not reading: lines go out in
+/// writes that are atomic on a pipe (whole lines, at most `PIPE_BUF` bytes), and a longer line is written
+/// only once the pipe is empty and large enough to take it whole (see `LineSink`). So whenever the writer
+/// waits for the consumer, what is in the pipe ends at a line's end, and exiting then loses whole lines only.
 public final class OutputWriter: @unchecked Sendable {
-    private let descriptor: Int32
+    private let sink: LineSink
     private let secrets: Secrets
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
@@ -26,6 +32,16 @@ public final class OutputWriter: @unchecked Sendable {
     private var seq = 0
     private var isClosing = false
     private var isDone = false
+    /// After this, no new write is begun (`finish`'s deadline); `nil`: none.
+    private var stopStartingAt: Date?
+    /// `interrupt()`: stop at once.
+    private var isInterrupted = false
+    /// Lines that were queued and will never be written (the consumer left, or the deadline passed).
+    private var unwritten = 0
+    /// The writer is inside a write that may already have put part of a line in the pipe.
+    private var isMidLine = false
+    /// The writer has taken lines out of the queue and not finished writing them.
+    private var holdsBatch = false
     private var onClosed: (@Sendable () -> Void)?
 
     /// Error lines beyond this many waiting are dropped (and counted), so a flood of bad control lines to a
@@ -33,7 +49,7 @@ public final class OutputWriter: @unchecked Sendable {
     static let maximumWaitingUncoalescedLines = 1000
 
     public init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
-        self.descriptor = descriptor
+        self.sink = LineSink(descriptor: descriptor)
         self.secrets = secrets
         self.onClosed = onClosed
         let thread = Thread { [self] in run() }
@@ -77,15 +93,50 @@ public final class OutputWriter: @unchecked Sendable {
         deadSlots = 0
     }
 
-    /// Queues `last`, then waits until everything is written or `timeout` passes (a consumer that does not
-    /// read must not keep hammock from exiting).
-    public func finish(with last: OutputLine?, timeout: Duration) {
+    /// How `finish` ended.
+    public enum Completion: Sendable, Equatable {
+        /// Every line, the last included, was written.
+        case complete
+        /// This many lines were not written (none was cut): the consumer left, or did not read before the
+        /// deadline.
+        case incomplete(unwritten: Int)
+        /// `interrupt()` ended the wait; a line may have been cut.
+        case interrupted
+    }
+
+    /// Queues `last`, then waits until everything is written. With a `deadline` (continuous mode: a
+    /// consumer that does not read must not keep hammock from exiting), no write is begun after it, and the
+    /// wait ends at the first line boundary after it; without one (`--once`), the wait lasts as long as the
+    /// consumer takes to read. Either way it ends when the consumer closes its end, or at `interrupt()`.
+    public func finish(with last: OutputLine?, deadline timeout: Duration?) -> Completion {
         if let last { send(last) }
         condition.lock()
+        defer { condition.unlock() }
         isClosing = true
-        condition.signal()
-        let deadline = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
-        while !isDone && condition.wait(until: deadline) {}
+        let deadline = timeout.map { Date().addingTimeInterval(Double($0.milliseconds) / 1000) }
+        stopStartingAt = deadline
+        condition.broadcast()
+        while true {
+            if isInterrupted { return .interrupted }
+            if isDone { return unwritten == 0 ? .complete : .incomplete(unwritten: unwritten) }
+            if let deadline, Date() >= deadline, !isMidLine {
+                // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
+                // those after it are lost whole.
+                return .incomplete(unwritten: unwritten + pending.count + 1)
+            }
+            if let deadline {
+                _ = condition.wait(until: max(deadline, Date().addingTimeInterval(0.01)))
+            } else {
+                condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
+            }
+        }
+    }
+
+    /// Ends `finish`'s wait at once (a second signal while hammock waits for its consumer).
+    public func interrupt() {
+        condition.lock()
+        isInterrupted = true
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -99,6 +150,7 @@ public final class OutputWriter: @unchecked Sendable {
     private func run() {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
+        var ends: [Int] = []
         while true {
             condition.lock()
             while order.isEmpty && !isClosing { condition.wait() }
@@ -123,19 +175,92 @@ public final class OutputWriter: @unchecked Sendable {
             }
             order.removeAll(keepingCapacity: true)
             deadSlots = 0
+            holdsBatch = true
             condition.unlock()
 
             buffer.removeAll(keepingCapacity: true)
+            ends.removeAll(keepingCapacity: true)
             let redactor = secrets.redactor
             for line in batch {
                 seq += 1
                 line.encode(seq: seq, into: &buffer, redactor: redactor)
+                ends.append(buffer.count)
             }
-            if !writeAll(buffer) {
-                consumerIsGone()
+            switch write(buffer, lineEnds: ends) {
+            case .written:
+                condition.lock()
+                holdsBatch = false
+                condition.unlock()
+            case .stopped(let remaining):
+                stop(unwritten: remaining)
+                return
+            case .failed(let remaining):
+                consumerIsGone(unwritten: remaining, byWriter: true)
                 return
             }
         }
+    }
+
+    private enum WriteResult {
+        case written
+        /// The deadline passed or `interrupt()` came; this many lines were not begun.
+        case stopped(remaining: Int)
+        /// The consumer is gone; this many lines were not (wholly) written.
+        case failed(remaining: Int)
+    }
+
+    /// Writes the encoded lines in chunks of whole lines, checking before each chunk whether to go on.
+    private func write(_ buffer: [UInt8], lineEnds: [Int]) -> WriteResult {
+        var line = 0
+        var start = 0
+        while line < lineEnds.count {
+            // As many whole lines as fit in one atomic write, or one line longer than that alone.
+            var last = line
+            while last + 1 < lineEnds.count && lineEnds[last + 1] - start <= LineSink.atomicWrite { last += 1 }
+            let end = lineEnds[last]
+            let isLong = end - start > LineSink.atomicWrite
+            if isLong && sink.isPipe {
+                // Waits (outside the lock) until the pipe can take the line whole, so that a consumer who
+                // stops reading mid-line cannot leave half of it in the pipe.
+                let ready = sink.waitForRoom(end - start) { [self] in shouldStop() }
+                if !ready { return shouldStop() ? .stopped(remaining: lineEnds.count - line) : .failed(remaining: lineEnds.count - line) }
+            }
+            if shouldStop() { return .stopped(remaining: lineEnds.count - line) }
+            setMidLine(isLong)
+            let written = buffer.withUnsafeBytes { sink.writeAll(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+            setMidLine(false)
+            guard written else { return .failed(remaining: lineEnds.count - line) }
+            start = end
+            line = last + 1
+        }
+        return .written
+    }
+
+    private func shouldStop() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if isInterrupted { return true }
+        if let stopStartingAt, Date() >= stopStartingAt { return true }
+        return false
+    }
+
+    private func setMidLine(_ value: Bool) {
+        condition.lock()
+        isMidLine = value
+        if !value { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// The deadline passed: the lines not begun are given up.
+    private func stop(unwritten remaining: Int) {
+        condition.lock()
+        unwritten += remaining + pending.count
+        pending.removeAll()
+        order.removeAll()
+        holdsBatch = false
+        isDone = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Notices a consumer that closed its end while nothing is being written: a failed write notices it too,
@@ -143,20 +268,23 @@ public final class OutputWriter: @unchecked Sendable {
     /// events sleeps until `POLLERR` (a pipe whose read end is closed) or `POLLHUP` (a socket or terminal
     /// hung up); for a regular file it sleeps for ever.
     private func watchForClosedConsumer() {
-        var watched = pollfd(fd: descriptor, events: 0, revents: 0)
+        var watched = pollfd(fd: sink.descriptor, events: 0, revents: 0)
         while true {
             let ready = poll(&watched, 1, -1)
             if ready < 0 && errno == EINTR { continue }
-            if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { consumerIsGone() }
+            if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { consumerIsGone(unwritten: 0) }
             return
         }
     }
 
-    /// Drops whatever waits, stops accepting lines and tells the engine, once.
-    private func consumerIsGone() {
+    /// Drops whatever waits, stops accepting lines and tells the engine, once. While the writer holds lines,
+    /// it is the one to say it is done (its next write fails), so that they are counted as unwritten.
+    private func consumerIsGone(unwritten remaining: Int, byWriter: Bool = false) {
         condition.lock()
         isClosing = true
-        isDone = true
+        if byWriter { holdsBatch = false }
+        if !holdsBatch { isDone = true }
+        unwritten += remaining + pending.count
         pending.removeAll()
         order.removeAll()
         condition.broadcast()
@@ -165,19 +293,68 @@ public final class OutputWriter: @unchecked Sendable {
         condition.unlock()
         notify?()
     }
+}
 
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
+/// The descriptor lines are written to, and what it takes to never leave half a line in it.
+struct LineSink: Sendable {
+    let descriptor: Int32
+    /// A pipe (or FIFO), whose free room can be known; other outputs (a file, a terminal, a socket) are
+    /// written as they come.
+    let isPipe: Bool
+
+    /// Writes of at most this many bytes are atomic on a pipe: all of it goes in, or (while it blocks)
+    /// nothing does.
+    static let atomicWrite = Int(PIPE_BUF)
+
+    /// `fcntl` commands of Linux's <fcntl.h> (F_LINUX_SPECIFIC_BASE + 7 and + 8) that Glibc's module map
+    /// does not bring into Swift.
+    private static let setPipeSize: Int32 = 1031
+    private static let getPipeSize: Int32 = 1032
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        var status = stat()
+        isPipe = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
+    }
+
+    /// Waits until the pipe is empty and large enough to take `count` bytes in one write without blocking
+    /// (growing it if it is smaller, as far as the system allows), or `stop()` says to give up, or the
+    /// consumer is gone. The wait polls, since `poll` says when one page is free, not when all are.
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool {
+        let capacity = fcntl(descriptor, Self.getPipeSize)
+        if capacity > 0 && capacity < count {
+            // Rounded up to a power of two by the kernel; refused beyond /proc/sys/fs/pipe-max-size, in which
+            // case the line is written as the consumer reads it, the one case where it can be left cut.
+            _ = fcntl(descriptor, Self.setPipeSize, Int32(clamping: count))
         }
+        var pause: UInt32 = 200
+        while true {
+            var queued: Int32 = 0
+            if ioctl(descriptor, UInt(FIONREAD), &queued) != 0 || queued == 0 { return true }
+            var watched = pollfd(fd: descriptor, events: 0, revents: 0)
+            if poll(&watched, 1, 0) > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { return false }
+            if stop() { return false }
+            usleep(pause)
+            pause = min(pause * 2, 20_000)
+        }
+    }
+
+    func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN {
+                    // A descriptor someone else made non-blocking: wait for room rather than spin.
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, 100)
+                    continue
+                }
+                return false
+            }
+            offset += written
+        }
+        return true
     }
 }

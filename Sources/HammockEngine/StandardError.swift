@@ -2,28 +2,173 @@ import Foundation
 import HammockCore
 import Logging
 
-/// hammock's stderr, shared by its logs and its plugins' stderr: one `write` per line, so lines from
-/// different plugins never interleave, and every line passes the redactor first.
+/// hammock's stderr, shared by its logs and its plugins' stderr: best-effort, so that a consumer that never
+/// reads it can neither stall the engine nor make it grow.
+///
+/// Lines wait in a bounded queue and are written by a thread of their own; whoever logs (the engine loop, a
+/// plugin's stderr task) only appends. When the queue is full, new lines are dropped and counted, and once
+/// stderr takes lines again one line says how many were lost. Every line passes the redactor just before it
+/// is written, so a secret added by a reload is kept out of lines that were already waiting.
 public struct StandardError: Sendable {
     public let secrets: Secrets
+    private let queue: StandardErrorQueue
 
-    public init(secrets: Secrets) { self.secrets = secrets }
+    public init(secrets: Secrets, descriptor: Int32 = STDERR_FILENO) {
+        self.secrets = secrets
+        queue = StandardErrorQueue(descriptor: descriptor, secrets: secrets)
+    }
 
     /// A plugin's line, as `kind: line`.
     func write(prefix: String, line: [UInt8]) {
         var bytes = Array(prefix.utf8)
+        bytes.reserveCapacity(bytes.count + line.count + 3)
         bytes += [UInt8(ascii: ":"), UInt8(ascii: " ")]
         bytes += line
         bytes.append(UInt8(ascii: "\n"))
-        write(bytes)
+        queue.append(bytes)
     }
 
-    public func write(_ text: String) { write(Array(text.utf8)) }
+    /// `text` as it is; it should end with a newline.
+    public func write(_ text: String) { queue.append(Array(text.utf8)) }
 
-    private func write(_ bytes: [UInt8]) {
-        var bytes = bytes
-        secrets.redactor.redact(&bytes)
-        bytes.withUnsafeBytes { _ = Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    /// Waits until every waiting line is written, for at most `timeout`: before hammock exits, so its last
+    /// words reach a consumer that reads stderr, without hanging on one that does not.
+    public func flush(timeout: Duration) { queue.flush(timeout: timeout) }
+}
+
+/// The queue and the thread behind `StandardError`.
+///
+/// An `NSCondition` guards the queue: the writer thread must sleep until there is a line, and `flush` until
+/// there is none, which a condition variable expresses directly (hence `@unchecked Sendable`: every stored
+/// property below `condition` is only touched with it held).
+final class StandardErrorQueue: @unchecked Sendable {
+    /// Lines and bytes that may wait; beyond either, new lines are dropped. A plugin's stderr line is at
+    /// most 64 KiB, so a full queue is at most about 1 MiB plus one line.
+    static let maximumWaitingLines = 1000
+    static let maximumWaitingBytes = 1 << 20
+    /// Writes of at most this many bytes are atomic on a pipe: a line never mixes with another writer's
+    /// bytes (stdout, when the consumer sends both to one pipe).
+    static let atomicWrite = Int(PIPE_BUF)
+
+    private let descriptor: Int32
+    private let secrets: Secrets
+    private let condition = NSCondition()
+    private var waiting: [[UInt8]] = []
+    private var waitingBytes = 0
+    private var dropped = 0
+    /// The writer has taken lines and not finished writing them.
+    private var isWriting = false
+    /// A write failed (stderr closed): everything from now on is dropped without a word.
+    private var isBroken = false
+    private var thread: Thread?
+
+    init(descriptor: Int32, secrets: Secrets) {
+        self.descriptor = descriptor
+        self.secrets = secrets
+    }
+
+    func append(_ line: [UInt8]) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isBroken else { return }
+        // One line is always let in, whatever its size, so a long message alone is not lost.
+        let full = waiting.count >= Self.maximumWaitingLines
+            || (!waiting.isEmpty && waitingBytes + line.count > Self.maximumWaitingBytes)
+        if full {
+            dropped += 1
+            return
+        }
+        waiting.append(line)
+        waitingBytes += line.count
+        if thread == nil {
+            // Started with the first line: `check` and a quiet run need no thread.
+            let writer = Thread { [self] in run() }
+            writer.name = "hammock.stderr"
+            thread = writer
+            writer.start()
+        }
+        condition.signal()
+    }
+
+    func flush(timeout: Duration) {
+        let deadline = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
+        condition.lock()
+        defer { condition.unlock() }
+        while !isBroken && (!waiting.isEmpty || isWriting || dropped > 0) {
+            if !condition.wait(until: deadline) { return }
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while waiting.isEmpty && dropped == 0 { condition.wait() }
+            let batch = waiting
+            let droppedBefore = dropped
+            waiting.removeAll(keepingCapacity: true)
+            waitingBytes = 0
+            dropped = 0
+            isWriting = true
+            condition.unlock()
+
+            // Lines dropped while these waited came after them: the notice goes after the batch, so the gap
+            // shows where it was.
+            var lines = batch
+            if droppedBefore > 0 {
+                let noun = droppedBefore == 1 ? "line" : "lines"
+                lines.append(Array("hammock: warning: \(droppedBefore) \(noun) of log were dropped because stderr was not read\n".utf8))
+            }
+            let written = write(lines)
+
+            condition.lock()
+            isWriting = false
+            if !written {
+                isBroken = true
+                waiting.removeAll()
+                dropped = 0
+            }
+            condition.broadcast()
+            condition.unlock()
+            if !written { return }
+        }
+    }
+
+    /// Writes whole lines, as few at a time as fit in one atomic write. This thread may block here for as
+    /// long as nobody reads stderr: that is its purpose, since nothing but the bounded `flush` waits for it.
+    private func write(_ lines: [[UInt8]]) -> Bool {
+        let redactor = secrets.redactor
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(Self.atomicWrite)
+        for var line in lines {
+            redactor.redact(&line)
+            if !chunk.isEmpty && chunk.count + line.count > Self.atomicWrite {
+                guard writeAll(chunk) else { return false }
+                chunk.removeAll(keepingCapacity: true)
+            }
+            chunk += line
+        }
+        return chunk.isEmpty || writeAll(chunk)
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN {
+                        // A descriptor someone else made non-blocking: wait for room rather than spin.
+                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&ready, 1, 100)
+                        continue
+                    }
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
     }
 }
 

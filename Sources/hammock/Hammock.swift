@@ -46,12 +46,14 @@ struct ConfigurationArguments: ParsableArguments {
 
     /// Starts the plugins of `loaded` and lets each check its sources' own keys.
     func checkWithPlugins(
-        _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError
+        _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError, signals: SignalRouter
     ) async -> Engine.PluginValidation {
         let engine = Engine(
             configuration: loaded, options: RunOptions(), logger: logger, standardError: standardError,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
         let validation = await engine.validatePlugins()
+        await signals.parkIfStopping()
         await engine.shutdownLoaders()
         return validation
     }
@@ -59,25 +61,31 @@ struct ConfigurationArguments: ParsableArguments {
     /// Reports a configuration that did not read cleanly, with what its plugins say of the sources that did,
     /// all at once and sorted by line; then exits 2.
     func fail(
-        _ error: ConfigurationError, logger: Logger, standardError: StandardError, pluginFailuresAreErrors: Bool
+        _ error: ConfigurationError, logger: Logger, standardError: StandardError, signals: SignalRouter,
+        pluginFailuresAreErrors: Bool
     ) async throws -> Never {
         var problems = error.diagnostics
         if let partial = error.partial {
-            let validation = await checkWithPlugins(partial, logger: logger, standardError: standardError)
+            let validation = await checkWithPlugins(
+                partial, logger: logger, standardError: standardError, signals: signals)
             // A value the engine already refused (an unset variable, say) would only be refused again.
             let marked = Set(problems.map(\.mark))
             let fromPlugins = validation.optionProblems + (pluginFailuresAreErrors ? validation.pluginFailures : [])
             problems += fromPlugins.filter { !marked.contains($0.mark) }
         }
-        report(ConfigurationError(file: error.file, diagnostics: problems), redactor: standardError.secrets.redactor)
+        report(ConfigurationError(file: error.file, diagnostics: problems), standardError: standardError)
         throw ExitCode(2)
     }
 
     /// Every problem on stderr as `file:line:column: message`, then a count; no secret is quoted.
-    func report(_ error: ConfigurationError, redactor: Redactor) {
+    ///
+    /// Written directly rather than through `standardError`'s bounded queue: this is the command's answer,
+    /// which must not be dropped. It waits for a consumer that reads stderr; a signal still ends hammock.
+    func report(_ error: ConfigurationError, standardError: StandardError) {
+        standardError.flush(timeout: .milliseconds(500))  // the logs that came before it, first
         let count = error.diagnostics.count
         let text = error.description + "\n\(config): \(count) error\(count == 1 ? "" : "s")\n"
-        FileHandle.standardError.write(Data(redactor.redact(text).utf8))
+        FileHandle.standardError.write(Data(standardError.secrets.redactor.redact(text).utf8))
     }
 }
 
@@ -96,6 +104,10 @@ struct Run: AsyncParsableCommand {
     var deadline: String = "30s"
 
     func run() async throws {
+        // First of all: no signal may end hammock before it has stopped what it started. A stop during
+        // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
+        // 0 says every source was loaded and written, 128 + the signal's number.
+        let signals = SignalRouter(exitStatusDuringStartUp: { [once] in once ? 128 + $0 : 0 })
         let onceDeadline: Duration
         switch parseDuration(deadline) {
         case .success(let value): onceDeadline = value
@@ -104,29 +116,35 @@ struct Run: AsyncParsableCommand {
         let outcome = arguments.read(resolver: PluginResolver())
         let secrets = Secrets()
         let (logger, standardError) = arguments.makeLogger(secrets: secrets)
+        signals.log(to: standardError)
+        // hammock's last words, without waiting long for a consumer that does not read stderr.
+        defer { standardError.flush(timeout: .milliseconds(500)) }
         let loaded: LoadedConfiguration
         switch outcome {
         case .success(let configuration):
             loaded = configuration
         case .failure(let error):
             secrets.add(error.secrets)
-            try await arguments.fail(error, logger: logger, standardError: standardError, pluginFailuresAreErrors: false)
+            try await arguments.fail(
+                error, logger: logger, standardError: standardError, signals: signals, pluginFailuresAreErrors: false)
         }
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
             standardError: standardError, pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
         // Plugins check their own options first, so a typo stops hammock with its line and column instead of
         // turning into a source error at run time. A plugin that fails to start is not a configuration
         // error: supervision restarts it and its sources show why.
         let validation = await engine.validatePlugins()
+        await signals.parkIfStopping()
         if !validation.optionProblems.isEmpty {
             await engine.shutdownLoaders()
             arguments.report(
-                ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), redactor: secrets.redactor)
+                ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
             throw ExitCode(2)
         }
         for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
-        let status = await engine.run()
+        let status = await engine.run(signals: signals)
         if status != 0 { throw ExitCode(status) }
     }
 }
@@ -139,22 +157,29 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
+        // First of all, as for `run`: a signal stops the plugins started so far, then exits 128 + its
+        // number, since the check did not finish.
+        let signals = SignalRouter(exitStatusDuringStartUp: { 128 + $0 })
         let secrets = Secrets()
         let (logger, standardError) = arguments.makeLogger(secrets: secrets)
+        signals.log(to: standardError)
+        defer { standardError.flush(timeout: .milliseconds(500)) }
         let loaded: LoadedConfiguration
         switch arguments.read(resolver: PluginResolver()) {
         case .success(let configuration):
             loaded = configuration
         case .failure(let error):
             secrets.add(error.secrets)
-            try await arguments.fail(error, logger: logger, standardError: standardError, pluginFailuresAreErrors: true)
+            try await arguments.fail(
+                error, logger: logger, standardError: standardError, signals: signals, pluginFailuresAreErrors: true)
         }
         secrets.add(loaded.configuration.secrets)
         // Start the plugins the configuration needs, so that their own keys are checked too.
-        let validation = await arguments.checkWithPlugins(loaded, logger: logger, standardError: standardError)
+        let validation = await arguments.checkWithPlugins(
+            loaded, logger: logger, standardError: standardError, signals: signals)
         let problems = validation.optionProblems + validation.pluginFailures
         if !problems.isEmpty {
-            arguments.report(ConfigurationError(file: loaded.file, diagnostics: problems), redactor: secrets.redactor)
+            arguments.report(ConfigurationError(file: loaded.file, diagnostics: problems), standardError: standardError)
             throw ExitCode(2)
         }
         let configuration = loaded.configuration

@@ -47,23 +47,25 @@ import Testing
         #expect(engine.nextDeadline == nil)
     }
 
-    @Test func anotherLoadInFlightKeepsTheSourceLoading() {
+    @Test func aLoadAskedForWhileLoadingFollowsTheLoadInFlight() {
         var engine = core([fakeSource("a")])
         _ = engine.start(now: at(0))
-        #expect(engine.handle(.load(.source("a")), now: at(1)).summaries == ["source a requested", "startLoad a #2"])
-        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(2))
+        // Nothing to write yet: the source is loading already, and load #1 goes on.
+        #expect(engine.handle(.load(.source("a")), now: at(1)).isEmpty)
+        let first = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(2))
+        #expect(first.summaries == ["source a newData load", "source a requested", "startLoad a #2"])
         #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: true, timestamp: at(2)))
         _ = engine.loadFinished(source: "a", loadID: 2, outcome: .notModified, now: at(3))
         #expect(engine.state(of: "a") == SourceState(content: 1, isLoading: false, timestamp: at(3)))
     }
 
-    @Test func aCancelledAnswerKeepsLoadingWhileAnotherLoadRuns() {
+    @Test func aCancelledAnswerIsFollowedByTheLoadAskedForMeanwhile() {
         var engine = core([fakeSource("a", retry: .off)])
         _ = engine.start(now: at(0))
         _ = engine.handle(.load(.source("a")), now: at(1))
         let cancelled = engine.loadFinished(source: "a", loadID: 1, outcome: .cancelled, now: at(2))
-        #expect(cancelled.summaries == ["source a requestCancelled"])
-        #expect(cancelled.states(of: "a") == [SourceState(isLoading: true)])
+        #expect(cancelled.summaries == ["source a requestCancelled", "source a requested", "startLoad a #2"])
+        #expect(cancelled.states(of: "a") == [SourceState(), SourceState(isLoading: true)])
         _ = engine.loadFinished(source: "a", loadID: 2, outcome: .cancelled, now: at(3))
         #expect(engine.state(of: "a") == SourceState())
     }
@@ -328,7 +330,8 @@ import Testing
         #expect(engine.viewState(0).canTryAgain)
         let retried = engine.handle(.retry(.view("v")), now: at(2))
         #expect(retried.loads.map(\.source) == ["b"])
-        #expect(engine.handle(.load(.view("v")), now: at(3)).loads.map(\.source) == ["a", "b"])
+        // b is still loading from the retry: its load follows that one instead of running beside it.
+        #expect(engine.handle(.load(.view("v")), now: at(3)).loads.map(\.source) == ["a"])
     }
 
     @Test func snapshotWritesEveryStateAgain() {

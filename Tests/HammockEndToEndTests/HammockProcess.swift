@@ -151,14 +151,17 @@ final class HammockProcess: Sendable {
     ///
     /// - Parameter launcher: a program and its arguments that start hammock in their turn (`exec "$@"`),
     ///   for the rare test that must wrap it.
+    /// - Parameter readingStderr: false leaves stderr unread (its pipe fills up) until `resumeReadingStderr()`,
+    ///   as with a consumer that never reads it.
     static func withRunning<Result: Sendable>(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
-        readingStdout: Bool = true, launcher: [String] = [], sourceLocation: SourceLocation = #_sourceLocation,
+        readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
+        sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
         let hammock = try launch(
             config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
-            launcher: launcher, sourceLocation: sourceLocation)
+            readingStderr: readingStderr, launcher: launcher, sourceLocation: sourceLocation)
         let result: Result
         do {
             result = try await body(hammock)
@@ -176,7 +179,8 @@ final class HammockProcess: Sendable {
     /// `withRunning`, which always cleans up; whoever calls this must call `stop()`.
     static func launch(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
-        readingStdout: Bool = true, launcher: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+        readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> HammockProcess {
         let hammock = try executablePath(sourceLocation: sourceLocation)
         let directory = try makeTemporaryDirectory()
@@ -185,7 +189,8 @@ final class HammockProcess: Sendable {
         return try HammockProcess(
             executable: command[0], arguments: Array(command.dropFirst()),
             environment: Self.environment(environment, home: directory), directory: directory,
-            configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, sourceLocation: sourceLocation)
+            configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, readingStderr: readingStderr,
+            sourceLocation: sourceLocation)
     }
 
     /// Starts `hammock run CONFIGPATH` on a configuration file the test keeps (to run the same file several
@@ -231,7 +236,8 @@ final class HammockProcess: Sendable {
 
     private init(
         executable: String, arguments: [String], environment: [String: String], directory: String,
-        configPath: String, stdoutIsJSON: Bool, readingStdout: Bool, sourceLocation: SourceLocation
+        configPath: String, stdoutIsJSON: Bool, readingStdout: Bool, readingStderr: Bool = true,
+        sourceLocation: SourceLocation
     ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -268,7 +274,7 @@ final class HammockProcess: Sendable {
         self.arguments = arguments
         self.stdinDescriptor = Mutex(stdinWrite)
         self.stdout = PipeReader(descriptor: stdoutRead, parsesJSON: stdoutIsJSON, paused: !readingStdout)
-        self.stderr = PipeReader(descriptor: stderrRead, parsesJSON: false, paused: false)
+        self.stderr = PipeReader(descriptor: stderrRead, parsesJSON: false, paused: !readingStderr)
         stdout.start(name: "hammock-e2e.stdout")
         stderr.start(name: "hammock-e2e.stderr")
     }
@@ -404,6 +410,21 @@ final class HammockProcess: Sendable {
 
     func resumeReading() { stdout.withState { $0.paused = false } }
 
+    /// How many bytes hammock has written on stdout that the harness has not read yet.
+    var unreadStdoutBytes: Int { stdout.unreadBytes }
+
+    /// Waits until stdout reaches its end (hammock and everything holding its stdout have exited).
+    func waitUntilStdoutEnds(timeout: Duration = defaultTimeout) async throws {
+        await stdout.waitUntilFinished(timeout: timeout)
+    }
+
+    /// Starts reading stderr, left unread by `readingStderr: false`.
+    func resumeReadingStderr() { stderr.withState { $0.paused = false } }
+
+    /// How many bytes hammock has written on stderr that the harness has not read yet (a full pipe holds
+    /// 64 KiB).
+    var unreadStderrBytes: Int { stderr.unreadBytes }
+
     /// Closes the read end of stdout, as a consumer that goes away does; waits until it is closed.
     func closeStdout() async {
         stdout.withState { $0.closeRequested = true }
@@ -442,6 +463,35 @@ final class HammockProcess: Sendable {
         }
         if let problem {
             throw failure("cannot send \(controlLine): \(problem)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Writes `bytes` to hammock's stdin as they are (several control lines at once, for a flood); blocks
+    /// while the pipe is full. False once stdin cannot be written (closed, or hammock has ended).
+    func send(bytes: [UInt8]) -> Bool {
+        stdinDescriptor.withLock { descriptor in
+            guard let descriptor else { return false }
+            // As in `send(controlLine:)`: a write to a process that has ended must not raise SIGPIPE.
+            var sigpipe = sigset_t()
+            sigemptyset(&sigpipe)
+            sigaddset(&sigpipe, SIGPIPE)
+            var previousMask = sigset_t()
+            pthread_sigmask(SIG_BLOCK, &sigpipe, &previousMask)
+            defer {
+                var noWait = timespec()
+                while sigtimedwait(&sigpipe, nil, &noWait) == SIGPIPE {}
+                pthread_sigmask(SIG_SETMASK, &previousMask, nil)
+            }
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
         }
     }
 
@@ -568,6 +618,12 @@ private final class PipeReader: Sendable {
     }
 
     var text: String { withState { String(decoding: $0.text, as: UTF8.self) } }
+
+    /// Bytes waiting in the pipe, not read yet.
+    var unreadBytes: Int {
+        var count: Int32 = 0
+        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
+    }
 
     func waitUntilFinished(timeout: Duration) async {
         let deadline = ContinuousClock.now + timeout

@@ -1,0 +1,139 @@
+import Foundation
+import HammockJSON
+import Testing
+
+/// Signals are hammock's to handle from the first instruction of `run` and `check`: a stop during start-up
+/// (plugins starting, a plugin that never answers `configure`) stops what was started and exits cleanly, and
+/// a reload waiting on a plugin never keeps the engine from its other inputs.
+@Suite("Signals during start-up, and a reload that waits on a plugin")
+struct StartUpSignalTests {
+    /// A configuration whose `test` plugin (the misbehaving fixture in `mode`) serves `sources`.
+    static func config(mode: String, sources: String) -> String {
+        let fixture = TestFiles.yamlQuoted(TestFiles.fixture("misbehaving-plugin.py"))
+        return """
+            version: 1
+            sources:
+            \(sources)
+            plugins:
+              test: { command: [python3, \(fixture), \(mode)] }
+            """
+    }
+
+    static let stuckAtStart = config(mode: "hang-configure", sources: "  stuck1: { kind: test }")
+
+    /// Runs `command` (`run` or `check`) on a configuration whose plugin never answers `configure`, sends
+    /// SIGTERM once the plugin says it is stuck, and checks that hammock exits with `status` without waiting
+    /// for the plugin's `configure` deadline, having written nothing on stdout, with the plugin gone.
+    func stopWhileAPluginHangsInConfigure(_ command: String, status: Int32) async throws {
+        // The harness starts `hammock run CONFIG`; for `check`, a shell in between swaps the word.
+        let launcher = command == "run" ? [] : ["/bin/sh", "-c", #"exec "$0" \#(command) "$2""#]
+        try await HammockProcess.withRunning(config: Self.stuckAtStart, readingStdout: true, launcher: launcher) { hammock in
+            try await hammock.waitUntil("the plugin is stuck in configure", timeout: .seconds(10)) { _ in
+                hammock.stderrText.contains("stuck configuring stuck1, as asked")
+            }
+            let plugins = ProcessTable.descendants(of: hammock.pid)
+            #expect(!plugins.isEmpty, "the plugin runs below hammock")
+            let stopping = ContinuousClock.now
+            hammock.signal(SIGTERM)
+            let termination = try await hammock.waitForExit(timeout: .seconds(10))
+            let took = ContinuousClock.now - stopping
+            print("\(command): SIGTERM while a plugin hangs in configure: \(termination) after \(took)")
+            #expect(termination == .exited(status), "stderr: \(hammock.stderrText.suffix(1500))")
+            // 2 s of it are the plugin's shutdown grace (it reads nothing); waiting for its 5 s `configure`
+            // deadline first would take 7.
+            #expect(took < .seconds(6), "the stop waited for the plugin: \(took)")
+            #expect(hammock.lines.isEmpty, "no hello was written, so nothing is")
+            let gone = try await ProcessTable.eventually(within: .seconds(5)) { !plugins.contains(where: ProcessTable.isAlive) }
+            #expect(gone, "left running: \(plugins.filter(ProcessTable.isAlive))")
+        }
+    }
+
+    @Test("run: SIGTERM while a plugin hangs in configure stops the plugin and exits 0 at once")
+    func runStoppedDuringStartUp() async throws {
+        try await stopWhileAPluginHangsInConfigure("run", status: 0)
+    }
+
+    @Test("check: SIGTERM while a plugin hangs in configure stops the plugin and exits 143 at once")
+    func checkStoppedDuringStartUp() async throws {
+        try await stopWhileAPluginHangsInConfigure("check", status: 128 + SIGTERM)
+    }
+
+    @Test(
+        "SIGTERM as soon as hammock handles it or its first plugin starts, whichever comes first, exits 0 with hello and bye or nothing",
+        arguments: 0..<5)
+    func stopAtTheFirstMoment(trial: Int) async throws {
+        let config = """
+            version: 1
+            sources:
+              load: { kind: shell, command: [cat, /proc/loadavg] }
+              fake: { kind: fake, content: 1 }
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            // Both are facts of the process table, so the signal lands at a moment that does not depend on
+            // the machine's speed: before this change, the plugin started long before SIGTERM was handled.
+            let ready = try await ProcessTable.eventually(within: .seconds(10), every: .milliseconds(1)) {
+                Self.handlesSIGTERM(hammock.pid) || !ProcessTable.descendants(of: hammock.pid).isEmpty
+            }
+            #expect(ready)
+            hammock.signal(SIGTERM)
+            let termination = try await hammock.waitForExit(timeout: .seconds(10))
+            let types = hammock.lines.compactMap(\.type)
+            #expect(termination == .exited(0), "stderr: \(hammock.stderrText.suffix(1500))")
+            #expect(types.isEmpty || (types.first == "hello" && types.last == "bye"), "\(types)")
+        }
+    }
+
+    /// Whether `pid` ignores or catches SIGTERM (`SigIgn`, `SigCgt` in /proc/PID/status): hammock handles it
+    /// from then on.
+    static func handlesSIGTERM(_ pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        let bit = UInt64(1) << (UInt64(SIGTERM) - 1)
+        return status.split(separator: "\n").contains { line in
+            guard line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:"),
+                let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
+            else { return false }
+            return mask & bit != 0
+        }
+    }
+
+    @Test("a reload whose plugin never answers configure leaves control lines answered and SIGTERM honoured")
+    func reloadWaitingOnAPluginDoesNotBlockTheLoop() async throws {
+        let before = """
+            version: 1
+            sources:
+              tick: { kind: fake, content: 1, refresh: 200ms }
+            """
+        let after = Self.config(
+            mode: "hang-configure",
+            sources: "  tick: { kind: fake, content: 1, refresh: 200ms }\n  stuck1: { kind: test }")
+        try await HammockProcess.withRunning(config: before) { hammock in
+            try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
+            try Data(after.utf8).write(to: URL(fileURLWithPath: hammock.configPath))
+            hammock.signal(SIGHUP)
+            try await hammock.waitUntil("the new plugin is stuck in configure", timeout: .seconds(10)) { _ in
+                hammock.stderrText.contains("stuck configuring stuck1, as asked")
+            }
+            // The reload waits for the plugin (up to its `configure` deadline, or for ever): the loop must not.
+            let mark = hammock.lineCount
+            try hammock.send(controlLine: #"{"op":"snapshot"}"#)
+            try hammock.send(controlLine: #"{"op":"nonsense"}"#)
+            try await hammock.waitUntil("the snapshot and the error line are written", timeout: .seconds(10)) { lines in
+                let since = lines[mark...]
+                return since.contains { $0.type == "error" } && since.contains { $0.id == "tick" && $0.event == "newData" }
+            }
+            let reloadOutcome = hammock.lines.first { $0.type == "reloaded" || ($0["message"]?.stringValue ?? "").hasPrefix("reload failed") }
+            let answered = hammock.lines[mark...].first { $0.type == "error" }
+            #expect(
+                reloadOutcome == nil || (reloadOutcome?.seq ?? 0) > (answered?.seq ?? 0),
+                "the control lines were answered only after the reload: \(reloadOutcome?.text ?? "")")
+            let stopping = ContinuousClock.now
+            hammock.signal(SIGTERM)
+            let bye = try await hammock.waitFor(type: "bye", timeout: .seconds(10))
+            #expect(bye["reason"] == "signal")
+            #expect(try await hammock.waitForExit(timeout: .seconds(10)) == .exited(0))
+            let took = ContinuousClock.now - stopping
+            print("SIGTERM during a reload stuck on a plugin: exit after \(took)")
+            #expect(took < .seconds(6), "\(took)")
+        }
+    }
+}
