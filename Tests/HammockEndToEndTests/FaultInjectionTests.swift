@@ -144,7 +144,7 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test("huge-line 1: a line of 20 MB, over the 16 MiB limit, fails the plugin, not the engine")
+    @Test("huge-line 1: a line of 20 MB, over the 16 MiB limit, fails its load, not the engine")
     func hugeLine() async throws {
         // Skipping 20 MB takes the (debug) engine a few seconds of CPU.
         try await Self.run(mode: "huge-line", 1) { hammock in
