@@ -340,21 +340,6 @@ struct LineSink: Sendable {
     }
 
     func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN {
-                    // A descriptor someone else made non-blocking: wait for room rather than spin.
-                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&ready, 1, 100)
-                    continue
-                }
-                return false
-            }
-            offset += written
-        }
-        return true
+        writeFully(descriptor, bytes)
     }
 }

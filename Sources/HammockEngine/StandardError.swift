@@ -151,24 +151,7 @@ final class StandardErrorQueue: @unchecked Sendable {
     }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN {
-                        // A descriptor someone else made non-blocking: wait for room rather than spin.
-                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&ready, 1, 100)
-                        continue
-                    }
-                    return false
-                }
-                offset += count
-            }
-            return true
-        }
+        bytes.withUnsafeBytes { writeFully(descriptor, $0) }
     }
 }
 

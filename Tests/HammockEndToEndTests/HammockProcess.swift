@@ -435,8 +435,18 @@ final class HammockProcess: Sendable {
 
     /// Writes one control line (a `\n` is added).
     func send(controlLine: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let bytes = Array((controlLine + "\n").utf8)
-        let problem: String? = stdinDescriptor.withLock { descriptor in
+        if let problem = write(Array((controlLine + "\n").utf8)) {
+            throw failure("cannot send \(controlLine): \(problem)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Writes `bytes` to hammock's stdin as they are (several control lines at once, for a flood); blocks
+    /// while the pipe is full. False once stdin cannot be written (closed, or hammock has ended).
+    func send(bytes: [UInt8]) -> Bool { write(bytes) == nil }
+
+    /// Writes to stdin; what went wrong, or nil.
+    private func write(_ bytes: [UInt8]) -> String? {
+        stdinDescriptor.withLock { descriptor in
             guard let descriptor else { return "stdin is already closed" }
             // Writing to a process that has ended raises SIGPIPE, which would end the whole test run: block
             // it on this thread for the write, and consume it if the write raised it.
@@ -452,7 +462,7 @@ final class HammockProcess: Sendable {
             }
             var offset = 0
             while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+                let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
                 if written < 0 {
                     if errno == EINTR { continue }
                     return "write to stdin failed: \(String(cString: strerror(errno)))"
@@ -460,38 +470,6 @@ final class HammockProcess: Sendable {
                 offset += written
             }
             return nil
-        }
-        if let problem {
-            throw failure("cannot send \(controlLine): \(problem)", sourceLocation: sourceLocation)
-        }
-    }
-
-    /// Writes `bytes` to hammock's stdin as they are (several control lines at once, for a flood); blocks
-    /// while the pipe is full. False once stdin cannot be written (closed, or hammock has ended).
-    func send(bytes: [UInt8]) -> Bool {
-        stdinDescriptor.withLock { descriptor in
-            guard let descriptor else { return false }
-            // As in `send(controlLine:)`: a write to a process that has ended must not raise SIGPIPE.
-            var sigpipe = sigset_t()
-            sigemptyset(&sigpipe)
-            sigaddset(&sigpipe, SIGPIPE)
-            var previousMask = sigset_t()
-            pthread_sigmask(SIG_BLOCK, &sigpipe, &previousMask)
-            defer {
-                var noWait = timespec()
-                while sigtimedwait(&sigpipe, nil, &noWait) == SIGPIPE {}
-                pthread_sigmask(SIG_SETMASK, &previousMask, nil)
-            }
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
         }
     }
 
