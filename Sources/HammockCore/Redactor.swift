@@ -79,14 +79,32 @@ public struct Redactor: Sendable, Equatable {
     /// the structure are untouched.
     public func redact(_ value: JSONValue) -> JSONValue {
         guard !needles.isEmpty else { return value }
+        return redacted(value) ?? value
+    }
+
+    /// The redacted value, or nil when nothing in it holds a secret: the common case, which then costs a
+    /// search per string and no copy of the value.
+    private func redacted(_ value: JSONValue) -> JSONValue? {
         switch value {
-        case .null, .bool, .number: return value
-        case .string(let string): return .string(redact(string))
-        case .array(let items): return .array(items.map(redact))
+        case .null, .bool, .number:
+            return nil
+        case .string(let string):
+            var bytes = Array(string.utf8)
+            return redact(&bytes) ? .string(String(decoding: bytes, as: UTF8.self)) : nil
+        case .array(let items):
+            guard let first = items.indices.first(where: { redacted(items[$0]) != nil }) else { return nil }
+            var copy = items
+            for index in first..<copy.count { copy[index] = redact(copy[index]) }
+            return .array(copy)
         case .object(let object):
-            var redacted = JSONObject(minimumCapacity: object.count)
-            for (key, member) in object { redacted[redact(key)] = redact(member) }
-            return .object(redacted)
+            let changes = object.contains { key, member in
+                var keyBytes = Array(key.utf8)
+                return redact(&keyBytes) || redacted(member) != nil
+            }
+            guard changes else { return nil }
+            var copy = JSONObject(minimumCapacity: object.count)
+            for (key, member) in object { copy[redact(key)] = redact(member) }
+            return .object(copy)
         }
     }
 }

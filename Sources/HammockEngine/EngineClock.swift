@@ -66,11 +66,9 @@ final class EngineClock: Sendable {
         var nextCheck = MonotonicInstant.current + Self.checkInterval
         while true {
             let (deadline, isCancelled) = state.withLock { ($0.deadline, $0.isCancelled) }
-            if isCancelled {
-                close(wakeupRead)
-                close(wakeupWrite)
-                return
-            }
+            // The pipe stays open: a `wake()` racing with the end must write into it, never into a descriptor
+            // number that a close here would free for someone else. One engine, one pipe, for the process's life.
+            if isCancelled { return }
             let now = MonotonicInstant.current
             if let deadline, deadline <= now {
                 // Cleared before it is sent: the engine arms the next one after handling this tick.
