@@ -244,7 +244,7 @@ actor PluginHost: SourceLoader {
         process?.kill()
     }
 
-    func received(_ piece: PluginLineSplitter.Piece, generation: Int) {
+    func received(_ piece: LineSplitter.Piece, generation: Int) {
         guard generation == self.generation else { return }
         let message: PluginMessage
         switch piece {
@@ -470,7 +470,7 @@ actor PluginHost: SourceLoader {
             sealPushes(for: source)
             inbox.yield(.pushedError(source: source, error: error))
         } else {
-            let head = PluginLineSplitter.headLength
+            let head = pluginLineHeadLength
             logger.warning("\(message), naming no load or source in its first \(head) bytes (\(skippedLines) skipped so far)")
         }
     }

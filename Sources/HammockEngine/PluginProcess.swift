@@ -19,7 +19,7 @@ func runPluginProcess(
     _ command: [String], input: AsyncStream<[UInt8]>, inputContinuation: AsyncStream<[UInt8]>.Continuation,
     maximumLineLength: Int, started: (pid_t) -> Void,
     standardErrorLine: @escaping @Sendable ([UInt8]) -> Void,
-    receive: (PluginLineSplitter.Piece) async -> Void
+    receive: (LineSplitter.Piece) async -> Void
 ) async -> String {
     guard let program = command.first, let path = executablePath(program) else {
         inputContinuation.finish()
@@ -61,15 +61,16 @@ func runPluginProcess(
                     } catch {}
                     splitter.finish(emit: forward)
                 }
-                var splitter = PluginLineSplitter(maximumLineLength: maximumLineLength)
+                // Of a line too long the head is kept: it names the load or source that fails for it.
+                var splitter = LineSplitter(maximumLineLength: maximumLineLength, headLength: pluginLineHeadLength)
                 do {
                     for try await buffer in execution.standardOutput {
-                        var pieces: [PluginLineSplitter.Piece] = []
+                        var pieces: [LineSplitter.Piece] = []
                         buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
                         for piece in pieces { await receive(piece) }
                     }
                 } catch {}
-                var last: [PluginLineSplitter.Piece] = []
+                var last: [LineSplitter.Piece] = []
                 splitter.finish { last.append($0) }
                 for piece in last { await receive(piece) }
                 inputContinuation.finish()
@@ -117,71 +118,9 @@ private func executablePath(_ program: String) -> String? {
     return nil
 }
 
-/// Cuts a plugin's stdout into protocol lines, refusing to buffer one longer than a limit, like
-/// `LineSplitter`; but of a line too long it keeps the first bytes, so that the host can tell which load
-/// or source it was about (`LineHead`) and fail that one alone.
-struct PluginLineSplitter: Sendable {
-    enum Piece: Sendable, Equatable {
-        case line([UInt8])
-        /// A line of `length` bytes was dropped; `head` is its beginning.
-        case tooLong(length: Int, head: [UInt8])
-    }
-
-    /// Enough for the fields that come before the bulk of a message.
-    static let headLength = 64 << 10
-
-    let maximumLineLength: Int
-    private var line: [UInt8] = []
-    private var head: [UInt8] = []
-    private var skipped = 0
-
-    init(maximumLineLength: Int) {
-        self.maximumLineLength = maximumLineLength
-    }
-
-    /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (Piece) throws -> Void) rethrows {
-        guard let base = bytes.baseAddress else { return }
-        var start = 0
-        while start < bytes.count {
-            // memchr: a plugin's 20 MB line must not cost seconds of byte-by-byte search.
-            let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
-            let newline = found.map { base.distance(to: UnsafeRawPointer($0)) }
-            let end = newline ?? bytes.count
-            let piece = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-            if skipped > 0 {
-                skipped += piece.count
-            } else if line.count + piece.count > maximumLineLength {
-                head = Array(line.prefix(Self.headLength))
-                head += piece.prefix(Self.headLength - head.count)
-                skipped = line.count + piece.count
-                line.removeAll(keepingCapacity: false)
-            } else {
-                line.append(contentsOf: piece)
-            }
-            if newline != nil { try finishLine(emit) }
-            start = end + 1
-        }
-    }
-
-    /// The input ended: a last line without a newline still counts.
-    mutating func finish(emit: (Piece) throws -> Void) rethrows {
-        try finishLine(emit)
-    }
-
-    private mutating func finishLine(_ emit: (Piece) throws -> Void) rethrows {
-        if skipped > 0 {
-            let (length, kept) = (skipped, head)
-            skipped = 0
-            head = []
-            try emit(.tooLong(length: length, head: kept))
-        } else if !line.isEmpty {
-            let complete = line
-            line.removeAll(keepingCapacity: true)
-            try emit(.line(complete))
-        }
-    }
-}
+/// How much of an over-long line the host keeps: enough for the fields that come before the bulk of a
+/// message.
+let pluginLineHeadLength = 64 << 10
 
 /// What the beginning of a message too long to read says it is: its top-level `type`, `id` and `source`,
 /// when they come before the bulk. HammockPluginKit writes them first; most encoders keep the order in

@@ -21,7 +21,7 @@ public enum LineReader {
             let forward: (LineSplitter.Piece) -> Void = { piece in
                 switch piece {
                 case .line(let bytes): deliver(.line(bytes))
-                case .tooLong(let length): deliver(.tooLong(length))
+                case .tooLong(let length, _): deliver(.tooLong(length))
                 }
             }
             var chunk = [UInt8](repeating: 0, count: 1 << 16)

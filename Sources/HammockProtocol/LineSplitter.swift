@@ -3,20 +3,25 @@ import Glibc
 /// Cuts a byte stream into newline-terminated lines, refusing to buffer a line longer than a limit.
 ///
 /// Whoever reads a pipe from another process (the engine reading a plugin, a plugin reading the engine)
-/// must not let the other side grow its memory without bound by never sending a newline.
+/// must not let the other side grow its memory without bound by never sending a newline. Of a line too long
+/// it can keep the first `headLength` bytes, so that the reader can tell what the line was about (the
+/// engine fails the one load or source a plugin's oversized answer names).
 public struct LineSplitter: Sendable {
     public enum Piece: Sendable, Equatable {
         case line([UInt8])
-        /// A line of this many bytes was dropped.
-        case tooLong(Int)
+        /// A line of `length` bytes was dropped; `head` is its beginning (at most `headLength` bytes).
+        case tooLong(length: Int, head: [UInt8])
     }
 
     public let maximumLineLength: Int
+    public let headLength: Int
     private var line: [UInt8] = []
+    private var head: [UInt8] = []
     private var skipped = 0
 
-    public init(maximumLineLength: Int) {
+    public init(maximumLineLength: Int, headLength: Int = 0) {
         self.maximumLineLength = maximumLineLength
+        self.headLength = headLength
     }
 
     /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
@@ -29,11 +34,16 @@ public struct LineSplitter: Sendable {
             let found = memchr(base + start, Int32(UInt8(ascii: "\n")), count - start)
             let newline = found.map { base.distance(to: UnsafeRawPointer($0)) }
             let end = newline ?? count
-            if skipped > 0 || line.count + (end - start) > maximumLineLength {
-                skipped += line.count + (end - start)
+            let piece = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            if skipped > 0 {
+                skipped += piece.count
+            } else if line.count + piece.count > maximumLineLength {
+                head = Array(line.prefix(headLength))
+                head += piece.prefix(headLength - head.count)
+                skipped = line.count + piece.count
                 line.removeAll(keepingCapacity: false)
             } else {
-                line.append(contentsOf: bytes[start..<end])
+                line.append(contentsOf: piece)
             }
             if newline != nil { try finishLine(emit) }
             start = end + 1
@@ -47,9 +57,10 @@ public struct LineSplitter: Sendable {
 
     private mutating func finishLine(_ emit: (Piece) throws -> Void) rethrows {
         if skipped > 0 {
-            let length = skipped
+            let (length, kept) = (skipped, head)
             skipped = 0
-            try emit(.tooLong(length))
+            head = []
+            try emit(.tooLong(length: length, head: kept))
         } else if !line.isEmpty {
             let complete = line
             line.removeAll(keepingCapacity: true)
