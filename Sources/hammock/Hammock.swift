@@ -36,12 +36,31 @@ struct ConfigurationArguments: ParsableArguments {
         return (Logger(label: "hammock"), output)
     }
 
-    /// Reads the configuration; problems are returned, not reported, so the plugins can add theirs first.
-    func read(resolver: PluginResolver) -> Result<LoadedConfiguration, ConfigurationError> {
+    /// Reads the configuration and sets up logs on stderr that redact its secrets. A configuration that does
+    /// not read is reported together with what its plugins say of the sources that did (`fail`), and the
+    /// command exits 2. The caller flushes `standardError` before it exits.
+    func load(
+        signals: SignalRouter, pluginFailuresAreErrors: Bool
+    ) async throws -> (loaded: LoadedConfiguration, logger: Logger, standardError: StandardError) {
+        let resolver = PluginResolver()
         let loader = ConfigurationLoader(
             kindIsAvailable: { resolver.command(for: $0) != nil },
             pluginSearchDescription: { resolver.searchDescription(for: $0) })
-        return loader.load(file: config)
+        let outcome = loader.load(file: config)
+        let secrets = Secrets()
+        let (logger, standardError) = makeLogger(secrets: secrets)
+        signals.log(to: standardError)
+        switch outcome {
+        case .success(let loaded):
+            secrets.add(loaded.configuration.secrets)
+            return (loaded, logger, standardError)
+        case .failure(let error):
+            defer { standardError.flush(timeout: .milliseconds(500)) }
+            secrets.add(error.secrets)
+            try await fail(
+                error, logger: logger, standardError: standardError, signals: signals,
+                pluginFailuresAreErrors: pluginFailuresAreErrors)
+        }
     }
 
     /// Starts the plugins of `loaded` and lets each check its sources' own keys.
@@ -60,7 +79,7 @@ struct ConfigurationArguments: ParsableArguments {
 
     /// Reports a configuration that did not read cleanly, with what its plugins say of the sources that did,
     /// all at once and sorted by line; then exits 2.
-    func fail(
+    private func fail(
         _ error: ConfigurationError, logger: Logger, standardError: StandardError, signals: SignalRouter,
         pluginFailuresAreErrors: Bool
     ) async throws -> Never {
@@ -113,21 +132,9 @@ struct Run: AsyncParsableCommand {
         case .success(let value): onceDeadline = value
         case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
         }
-        let outcome = arguments.read(resolver: PluginResolver())
-        let secrets = Secrets()
-        let (logger, standardError) = arguments.makeLogger(secrets: secrets)
-        signals.log(to: standardError)
+        let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
         // hammock's last words, without waiting long for a consumer that does not read stderr.
         defer { standardError.flush(timeout: .milliseconds(500)) }
-        let loaded: LoadedConfiguration
-        switch outcome {
-        case .success(let configuration):
-            loaded = configuration
-        case .failure(let error):
-            secrets.add(error.secrets)
-            try await arguments.fail(
-                error, logger: logger, standardError: standardError, signals: signals, pluginFailuresAreErrors: false)
-        }
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
             standardError: standardError, pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
@@ -160,20 +167,8 @@ struct Check: AsyncParsableCommand {
         // First of all, as for `run`: a signal stops the plugins started so far, then exits 128 + its
         // number, since the check did not finish.
         let signals = SignalRouter(exitStatusDuringStartUp: { 128 + $0 })
-        let secrets = Secrets()
-        let (logger, standardError) = arguments.makeLogger(secrets: secrets)
-        signals.log(to: standardError)
+        let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: true)
         defer { standardError.flush(timeout: .milliseconds(500)) }
-        let loaded: LoadedConfiguration
-        switch arguments.read(resolver: PluginResolver()) {
-        case .success(let configuration):
-            loaded = configuration
-        case .failure(let error):
-            secrets.add(error.secrets)
-            try await arguments.fail(
-                error, logger: logger, standardError: standardError, signals: signals, pluginFailuresAreErrors: true)
-        }
-        secrets.add(loaded.configuration.secrets)
         // Start the plugins the configuration needs, so that their own keys are checked too.
         let validation = await arguments.checkWithPlugins(
             loaded, logger: logger, standardError: standardError, signals: signals)
