@@ -94,12 +94,7 @@ final class ControlMailbox: @unchecked Sendable {
     static let maximumBytes = 8 << 20
 
     private let condition = NSCondition()
-    private var entries: [Int: (entry: Entry, cost: Int)] = [:]
-    /// Slots in arrival order, with those of replaced entries left in until `compactIfMostlyDead`.
-    private var order: [Int] = []
-    private var deadSlots = 0
-    private var slotByKey: [String: Int] = [:]
-    private var nextSlot = 0
+    private var entries = CoalescingQueue<(entry: Entry, cost: Int)>()
     private var bytes = 0
     /// A `.controls` input waits in the engine's inbox.
     private var isAnnounced = false
@@ -111,23 +106,13 @@ final class ControlMailbox: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !isClosed && !entries.isEmpty {
-            let replaced = key.flatMap { slotByKey[$0] }.flatMap { entries[$0] }
+            let replaced = key.flatMap(entries.waiting(forKey:))
             let count = entries.count - (replaced == nil ? 0 : 1)
             if count < Self.maximumEntries && bytes - (replaced?.cost ?? 0) + cost <= Self.maximumBytes { break }
             condition.wait()
         }
         guard !isClosed else { return false }
-        if let key {
-            if let slot = slotByKey[key], let replaced = entries.removeValue(forKey: slot) {
-                bytes -= replaced.cost
-                deadSlots += 1
-                compactIfMostlyDead()
-            }
-            slotByKey[key] = nextSlot
-        }
-        entries[nextSlot] = (entry, cost)
-        order.append(nextSlot)
-        nextSlot += 1
+        if let replaced = entries.append((entry, cost), key: key) { bytes -= replaced.cost }
         bytes += cost
         defer { isAnnounced = true }
         return !isAnnounced
@@ -137,11 +122,7 @@ final class ControlMailbox: @unchecked Sendable {
     func take() -> [Entry] {
         condition.lock()
         defer { condition.unlock() }
-        let taken = order.compactMap { entries[$0]?.entry }
-        entries.removeAll(keepingCapacity: true)
-        order.removeAll(keepingCapacity: true)
-        slotByKey.removeAll(keepingCapacity: true)
-        deadSlots = 0
+        let taken = entries.removeAll().map(\.entry)
         bytes = 0
         isAnnounced = false
         condition.broadcast()
@@ -152,17 +133,9 @@ final class ControlMailbox: @unchecked Sendable {
     func close() {
         condition.lock()
         isClosed = true
-        entries.removeAll()
-        order.removeAll()
-        slotByKey.removeAll()
+        _ = entries.removeAll()
+        bytes = 0
         condition.broadcast()
         condition.unlock()
-    }
-
-    /// Keeps `order` as bounded as the entries themselves however many replacements arrive between takes.
-    private func compactIfMostlyDead() {
-        guard deadSlots > max(64, entries.count) else { return }
-        order = order.filter { entries[$0] != nil }
-        deadSlots = 0
     }
 }

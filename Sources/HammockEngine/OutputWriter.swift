@@ -21,13 +21,9 @@ public final class OutputWriter: @unchecked Sendable {
     private let secrets: Secrets
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
-    private var order: [Int] = []
-    private var pending: [Int: OutputLine] = [:]
-    private var slotByKey: [String: Int] = [:]
-    private var nextSlot = 0
+    private var pending = CoalescingQueue<OutputLine>()
+    /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
     private var uncoalescedCount = 0
-    /// Slots in `order` whose line was replaced by a newer one.
-    private var deadSlots = 0
     private var droppedErrorLines = 0
     private var seq = 0
     private var isClosing = false
@@ -64,33 +60,18 @@ public final class OutputWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !isClosing else { return }
-        if let key = line.coalescingKey {
-            // The newer state replaces the waiting one and moves to the back of the queue, so lines keep
-            // the order in which the states arose (a source's line before the view line it changed).
-            if let slot = slotByKey[key], pending.removeValue(forKey: slot) != nil {
-                deadSlots += 1
-                compactOrderIfMostlyDead()
-            }
-            slotByKey[key] = nextSlot
-        } else {
+        let key = line.coalescingKey
+        if key == nil {
             if case .error = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
                 droppedErrorLines += 1
                 return
             }
             uncoalescedCount += 1
         }
-        pending[nextSlot] = line
-        order.append(nextSlot)
-        nextSlot += 1
+        // The newer state replaces the waiting one and moves to the back of the queue, so lines keep the
+        // order in which the states arose (a source's line before the view line it changed).
+        pending.append(line, key: key)
         condition.signal()
-    }
-
-    /// Drops the slots of replaced lines from the queue's order once they outnumber the live ones, so the
-    /// order list stays as bounded as the lines themselves however long the consumer does not read.
-    private func compactOrderIfMostlyDead() {
-        guard deadSlots > max(64, pending.count) else { return }
-        order = order.filter { pending[$0] != nil }
-        deadSlots = 0
     }
 
     /// How `finish` ended.
@@ -153,8 +134,8 @@ public final class OutputWriter: @unchecked Sendable {
         var ends: [Int] = []
         while true {
             condition.lock()
-            while order.isEmpty && !isClosing { condition.wait() }
-            if order.isEmpty && isClosing {
+            while pending.isEmpty && !isClosing { condition.wait() }
+            if pending.isEmpty && isClosing {
                 isDone = true
                 condition.broadcast()
                 condition.unlock()
@@ -163,18 +144,12 @@ public final class OutputWriter: @unchecked Sendable {
             // Take everything that waits, then encode and write it outside the lock, with as few system
             // calls as possible.
             var batch: [OutputLine] = []
-            batch.reserveCapacity(order.count + 1)
             if droppedErrorLines > 0 {
                 batch.append(.error(message: "\(droppedErrorLines) error lines were dropped because stdout was not read"))
                 droppedErrorLines = 0
             }
-            for slot in order {
-                guard let line = pending.removeValue(forKey: slot) else { continue }
-                if let key = line.coalescingKey { slotByKey[key] = nil } else { uncoalescedCount -= 1 }
-                batch.append(line)
-            }
-            order.removeAll(keepingCapacity: true)
-            deadSlots = 0
+            batch += pending.removeAll()
+            uncoalescedCount = 0
             holdsBatch = true
             condition.unlock()
 
@@ -255,8 +230,8 @@ public final class OutputWriter: @unchecked Sendable {
     private func stop(unwritten remaining: Int) {
         condition.lock()
         unwritten += remaining + pending.count
-        pending.removeAll()
-        order.removeAll()
+        _ = pending.removeAll()
+        uncoalescedCount = 0
         holdsBatch = false
         isDone = true
         condition.broadcast()
@@ -285,8 +260,8 @@ public final class OutputWriter: @unchecked Sendable {
         if byWriter { holdsBatch = false }
         if !holdsBatch { isDone = true }
         unwritten += remaining + pending.count
-        pending.removeAll()
-        order.removeAll()
+        _ = pending.removeAll()
+        uncoalescedCount = 0
         condition.broadcast()
         let notify = onClosed
         onClosed = nil

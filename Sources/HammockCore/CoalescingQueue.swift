@@ -1,0 +1,62 @@
+/// A first-in, first-out queue in which an element with a key replaces the waiting element with the same
+/// key and moves to the back: the newest of each key waits, in the order the newest ones arose.
+///
+/// stdout's lines (the newest state of each source and view) and stdin's control commands (the newest
+/// `override` of each source) wait in one, so a consumer that does not read, or one that floods, costs
+/// memory bounded by the number of keys, not by time.
+public struct CoalescingQueue<Element: Sendable>: Sendable {
+    // Inlinable, with its storage usable from inlined code: stdout's queue is on the hot path of every line,
+    // and an unspecialised generic across the module boundary would cost a metadata lookup per call.
+    @usableFromInline var elements: [Int: Element] = [:]
+    /// Slots in arrival order, with those of replaced elements left in until `compactIfMostlyDead`.
+    @usableFromInline var order: [Int] = []
+    @usableFromInline var slotByKey: [String: Int] = [:]
+    @usableFromInline var nextSlot = 0
+    @usableFromInline var deadSlots = 0
+
+    @inlinable public init() {}
+
+    @inlinable public var count: Int { elements.count }
+    @inlinable public var isEmpty: Bool { elements.isEmpty }
+
+    /// The element waiting under `key`, which an `append` with that key would replace.
+    @inlinable public func waiting(forKey key: String) -> Element? {
+        slotByKey[key].flatMap { elements[$0] }
+    }
+
+    /// Appends `element` at the back; with a `key`, it replaces the element waiting under it, which is
+    /// returned.
+    @inlinable @discardableResult
+    public mutating func append(_ element: Element, key: String?) -> Element? {
+        var replaced: Element?
+        if let key {
+            if let slot = slotByKey[key], let old = elements.removeValue(forKey: slot) {
+                replaced = old
+                deadSlots += 1
+                compactIfMostlyDead()
+            }
+            slotByKey[key] = nextSlot
+        }
+        elements[nextSlot] = element
+        order.append(nextSlot)
+        nextSlot += 1
+        return replaced
+    }
+
+    /// Everything that waits, oldest first; the queue is empty after.
+    @inlinable public mutating func removeAll() -> [Element] {
+        let taken = order.compactMap { elements[$0] }
+        elements.removeAll(keepingCapacity: true)
+        order.removeAll(keepingCapacity: true)
+        slotByKey.removeAll(keepingCapacity: true)
+        deadSlots = 0
+        return taken
+    }
+
+    /// Keeps `order` as bounded as the elements themselves however many replacements arrive between takes.
+    @inlinable mutating func compactIfMostlyDead() {
+        guard deadSlots > max(64, elements.count) else { return }
+        order = order.filter { elements[$0] != nil }
+        deadSlots = 0
+    }
+}
