@@ -115,7 +115,6 @@ private struct ConfigurationReader {
     var secrets: Set<String> = []
 
     static let topLevelKeys = ["version", "defaults", "sources", "views", "plugins"]
-    static let defaultsKeys = ["expiration", "timeout", "refresh", "retry", "cache"]
     static let viewKeys = ["sources", "ready", "display"]
 
     /// Options whose values are sent as credentials: a `${NAME}` inside them is a secret, redacted from
@@ -149,7 +148,7 @@ private struct ConfigurationReader {
 
         var defaults = SourceDefinition(id: "", kind: "")
         if let node = top.value("defaults"), let pairs = mapping(node, "defaults") {
-            checkKeys(pairs, allowed: Self.defaultsKeys, context: "defaults")
+            checkKeys(pairs, allowed: CommonSourceKey.inheritableNames, context: "defaults")
             readCommonKeys(pairs, into: &defaults)
         }
 
@@ -217,7 +216,7 @@ private struct ConfigurationReader {
         definition.kind = kind
         if kind != "fake" && plugins[kind] == nil && !loader.kindIsAvailable(kind) {
             let known = ["fake", "rest", "shell", "file"] + plugins.keys.sorted()
-            let hint = closestMatch(to: kind, among: known).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let hint = didYouMean(kind, among: known)
             problem(kindNode.mark, "unknown kind \"\(kind)\"\(hint): no plugin found; looked for \(loader.pluginSearchDescription(kind))")
         }
         readCommonKeys(pairs, into: &definition)
@@ -225,7 +224,7 @@ private struct ConfigurationReader {
         var options = JSONObject()
         var marks: [JSONPointer: YAMLMark] = [:]
         for pair in pairs {
-            guard let key = keyText(pair.key), !commonSourceKeys.contains(key) else { continue }
+            guard let key = keyText(pair.key), CommonSourceKey(rawValue: key) == nil else { continue }
             let pointer = JSONPointer(tokens: [key])
             marks[pointer] = pair.key.mark
             options[key] = json(pair.value, pointer: pointer, marks: &marks)
@@ -248,26 +247,30 @@ private struct ConfigurationReader {
         return (definition, marks)
     }
 
-    /// `refresh`, `expiration`, `retry`, `timeout`, `select`, `cache`: read the same in `defaults` and in a source.
+    /// The common keys (`CommonSourceKey`) other than `kind`: read the same in `defaults` and in a source.
     mutating func readCommonKeys(_ pairs: [YAMLPair], into definition: inout SourceDefinition) {
-        if let node = pairs.value("refresh") { definition.refresh = duration(node, "refresh") ?? definition.refresh }
-        if let node = pairs.value("expiration") {
-            definition.expiration = duration(node, "expiration") ?? definition.expiration
-        }
-        if let node = pairs.value("timeout") { definition.timeout = duration(node, "timeout") ?? definition.timeout }
-        if let node = pairs.value("retry") { definition.retry = retryPolicy(node) ?? definition.retry }
-        if let node = pairs.value("cache") {
-            if case .scalar(let scalar) = node.kind, case .bool(let flag) = scalar.resolved {
-                definition.cache = flag
-            } else {
-                problem(node.mark, "cache must be true or false, found \(node.kindName)")
-            }
-        }
-        if let node = pairs.value("select"), let text = string(node, "select") {
-            if let pointer = JSONPointer(text) {
-                definition.select = pointer
-            } else {
-                problem(node.mark, "select \"\(text)\" is not a JSON Pointer; write e.g. /items/0/name")
+        for key in CommonSourceKey.allCases {
+            guard let node = pairs.value(key.rawValue) else { continue }
+            switch key {
+            case .kind:
+                continue  // read first, by `readSource`: it decides who checks the other options
+            case .refresh: definition.refresh = duration(node, "refresh") ?? definition.refresh
+            case .expiration: definition.expiration = duration(node, "expiration") ?? definition.expiration
+            case .timeout: definition.timeout = duration(node, "timeout") ?? definition.timeout
+            case .retry: definition.retry = retryPolicy(node) ?? definition.retry
+            case .cache:
+                if case .scalar(let scalar) = node.kind, case .bool(let flag) = scalar.resolved {
+                    definition.cache = flag
+                } else {
+                    problem(node.mark, "cache must be true or false, found \(node.kindName)")
+                }
+            case .select:
+                guard let text = string(node, "select") else { continue }
+                if let pointer = JSONPointer(text) {
+                    definition.select = pointer
+                } else {
+                    problem(node.mark, "select \"\(text)\" is not a JSON Pointer; write e.g. /items/0/name")
+                }
             }
         }
     }
@@ -358,9 +361,7 @@ private struct ConfigurationReader {
         for source in sources {
             for entry in references[source.id] ?? [] where sourceMarks[entry.reference.source] == nil {
                 // Sorted: among equally close names the suggestion must not depend on the run's hash seed.
-                let hint = closestMatch(to: entry.reference.source, among: sourceMarks.keys.sorted()).map {
-                    " (did you mean \"\($0)\"?)"
-                } ?? ""
+                let hint = didYouMean(entry.reference.source, among: sourceMarks.keys.sorted())
                 problem(entry.mark, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
             }
         }
@@ -402,9 +403,7 @@ private struct ConfigurationReader {
                     }
                     if sourceMarks[source] == nil {
                         // Sorted, as above: the same file must give the same message on every run.
-                        let hint = closestMatch(to: source, among: sourceMarks.keys.sorted()).map {
-                            " (did you mean \"\($0)\"?)"
-                        } ?? ""
+                        let hint = didYouMean(source, among: sourceMarks.keys.sorted())
                         problem(item.mark, "view \"\(id)\" uses unknown source \"\(source)\"\(hint)")
                     }
                     sources.append(source)
@@ -430,7 +429,7 @@ private struct ConfigurationReader {
         let presets = DisplayRule.presets.keys.sorted()
         if case .scalar = node.kind, let name = string(node, "display") {
             if let rules = DisplayRule.presets[name] { return rules }
-            let hint = closestMatch(to: name, among: presets).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let hint = didYouMean(name, among: presets)
             problem(node.mark, "unknown display preset \"\(name)\"\(hint); presets: \(presets.joined(separator: ", ")), or a list of rules")
             return nil
         }
@@ -445,7 +444,7 @@ private struct ConfigurationReader {
         for item in items {
             guard let name = string(item, "a display rule") else { continue }
             if let rule = DisplayRule(rawValue: name) { rules.append(rule) } else {
-                let hint = closestMatch(to: name, among: names).map { " (did you mean \"\($0)\"?)" } ?? ""
+                let hint = didYouMean(name, among: names)
                 problem(item.mark, "unknown display rule \"\(name)\"\(hint); rules: \(names.joined(separator: ", "))")
             }
         }

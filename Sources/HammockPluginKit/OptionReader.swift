@@ -21,7 +21,7 @@ public struct OptionReader: Sendable {
             problems.append(
                 OptionProblem(
                     pointer: JSONPointer(tokens: [key]),
-                    message: unknownKeyMessage(key, known: known + commonSourceKeys, context: "a \(kind) source")))
+                    message: unknownKeyMessage(key, known: known + CommonSourceKey.names, context: "a \(kind) source")))
         }
     }
 
@@ -103,7 +103,7 @@ public struct OptionReader: Sendable {
     public mutating func choice(_ key: String, _ choices: [String]) -> String? {
         guard let text = string(key) else { return nil }
         guard choices.contains(text) else {
-            let hint = closestMatch(to: text, among: choices).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let hint = didYouMean(text, among: choices)
             problem(key, "\(key) must be one of \(choices.joined(separator: ", ")), found \"\(text)\"\(hint)")
             return nil
         }

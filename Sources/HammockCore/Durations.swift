@@ -1,3 +1,5 @@
+// Durations as the configuration writes them, read (`parseDuration`) and written (`humanReadable`) in one form.
+
 /// Parses the configuration's durations: `250ms`, `5s`, `2m`, `1h`, `1.5s`, and combinations like `1m30s`.
 public func parseDuration(_ text: String) -> Result<Duration, DurationProblem> {
     let trimmed = text.trimmingCharacters(in: " ")
@@ -20,6 +22,27 @@ public func parseDuration(_ text: String) -> Result<Duration, DurationProblem> {
     }
     guard total < 1e12 else { return .failure(DurationProblem("\"\(trimmed)\" is too long")) }
     return .success(.milliseconds(Int64(total.rounded())))
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded toward zero; the engine's timers need no finer grain.
+    public var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// `250ms`, `5s`, `2m`, `1h`, or combinations such as `1m30s`: the form the configuration accepts.
+    public var humanReadable: String {
+        var ms = milliseconds
+        if ms == 0 { return "0s" }
+        var text = ms < 0 ? "-" : ""
+        ms = abs(ms)
+        for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000), ("ms", 1)] where ms >= size {
+            text += "\(ms / size)\(unit)"
+            ms %= size
+        }
+        return text
+    }
 }
 
 public struct DurationProblem: Error, Sendable, Equatable {
