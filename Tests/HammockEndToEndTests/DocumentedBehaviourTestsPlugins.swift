@@ -161,6 +161,8 @@ struct DocumentedBehaviourPluginTests {
             let problem = run.stderr.split(separator: "\n").first { $0.hasPrefix(config + ":4:3: ") }
             #expect(problem?.contains("source \"t\"") == true, "the problem at t's line and column: \(run.stderr)")
             #expect(problem?.contains("test plugin") == true, "it names the plugin: \(run.stderr)")
+            let why = how == "missing" ? "could not be started" : "exited with status 3"
+            #expect(problem?.contains(why) == true, "it says why: \(run.stderr)")
             #expect(run.stderr.contains("1 error"), "\(run.stderr)")
         }
     }
