@@ -36,10 +36,12 @@ struct DocumentedBehaviourOutputTests {
             }
             let tally = Self.tally(hammock.lines(since: mark))
             #expect(tally.total == sent, "each bad line gets an error line or is counted, exactly once: \(tally)")
-            #expect(tally.countLines.count == 1, "one line counts what was dropped: \(tally.countLines.map(\.text))")
             #expect(tally.dropped > 0, "with 10,000 bad lines and nobody reading, some were dropped: \(tally)")
-            // The lines that waited while nobody read come right after the count: exactly 1,000 of them.
-            #expect(tally.answeredAfterFirstCount == 1000, "\(tally)")
+            // Each time lines were dropped, one line counts them, ahead of the lines that waited meanwhile. (A
+            // writer thread slow to start may drop some early too, so there can be more than one.) The last
+            // count is followed by the lines that waited while nobody read: exactly 1,000 of them.
+            #expect(tally.countLines.count <= 3, "\(tally.countLines.map(\.text))")
+            #expect(tally.answeredAfterLastCount == 1000, "\(tally)")
             #expect(hammock.isRunning)
         }
     }
@@ -48,10 +50,10 @@ struct DocumentedBehaviourOutputTests {
         var answered = 0
         var dropped = 0
         var countLines: [HammockLine] = []
-        var answeredAfterFirstCount = 0
+        var answeredAfterLastCount = 0
         var total: Int { answered + dropped }
         var description: String {
-            "\(answered) error lines answered bad lines (\(answeredAfterFirstCount) after the first count), "
+            "\(answered) error lines answered bad lines (\(answeredAfterLastCount) after the last count), "
                 + "\(dropped) counted as dropped in \(countLines.count) lines"
         }
     }
@@ -63,10 +65,11 @@ struct DocumentedBehaviourOutputTests {
             let message = line["message"]?.stringValue ?? ""
             if message.hasPrefix("unknown op \"nope\"") {
                 tally.answered += 1
-                if !tally.countLines.isEmpty { tally.answeredAfterFirstCount += 1 }
+                if !tally.countLines.isEmpty { tally.answeredAfterLastCount += 1 }
             } else if let count = Int(message.prefix { $0.isNumber }), message.contains("dropped") {
                 tally.dropped += count
                 tally.countLines.append(line)
+                tally.answeredAfterLastCount = 0
             }
         }
         return tally
