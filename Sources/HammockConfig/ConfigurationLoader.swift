@@ -101,7 +101,10 @@ public struct ConfigurationLoader: Sendable {
         let directory = (URL(fileURLWithPath: file).standardizedFileURL.deletingLastPathComponent().path)
         var reader = ConfigurationReader(
             loader: self, context: InterpolationContext(environment: environment, configurationDirectory: directory))
-        let loaded = reader.read(root, file: file)
+        var loaded = reader.read(root, file: file)
+        // Here, not at the end of `read`: the secrets read before an early return (a file without `sources:`)
+        // must be redacted from the diagnostics as well.
+        loaded.configuration.secrets = reader.secrets
         if reader.diagnostics.isEmpty { return .success(loaded) }
         return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics, partial: loaded))
     }
@@ -195,7 +198,6 @@ private struct ConfigurationReader {
                 }
             }
         }
-        configuration.secrets = secrets
         return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
     }
 

@@ -1,3 +1,4 @@
+import HammockCore
 import HammockYAML
 
 /// One problem in a configuration file, at the place a person must edit.
@@ -18,7 +19,7 @@ public struct Diagnostic: Sendable, Hashable, Comparable {
     /// (an ESC or a CR in a quoted id or value) are shown escaped: a diagnostic must not move the cursor,
     /// recolour the terminal or overwrite the line it is on.
     public func formatted(file: String) -> String {
-        "\(visible(file)):\(mark.line):\(mark.column): \(visible(message))"
+        "\(file.escapingControlCharacters):\(mark.line):\(mark.column): \(message.escapingControlCharacters)"
     }
 }
 
@@ -43,24 +44,4 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         diagnostics.map { $0.formatted(file: file) }.joined(separator: "\n")
     }
-}
-
-/// `text` with C0 and C1 control characters and DEL written as `\n`, `\r`, `\t` or `\u{1B}`.
-func visible(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: isControl) else { return text }
-    var result = ""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\n": result += "\\n"
-        case "\r": result += "\\r"
-        case "\t": result += "\\t"
-        case _ where isControl(scalar): result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        default: result.unicodeScalars.append(scalar)
-        }
-    }
-    return result
-}
-
-private func isControl(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
 }

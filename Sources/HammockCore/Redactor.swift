@@ -9,7 +9,8 @@ import HammockJSON
 /// redacted, whatever its length.
 ///
 /// Besides its plain form, each secret is also matched as it looks percent-encoded (a token in a query,
-/// quoted back in a URL) and JSON-escaped (a plugin logging a JSON line that holds it).
+/// quoted back in a URL), JSON-escaped (a plugin logging a JSON line that holds it) and with its control
+/// characters escaped (a configuration diagnostic quoting it).
 public struct Redactor: Sendable, Equatable {
     public static let replacement = "[redacted]"
 
@@ -25,6 +26,7 @@ public struct Redactor: Sendable, Equatable {
             var escaped: [UInt8] = []
             writeJSONString(secret, into: &escaped)
             needles.insert(Array(escaped.dropFirst().dropLast()))
+            needles.insert(Array(secret.escapingControlCharacters.utf8))
         }
         self.needles = needles.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
     }
