@@ -145,7 +145,7 @@ extension PluginMessage {
     }
 }
 
-func parseLine(_ line: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
+private func parseLine(_ line: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
     do {
         return try JSONValue(parsing: line)
     } catch {
@@ -154,7 +154,7 @@ func parseLine(_ line: some Collection<UInt8>) throws(ProtocolError) -> JSONValu
 }
 
 /// The declared form. Cannot fail: every `Double` in a message is checked finite before it is encoded.
-func encodedForTheWire(_ message: some Encodable) -> JSONValue {
+private func encodedForTheWire(_ message: some Encodable) -> JSONValue {
     do {
         return try JSONValueEncoder().encode(message)
     } catch {
@@ -164,7 +164,7 @@ func encodedForTheWire(_ message: some Encodable) -> JSONValue {
 
 /// Decodes the declared form; the error names the message (when its name was readable), the member, and
 /// what is wrong with it: `load: "id" must be an integer, got a string`.
-func decodedFromTheWire<Message: Decodable>(_ value: JSONValue, discriminator: String) throws(ProtocolError) -> Message {
+private func decodedFromTheWire<Message: Decodable>(_ value: JSONValue, discriminator: String) throws(ProtocolError) -> Message {
     do {
         return try JSONValueDecoder().decode(Message.self, from: value)
     } catch let error as DecodingError {
