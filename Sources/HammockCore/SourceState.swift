@@ -171,23 +171,14 @@ public struct SourceError: Sendable, Hashable, Error {
 }
 
 extension SourceError {
-    /// A failure's cause in a word, as written on the wire (`"code": "timeout"`). The members are the codes
-    /// hammock itself writes or decides on; a plugin may send any other word, and declares its own as
-    /// `extension SourceError.Code { static let rateLimited = Self("rateLimited") }`.
+    /// A failure's cause in a word, written on the wire as that word (`"code": "timeout"`). The members are
+    /// the codes hammock itself writes or decides on; a plugin may send any other word, and declares its own
+    /// as `extension SourceError.Code { static let rateLimited = Self("rateLimited") }`.
     public struct Code: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
         public let rawValue: String
 
         public init(rawValue: String) { self.rawValue = rawValue }
         public init(_ rawValue: String) { self.rawValue = rawValue }
-
-        public init(from decoder: any Decoder) throws {
-            rawValue = try decoder.singleValueContainer().decode(String.self)
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var single = encoder.singleValueContainer()
-            try single.encode(rawValue)
-        }
 
         public var description: String { rawValue }
 
