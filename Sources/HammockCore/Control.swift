@@ -35,22 +35,61 @@ extension ControlCommand {
         } catch {
             throw ControlLineError("control line is not valid JSON: \(error.message) at byte \(error.offset)")
         }
-        guard case .object(let object) = value else {
+        guard case .object = value else {
             throw ControlLineError("control line must be a JSON object like {\"op\":\"load\",\"source\":\"id\"}, got \(value.kindName)")
         }
-        guard let opValue = object["op"] else {
+        do {
+            self = try JSONValueDecoder().decode(ControlCommand.self, from: value)
+        } catch let error as ControlLineError {
+            throw error
+        } catch let error as DecodingError {
+            throw ControlLineError(error.summary(whole: "the control line"))
+        } catch {
+            throw ControlLineError("\(error)")
+        }
+    }
+
+    public static let operations = [
+        "load", "loadIfNeeded", "retry", "cancel", "wipe", "override", "snapshot", "reload",
+    ]
+
+    /// The command's name on the wire, its `op`.
+    public var op: String {
+        switch self {
+        case .load: "load"
+        case .loadIfNeeded: "loadIfNeeded"
+        case .retry: "retry"
+        case .cancel: "cancel"
+        case .wipe: "wipe"
+        case .override: "override"
+        case .snapshot: "snapshot"
+        case .reload: "reload"
+        }
+    }
+}
+
+/// The declared form of a control line: `{"op": "load", "source": "id"}`, `{"op": "retry", "view": "id"}`,
+/// `{"op": "override", "source": "id", "content": ...}`, `{"op": "snapshot"}`. Decoding throws a
+/// `ControlLineError` for a line that is the wrong shape, with the message the consumer reads.
+extension ControlCommand: Codable {
+    private enum Field: String, CodingKey { case op, source, view, content }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Field.self)
+        guard fields.contains(.op) else {
             throw ControlLineError("control line has no \"op\"; expected one of \(Self.operations.joined(separator: ", "))")
         }
-        guard case .string(let op) = opValue else {
-            throw ControlLineError("\"op\" must be a string, got \(opValue.kindName)")
-        }
-        func target() throws(ControlLineError) -> ControlTarget {
-            switch (object["source"], object["view"]) {
-            case (.string(let id)?, nil): return .source(id)
-            case (nil, .string(let id)?): return .view(id)
-            case (.some, .some): throw ControlLineError("\"\(op)\" takes either \"source\" or \"view\", not both")
-            case (nil, nil): throw ControlLineError("\"\(op)\" needs a \"source\" or a \"view\"")
-            default: throw ControlLineError("\"source\" and \"view\" must be strings")
+        let op = try fields.decode(String.self, forKey: .op)
+        func target() throws -> ControlTarget {
+            do {
+                switch (fields.contains(.source), fields.contains(.view)) {
+                case (true, false): return .source(try fields.decode(String.self, forKey: .source))
+                case (false, true): return .view(try fields.decode(String.self, forKey: .view))
+                case (true, true): throw ControlLineError("\"\(op)\" takes either \"source\" or \"view\", not both")
+                case (false, false): throw ControlLineError("\"\(op)\" needs a \"source\" or a \"view\"")
+                }
+            } catch is DecodingError {
+                throw ControlLineError("\"source\" and \"view\" must be strings")
             }
         }
         switch op {
@@ -60,29 +99,40 @@ extension ControlCommand {
         case "cancel": self = .cancel(try target())
         case "wipe": self = .wipe(try target())
         case "override":
-            guard case .string(let source)? = object["source"] else {
+            guard let source = try? fields.decode(String.self, forKey: .source) else {
                 throw ControlLineError("\"override\" needs a \"source\" (a string)")
             }
-            guard let content = object["content"] else {
-                throw ControlLineError("\"override\" needs a \"content\"")
-            }
-            self = .override(source: source, content: content)
+            guard fields.contains(.content) else { throw ControlLineError("\"override\" needs a \"content\"") }
+            self = .override(source: source, content: try fields.decode(JSONValue.self, forKey: .content))
         case "snapshot": self = .snapshot
         case "reload": self = .reload
         default:
-            throw ControlLineError(
-                "unknown op \"\(op)\"; expected one of \(Self.operations.joined(separator: ", "))")
+            throw ControlLineError("unknown op \"\(op)\"; expected one of \(Self.operations.joined(separator: ", "))")
         }
     }
 
-    public static let operations = [
-        "load", "loadIfNeeded", "retry", "cancel", "wipe", "override", "snapshot", "reload",
-    ]
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(op, forKey: .op)
+        switch self {
+        case .load(let target), .loadIfNeeded(let target), .retry(let target), .cancel(let target), .wipe(let target):
+            switch target {
+            case .source(let id): try fields.encode(id, forKey: .source)
+            case .view(let id): try fields.encode(id, forKey: .view)
+            }
+        case .override(let source, let content):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(content, forKey: .content)
+        case .snapshot, .reload:
+            break
+        }
+    }
 }
 
-public struct ControlLineError: Error, Sendable, Equatable {
+public struct ControlLineError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
+    public var description: String { message }
 }
 
 extension ControlCommand {
@@ -99,14 +149,10 @@ extension ControlCommand {
             }
         }
         switch self {
-        case .load(let target): return key("load", target)
-        case .loadIfNeeded(let target): return key("loadIfNeeded", target)
-        case .retry(let target): return key("retry", target)
-        case .cancel(let target): return key("cancel", target)
-        case .wipe(let target): return key("wipe", target)
-        case .override(let source, _): return key("override", .source(source))
-        case .snapshot: return "snapshot"
-        case .reload: return "reload"
+        case .load(let target), .loadIfNeeded(let target), .retry(let target), .cancel(let target), .wipe(let target):
+            return key(op, target)
+        case .override(let source, _): return key(op, .source(source))
+        case .snapshot, .reload: return op
         }
     }
 }

@@ -145,7 +145,7 @@ public struct EngineCore: Sendable {
             apply(
                 .error(SourceError(
                     message: "the loader answered \"not modified\" but there is no earlier content to keep",
-                    code: "notModifiedWithoutContent")),
+                    code: .notModifiedWithoutContent)),
                 to: id, now: now)
         case .notModified:
             apply(.notModified, to: id, now: now)
@@ -276,7 +276,7 @@ public struct EngineCore: Sendable {
                 apply(
                     .error(SourceError(
                         message: "no answer from the \"\(source.definition.kind)\" loader within \(seconds)",
-                        code: "timeout")),
+                        code: .timeout)),
                     to: id, now: now)
                 startFollowUpIfWanted(id, now: now)
                 scheduleNextAttempt(id, now: now)
@@ -417,7 +417,7 @@ public struct EngineCore: Sendable {
             sources[id]!.isWaitingForInputs = true
             sources[id]!.lastOptions = nil
             switchResource(id, to: nil, now: now)
-            let error = SourceError(message: problem.message, code: "templateUnresolved")
+            let error = SourceError(message: problem.message, code: .templateUnresolved)
             // One error line, not one more (and failures + 1) for every unrelated change of the input.
             if sources[id]!.state.latestError != error { apply(.error(error), to: id, now: now) }
             markSettled(id, now: now)
@@ -493,7 +493,7 @@ public struct EngineCore: Sendable {
         guard let pointer = definition.select else { return .success(raw) }
         guard let selected = raw[pointer] else {
             return .failure(SourceError(
-                message: "select \"\(pointer)\" matches nothing in the loaded content", code: "selectMissing"))
+                message: "select \"\(pointer)\" matches nothing in the loaded content", code: .selectMissing))
         }
         return .success(selected)
     }
@@ -583,7 +583,7 @@ public struct EngineCore: Sendable {
                 if let blocked {
                     apply(
                         .error(SourceError(
-                            message: "not loaded: its input \"\(blocked)\" has no content", code: "inputFailed")),
+                            message: "not loaded: its input \"\(blocked)\" has no content", code: .inputFailed)),
                         to: id, now: now)
                     sources[id]!.isSettled = true
                     failedOne = true

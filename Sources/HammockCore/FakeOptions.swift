@@ -48,7 +48,7 @@ public struct FakeOptions: Sendable, Equatable {
                 message: fields["message"]?.stringValue ?? "fake error",
                 httpStatus: fields["httpStatus"]?.numberValue?.intValue,
                 exitStatus: fields["exitStatus"]?.numberValue?.intValue,
-                code: fields["code"]?.stringValue)
+                code: fields["code"]?.stringValue.map { SourceError.Code($0) })
         case let other?:
             problems.append(
                 OptionProblem(

@@ -112,8 +112,8 @@ public struct SourceError: Sendable, Hashable, Error {
     public var message: String
     public var httpStatus: Int?
     public var exitStatus: Int?
-    /// A short machine-readable cause, e.g. `timeout`, `pluginCrashed`, `inputMissing`.
-    public var code: String?
+    /// A short machine-readable cause: one of `Code`'s members, or any code a plugin defines.
+    public var code: Code?
     /// When the failing side asked for the next attempt (HTTP `Retry-After`). Steers the engine's retry;
     /// never written on an output line.
     public var retryAfter: Duration?
@@ -122,7 +122,7 @@ public struct SourceError: Sendable, Hashable, Error {
     public var transient: Bool?
 
     public init(
-        message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: String? = nil,
+        message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: Code? = nil,
         retryAfter: Duration? = nil, transient: Bool? = nil
     ) {
         self.message = message
@@ -141,15 +141,8 @@ public struct SourceError: Sendable, Hashable, Error {
     public var isTransient: Bool {
         if let transient { return transient }
         if let httpStatus, httpStatus >= 400 { return httpStatus >= 500 || [408, 425, 429].contains(httpStatus) }
-        return !Self.permanentCodes.contains(code ?? "")
+        return !(code?.isPermanent ?? false)
     }
-
-    /// Codes of failures that happen again, the same, until something changes.
-    public static let permanentCodes: Set<String> = [
-        "parseFailed", "selectMissing", "templateUnresolved", "inputFailed", "invalidOptions",
-        "notModifiedWithoutContent", "fileMissing", "commandNotFound", "badWorkingDirectory", "tooManyRedirects",
-        "outputTooLarge", "tooLarge",
-    ]
 
     /// The longest message a consumer is shown, in Unicode scalars. Plugins pass a server's or a command's
     /// words on at length (the rest plugin up to 4 KiB, the shell plugin the last 2 KiB of stderr) because
@@ -172,7 +165,69 @@ public struct SourceError: Sendable, Hashable, Error {
         var object: JSONObject = ["message": .string(message)]
         if let httpStatus { object["httpStatus"] = .number(JSONNumber(httpStatus)) }
         if let exitStatus { object["exitStatus"] = .number(JSONNumber(exitStatus)) }
-        if let code { object["code"] = .string(code) }
+        if let code { object["code"] = .string(code.rawValue) }
         return .object(object)
+    }
+}
+
+extension SourceError {
+    /// A failure's cause in a word, written on the wire as that word (`"code": "timeout"`). The members are
+    /// the codes hammock itself writes or decides on; a plugin may send any other word, and declares its own
+    /// as `extension SourceError.Code { static let rateLimited = Self("rateLimited") }`.
+    public struct Code: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
+
+        /// Whether the failure happens again, the same, until something changes, so retrying it unchanged is
+        /// pointless (see `SourceError.isTransient`).
+        public var isPermanent: Bool { Self.permanent.contains(self) }
+
+        /// Codes of failures that happen again, the same, until something changes.
+        public static let permanent: Set<Code> = [
+            .parseFailed, .selectMissing, .templateUnresolved, .inputFailed, .invalidOptions, .notModifiedWithoutContent,
+            .fileMissing, .commandNotFound, .badWorkingDirectory, .tooManyRedirects, .outputTooLarge, .tooLarge,
+        ]
+
+        // Decided by the engine.
+        /// A load took longer than the source's `timeout`.
+        public static let timeout = Code("timeout")
+        /// A `{{ template }}` in the options points at nothing in its input's content.
+        public static let templateUnresolved = Code("templateUnresolved")
+        /// `select` points at nothing in the loaded content.
+        public static let selectMissing = Code("selectMissing")
+        /// An input the source's templates read has no content.
+        public static let inputFailed = Code("inputFailed")
+        /// The plugin refused the source's options.
+        public static let invalidOptions = Code("invalidOptions")
+        /// The plugin answered `notModified` to a load that had nothing to keep.
+        public static let notModifiedWithoutContent = Code("notModifiedWithoutContent")
+        /// The plugin crashed, wrote a line that is not protocol, or wrote one over the line limit.
+        public static let pluginFailed = Code("pluginFailed")
+        /// The plugin failed too often and is not restarted.
+        public static let pluginGaveUp = Code("pluginGaveUp")
+        /// The plugin did not answer a `configure` in time.
+        public static let pluginTimeout = Code("pluginTimeout")
+        /// A message or content over a size limit.
+        public static let tooLarge = Code("tooLarge")
+
+        // Written by plugins, with a meaning hammock knows.
+        /// The loaded bytes are not in the expected format.
+        public static let parseFailed = Code("parseFailed")
+        /// The load was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// A file to read does not exist.
+        public static let fileMissing = Code("fileMissing")
+        /// A command to run does not exist.
+        public static let commandNotFound = Code("commandNotFound")
+        /// A command's working directory does not exist.
+        public static let badWorkingDirectory = Code("badWorkingDirectory")
+        /// A command wrote more than it may.
+        public static let outputTooLarge = Code("outputTooLarge")
+        /// An HTTP answer redirected more often than allowed.
+        public static let tooManyRedirects = Code("tooManyRedirects")
     }
 }

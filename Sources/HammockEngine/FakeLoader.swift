@@ -16,7 +16,7 @@ actor FakeLoader: SourceLoader {
             let message = error.problems.map(\.message).joined(separator: "; ")
             inbox.yield(.loadFinished(
                 source: request.source, loadID: request.loadID,
-                outcome: .error(SourceError(message: message, code: "invalidOptions"))))
+                outcome: .error(SourceError(message: message, code: .invalidOptions))))
             return
         }
         loads[request.loadID] = Task {

@@ -173,7 +173,7 @@ private struct Checker {
         let expected = "one answer (newData, notModified or error) for load \(id) within \(within.humanReadable)"
         guard let line = await wait("load", for: expected, within: within, { $0.loadID == id }) else { return }
         switch line.message {
-        case .newData(id?, _, _, _, _), .notModified(id), .error(id?, _, _):
+        case .newData(id, _, _, _, _), .notModified(id), .error(id, _, _):
             record(.ok, "load", "answered with \(line.type)")
         default:
             record(.fail, "load", "expected \(expected), got \(line.excerpt)")
@@ -202,7 +202,7 @@ private struct Checker {
         session.send(loadMessage(PluginConformance.unconfiguredSource, id: id))
         let expected = "an \"error\" answer for load \(id) of a source never configured"
         guard let line = await wait("load unconfigured", for: expected, within: PluginConformance.answerTimeout, { $0.loadID == id }) else { return }
-        if case .error(id?, _, let error) = line.message {
+        if case .error(id, _, let error) = line.message {
             record(.ok, "load unconfigured", "error: \(error.message)")
         } else {
             record(.fail, "load unconfigured", "expected \(expected), got \(line.excerpt)")
@@ -319,21 +319,10 @@ struct ReceivedLine: Sendable {
     var type: String { json["type"]?.stringValue ?? "?" }
 
     /// The load this line answers, if it is an answer.
-    var loadID: Int? {
-        switch message {
-        case .newData(let id?, _, _, _, _), .error(let id?, _, _): id
-        case .notModified(let id), .cancelled(let id): id
-        default: nil
-        }
-    }
+    var loadID: Int? { message?.loadID }
 
     /// The source of a push (newData or error without an id).
-    var pushSource: String? {
-        switch message {
-        case .newData(nil, let source?, _, _, _), .error(nil, let source?, _): source
-        default: nil
-        }
-    }
+    var pushSource: String? { message?.pushedSource }
 
     /// A line too long to keep: a violation in itself.
     init(tooLong length: Int) {

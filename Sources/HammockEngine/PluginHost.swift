@@ -116,7 +116,7 @@ actor PluginHost: SourceLoader {
         desiredOptions[request.source] = request.options
         switch phase {
         case .gaveUp(let reason):
-            fail(request, message: reason, code: "pluginGaveUp")
+            fail(request, message: reason, code: .pluginGaveUp)
         case .ready:
             send(request)
         case .stopped:
@@ -268,7 +268,7 @@ actor PluginHost: SourceLoader {
         }
         if case .starting = phase {
             guard case .hello(let version, let kinds, let pluginVersion) = message else {
-                fail(generation, "sent \"\(message.json["type"]?.stringValue ?? "?")\" before answering hello")
+                fail(generation, "sent \"\(message.type)\" before answering hello")
                 return
             }
             guard version == pluginProtocolVersion else {
@@ -304,28 +304,26 @@ actor PluginHost: SourceLoader {
             configureAnswered(source)
             invalidProblems[source] = problems
             settleValidation(source, .invalid(problems))
-        case .newData(let id?, _, let content, let etag, let lastModified):
+        case .newData(let id, _, let content, let etag, let lastModified):
             answer(id, .newData(content, etag: etag, lastModified: lastModified))
-        case .newData(nil, let source?, let content, _, _):
+        case .pushedData(let source, let content):
             guard desiredOptions[source] != nil else { return }
             push(content, for: source)
         case .notModified(let id):
             answer(id, .notModified)
-        case .error(let id?, _, var error):
+        case .error(let id, _, var error):
             if let source = pendingLoads[id], let problems = invalidProblems[source] {
                 error = SourceError(
                     message: "invalid options: " + problems.map { "\($0.pointer): \($0.message)" }.joined(separator: "; "),
-                    code: "invalidOptions")
+                    code: .invalidOptions)
             }
             answer(id, .error(error))
-        case .error(nil, let source?, let error):
+        case .pushedError(let source, let error):
             guard desiredOptions[source] != nil else { return }
             sealPushes(for: source)
             inbox.yield(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
-        case .newData(nil, nil, _, _, _), .error(nil, nil, _):
-            fail(generation, "sent an answer with neither id nor source")
         }
     }
 
@@ -381,7 +379,7 @@ actor PluginHost: SourceLoader {
             let message =
                 "the options of source \"\(source)\" are \(line.count - 1) bytes once encoded, over the limit of "
                 + "\(Self.maximumLineToPlugin) bytes for a line to a plugin"
-            holdBack(source, options: options, SourceError(message: message, code: "tooLarge"))
+            holdBack(source, options: options, SourceError(message: message, code: .tooLarge))
             return
         }
         sentOptions[source] = options
@@ -442,7 +440,7 @@ actor PluginHost: SourceLoader {
         let (source, sent) = (oldest.key, oldest.value)
         let reason = "did not answer `configure` for source \"\(source)\" within \(Self.configureTimeout.humanReadable)"
         logger.error("the \(kind) plugin \(reason)")
-        holdBack(source, options: options, SourceError(message: "the \(kind) plugin \(reason)", code: "pluginTimeout"))
+        holdBack(source, options: options, SourceError(message: "the \(kind) plugin \(reason)", code: .pluginTimeout))
         if newestConfigureAnswered > sent.order {
             armConfigureWatch()
         } else {
@@ -461,7 +459,7 @@ actor PluginHost: SourceLoader {
         let message =
             "the \(kind) plugin wrote \(what) of \(length) bytes, over the limit of \(Self.maximumLineLength) for a line; "
             + "it was skipped"
-        let error = SourceError(message: message, code: "pluginFailed")
+        let error = SourceError(message: message, code: .pluginFailed)
         if let id = head.id, pendingLoads[id] != nil {
             logger.warning("\(message) (load \(id))")
             answer(id, .error(error))
@@ -488,13 +486,13 @@ actor PluginHost: SourceLoader {
         crashTimes = crashTimes.filter { now - $0 < Self.crashWindow } + [now]
 
         for (loadID, source) in pendingLoads.sorted(by: { $0.key < $1.key }) {
-            inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: .error(SourceError(message: reason, code: "pluginFailed"))))
+            inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: .error(SourceError(message: reason, code: .pluginFailed))))
         }
         let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
-            inbox.yield(.pushedError(source: source, error: SourceError(message: reason, code: "pluginFailed")))
+            inbox.yield(.pushedError(source: source, error: SourceError(message: reason, code: .pluginFailed)))
         }
         // A plugin ended over one source's `configure` restarts without that source, and answers the others
         // then: `check` reports the culprit alone. Any other end fails the validations it leaves.
@@ -509,14 +507,14 @@ actor PluginHost: SourceLoader {
             let message = "\(reason); gave up after \(crashTimes.count) failures within \(Self.crashWindow.humanReadable)"
             logger.error("\(message)")
             phase = .gaveUp(message)
-            for request in queuedLoads { fail(request, message: message, code: "pluginGaveUp") }
+            for request in queuedLoads { fail(request, message: message, code: .pluginGaveUp) }
             queuedLoads.removeAll()
             return
         }
         // Loads that waited for this process (to start, or to restart) fail with it, like those it was sent:
         // otherwise a source would stay loading, its failures unseen, through every restart until the give-up.
         // The engine retries them by its own backoff.
-        for request in queuedLoads { fail(request, message: reason, code: "pluginFailed") }
+        for request in queuedLoads { fail(request, message: reason, code: .pluginFailed) }
         queuedLoads.removeAll()
         let delay = Duration.milliseconds(250 * (1 << min(crashTimes.count - 1, 7)))
         logger.error("\(reason); restarting it in \(delay.humanReadable)")
@@ -532,7 +530,7 @@ actor PluginHost: SourceLoader {
         launch()
     }
 
-    private func fail(_ request: LoadRequest, message: String, code: String) {
+    private func fail(_ request: LoadRequest, message: String, code: SourceError.Code) {
         inbox.yield(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(SourceError(message: message, code: code))))
     }
 }

@@ -187,10 +187,9 @@ final class PluginOutput: Sendable {
         let limit = "the protocol's limit of \(maximumPluginLineLength) bytes for a line"
         switch message {
         case .newData(let id, let source, _, _, _), .error(let id, let source, _):
-            let what = if case .newData = message { "the content is" } else { "the error is" }
-            return .error(
-                id: id, source: source,
-                error: SourceError(message: "\(what) \(length) bytes once encoded as JSON, over \(limit)", code: "tooLarge"))
+            return .error(id: id, source: source, error: tooLarge(message, length: length, limit: limit))
+        case .pushedData(let source, _), .pushedError(let source, _):
+            return .pushedError(source: source, error: tooLarge(message, length: length, limit: limit))
         case .invalid(let source, let problems):
             let first = problems.first.map { OptionProblem(pointer: $0.pointer, message: String($0.message.prefix(1000))) }
             let summary = OptionProblem(
@@ -200,6 +199,14 @@ final class PluginOutput: Sendable {
         case .hello, .configured, .notModified, .cancelled:
             return message  // small by nature; an absurd kind name or version is the plugin author's to see
         }
+    }
+
+    private static func tooLarge(_ message: PluginMessage, length: Int, limit: String) -> SourceError {
+        let what = switch message {
+        case .newData, .pushedData: "the content is"
+        default: "the error is"
+        }
+        return SourceError(message: "\(what) \(length) bytes once encoded as JSON, over \(limit)", code: .tooLarge)
     }
 }
 
@@ -242,7 +249,7 @@ actor PluginDispatcher {
             }
         case .load(let id, let loadID, let etag, let lastModified, let timeout):
             guard let source = sources[id] else {
-                output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: "notConfigured")))
+                output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: .notConfigured)))
                 return
             }
             let request = PluginLoadRequest(
@@ -306,4 +313,9 @@ actor PluginDispatcher {
             for source in stopping { group.addTask { await source.stop() } }
         }
     }
+}
+
+extension SourceError.Code {
+    /// A load of a source the plugin was never given (or was told to remove).
+    static let notConfigured = Self("notConfigured")
 }

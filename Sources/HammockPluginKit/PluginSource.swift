@@ -49,11 +49,11 @@ public struct PushChannel: Sendable {
     let dispatcher: PluginDispatcher
 
     public func newData(_ content: JSONValue) async {
-        await dispatcher.push(.newData(id: nil, source: source, content: content, etag: nil, lastModified: nil), for: source)
+        await dispatcher.push(.pushedData(source: source, content: content), for: source)
     }
 
     public func error(_ error: SourceError) async {
-        await dispatcher.push(.error(id: nil, source: source, error: error), for: source)
+        await dispatcher.push(.pushedError(source: source, error: error), for: source)
     }
 }
 

@@ -1,10 +1,12 @@
 import HammockCore
 import HammockJSON
-import OrderedCollections
 
 // The engine ↔ plugin wire protocol, all of it: one JSON object per line on the plugin's stdin (messages
 // from the engine, named by `op`) and stdout (messages from the plugin, named by `type`). The engine and
-// every Swift plugin encode and decode through these two types, so they cannot drift apart.
+// every Swift plugin encode and decode through these two types, so they cannot drift apart. Each type is
+// `Codable` over `JSONValueEncoder`/`JSONValueDecoder`, and that is its declared wire form; the two lines
+// sent per load (`load`, and the `newData` that answers it) also have a hand-written form in
+// PluginProtocol+HotPath.swift, pinned to the declared one by tests.
 // docs/plugin-protocol.md describes the same protocol for plugins written in other languages.
 
 /// The protocol version both sides announce in `hello`.
@@ -33,13 +35,18 @@ public enum PluginMessage: Sendable, Equatable {
     case hello(protocol: Int, kinds: [String], version: String)
     case configured(source: String)
     case invalid(source: String, errors: [OptionProblem])
-    /// The answer to load `id`, or, with no id, new data the plugin noticed by itself (a push).
-    case newData(id: Int?, source: String?, content: JSONValue, etag: String?, lastModified: String?)
+    /// The answer to load `id`. `source` is the plugin's to add; the engine goes by the id.
+    case newData(id: Int, source: String?, content: JSONValue, etag: String?, lastModified: String?)
     case notModified(id: Int)
-    /// The answer to load `id`, or, with no id, a failure the plugin noticed by itself (a watched file
-    /// vanished, a streaming command died).
-    case error(id: Int?, source: String?, error: SourceError)
+    /// The answer to load `id`: the load failed.
+    case error(id: Int, source: String?, error: SourceError)
     case cancelled(id: Int)
+    /// New data the plugin noticed by itself (a watched file changed, a streaming command wrote a line).
+    /// On the wire a `newData` with a `source` and no `id`.
+    case pushedData(source: String, content: JSONValue)
+    /// A failure the plugin noticed by itself (a watched file vanished, a streaming command died). On the
+    /// wire an `error` with a `source` and no `id`.
+    case pushedError(source: String, error: SourceError)
 }
 
 /// A line that is not valid protocol.
@@ -49,220 +56,356 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { message }
 }
 
-// MARK: - Encoding
+extension EngineMessage {
+    /// The message's name on the wire, its `op`.
+    public var op: String {
+        switch self {
+        case .hello: "hello"
+        case .configure: "configure"
+        case .load: "load"
+        case .cancel: "cancel"
+        case .remove: "remove"
+        case .shutdown: "shutdown"
+        }
+    }
+
+    static let ops = ["hello", "configure", "load", "cancel", "remove", "shutdown"]
+}
+
+extension PluginMessage {
+    /// The message's name on the wire, its `type`: a push is a `newData` or an `error` too.
+    public var type: String {
+        switch self {
+        case .hello: "hello"
+        case .configured: "configured"
+        case .invalid: "invalid"
+        case .newData, .pushedData: "newData"
+        case .notModified: "notModified"
+        case .error, .pushedError: "error"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled"]
+
+    /// The load this message answers, if it answers one.
+    public var loadID: Int? {
+        switch self {
+        case .newData(let id, _, _, _, _), .notModified(let id), .error(let id, _, _), .cancelled(let id): id
+        case .hello, .configured, .invalid, .pushedData, .pushedError: nil
+        }
+    }
+
+    /// The source a push is for, if this is a push.
+    public var pushedSource: String? {
+        switch self {
+        case .pushedData(let source, _), .pushedError(let source, _): source
+        default: nil
+        }
+    }
+}
+
+// MARK: - Lines
 
 extension EngineMessage {
     public var json: JSONValue {
-        var object: JSONObject
-        switch self {
-        case .hello(let version):
-            object = ["op": "hello", "protocol": .number(JSONNumber(version))]
-        case .configure(let source, let options):
-            object = ["op": "configure", "source": .string(source), "options": options]
-        case .load(let source, let id, let etag, let lastModified, let timeout):
-            object = ["op": "load", "source": .string(source), "id": .number(JSONNumber(id))]
-            if let etag { object["etag"] = .string(etag) }
-            if let lastModified { object["lastModified"] = .string(lastModified) }
-            if let timeout, let seconds = JSONNumber(exactly: timeout) { object["timeout"] = .number(seconds) }
-        case .cancel(let id):
-            object = ["op": "cancel", "id": .number(JSONNumber(id))]
-        case .remove(let source):
-            object = ["op": "remove", "source": .string(source)]
-        case .shutdown:
-            object = ["op": "shutdown"]
-        }
-        return .object(object)
+        if let json = hotPathJSON { return json }
+        return encodedForTheWire(self)
     }
 
     /// The message as one line, `\n` included.
     public var line: [UInt8] { json.jsonBytes + [UInt8(ascii: "\n")] }
+
+    public init(line: some Collection<UInt8>) throws(ProtocolError) {
+        let value = try parseLine(line)
+        if let message = Self(hotPath: value) {
+            self = message
+        } else {
+            self = try decodedFromTheWire(value, discriminator: "op")
+        }
+    }
 }
 
 extension PluginMessage {
     public var json: JSONValue {
-        var object: JSONObject
-        switch self {
-        case .hello(let version, let kinds, let pluginVersion):
-            object = [
-                "type": "hello", "protocol": .number(JSONNumber(version)), "kinds": .array(kinds.map(JSONValue.string)),
-                "version": .string(pluginVersion),
-            ]
-        case .configured(let source):
-            object = ["type": "configured", "source": .string(source)]
-        case .invalid(let source, let errors):
-            object = [
-                "type": "invalid", "source": .string(source),
-                "errors": .array(errors.map { .object(["path": .string($0.pointer.description), "message": .string($0.message)]) }),
-            ]
-        case .newData(let id, let source, let content, let etag, let lastModified):
-            object = ["type": "newData"]
-            if let source { object["source"] = .string(source) }
-            if let id { object["id"] = .number(JSONNumber(id)) }
-            object["content"] = content
-            if let etag { object["etag"] = .string(etag) }
-            if let lastModified { object["lastModified"] = .string(lastModified) }
-        case .notModified(let id):
-            object = ["type": "notModified", "id": .number(JSONNumber(id))]
-        case .error(let id, let source, let error):
-            object = ["type": "error"]
-            if let source { object["source"] = .string(source) }
-            if let id { object["id"] = .number(JSONNumber(id)) }
-            var fields = error.json.objectValue ?? [:]
-            if let retryAfter = error.retryAfter, let seconds = JSONNumber(exactly: Double(retryAfter.milliseconds) / 1000) {
-                fields["retryAfter"] = .number(seconds)
-            }
-            if let transient = error.transient { fields["transient"] = .bool(transient) }
-            object["error"] = .object(fields)
-        case .cancelled(let id):
-            object = ["type": "cancelled", "id": .number(JSONNumber(id))]
-        }
-        return .object(object)
+        if let json = hotPathJSON { return json }
+        return encodedForTheWire(self)
     }
 
+    /// The message as one line, `\n` included.
     public var line: [UInt8] { json.jsonBytes + [UInt8(ascii: "\n")] }
+
+    public init(line: some Collection<UInt8>) throws(ProtocolError) {
+        let value = try parseLine(line)
+        if let message = Self(hotPath: value) {
+            self = message
+        } else {
+            self = try decodedFromTheWire(value, discriminator: "type")
+        }
+    }
 }
 
-// MARK: - Decoding
+private func parseLine(_ line: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
+    do {
+        return try JSONValue(parsing: line)
+    } catch {
+        throw ProtocolError("not JSON: \(error.message) at byte \(error.offset)")
+    }
+}
 
-extension EngineMessage {
-    public init(line: some Collection<UInt8>) throws(ProtocolError) {
-        let fields = try MessageFields(line: line, discriminator: "op")
-        switch fields.name {
-        case "hello": self = .hello(protocol: try fields.int("protocol"))
-        case "configure": self = .configure(source: try fields.string("source"), options: try fields.value("options"))
+/// The declared form. Cannot fail: every `Double` in a message is checked finite before it is encoded.
+private func encodedForTheWire(_ message: some Encodable) -> JSONValue {
+    do {
+        return try JSONValueEncoder().encode(message)
+    } catch {
+        preconditionFailure("a protocol message failed to encode: \(error)")
+    }
+}
+
+/// Decodes the declared form; the error names the message (when its name was readable), the member, and
+/// what is wrong with it: `load: "id" must be an integer, got a string`.
+private func decodedFromTheWire<Message: Decodable>(_ value: JSONValue, discriminator: String) throws(ProtocolError) -> Message {
+    do {
+        return try JSONValueDecoder().decode(Message.self, from: value)
+    } catch let error as DecodingError {
+        let summary = error.summary(whole: "the line")
+        let aboutTheName = error.pointer.tokens.first == discriminator || error.missingKey == discriminator
+        if !aboutTheName, let name = value[discriminator]?.stringValue {
+            throw ProtocolError("\(name): \(summary)")
+        }
+        throw ProtocolError(summary)
+    } catch {
+        throw ProtocolError("\(error)")
+    }
+}
+
+extension DecodingError {
+    fileprivate var missingKey: String? {
+        if case .keyNotFound(let key, let context) = self, context.codingPath.isEmpty { return key.stringValue }
+        return nil
+    }
+}
+
+// MARK: - The declared form
+
+extension EngineMessage: Codable {
+    private enum Field: String, CodingKey {
+        case op, `protocol`, source, options, id, etag, lastModified, timeout
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(op, forKey: .op)
+        switch self {
+        case .hello(let version):
+            try fields.encode(version, forKey: .protocol)
+        case .configure(let source, let options):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(options, forKey: .options)
+        case .load(let source, let id, let etag, let lastModified, let timeout):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(id, forKey: .id)
+            try fields.encodeIfPresent(etag, forKey: .etag)
+            try fields.encodeIfPresent(lastModified, forKey: .lastModified)
+            try fields.encodeIfPresent(timeout.flatMap(JSONNumber.init(exactly:)), forKey: .timeout)
+        case .cancel(let id):
+            try fields.encode(id, forKey: .id)
+        case .remove(let source):
+            try fields.encode(source, forKey: .source)
+        case .shutdown:
+            break
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Field.self)
+        switch try fields.decode(String.self, forKey: .op) {
+        case "hello":
+            self = .hello(protocol: try fields.decode(Int.self, forKey: .protocol))
+        case "configure":
+            self = .configure(source: try fields.decode(String.self, forKey: .source), options: try fields.decode(JSONValue.self, forKey: .options))
         case "load":
             self = .load(
-                source: try fields.string("source"), id: try fields.int("id"), etag: try fields.optionalString("etag"),
-                lastModified: try fields.optionalString("lastModified"), timeout: try fields.optionalDouble("timeout"))
-        case "cancel": self = .cancel(id: try fields.int("id"))
-        case "remove": self = .remove(source: try fields.string("source"))
-        case "shutdown": self = .shutdown
-        default:
-            throw ProtocolError("unknown op \"\(fields.name)\" (expected hello, configure, load, cancel, remove, shutdown)")
+                source: try fields.decode(String.self, forKey: .source), id: try fields.decode(Int.self, forKey: .id),
+                etag: try fields.decodeIfPresent(String.self, forKey: .etag),
+                lastModified: try fields.decodeIfPresent(String.self, forKey: .lastModified),
+                timeout: try fields.decodeIfPresent(Double.self, forKey: .timeout))
+        case "cancel":
+            self = .cancel(id: try fields.decode(Int.self, forKey: .id))
+        case "remove":
+            self = .remove(source: try fields.decode(String.self, forKey: .source))
+        case "shutdown":
+            self = .shutdown
+        case let other:
+            throw DecodingError.dataCorruptedError(
+                forKey: .op, in: fields, debugDescription: "must be one of \(Self.ops.joined(separator: ", ")), got \"\(other)\"")
         }
     }
 }
 
-extension PluginMessage {
-    public init(line: some Collection<UInt8>) throws(ProtocolError) {
-        let fields = try MessageFields(line: line, discriminator: "type")
-        switch fields.name {
+extension PluginMessage: Codable {
+    private enum Field: String, CodingKey {
+        case type, `protocol`, kinds, version, source, errors, id, content, etag, lastModified, error
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(type, forKey: .type)
+        switch self {
+        case .hello(let version, let kinds, let pluginVersion):
+            try fields.encode(version, forKey: .protocol)
+            try fields.encode(kinds, forKey: .kinds)
+            try fields.encode(pluginVersion, forKey: .version)
+        case .configured(let source):
+            try fields.encode(source, forKey: .source)
+        case .invalid(let source, let errors):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(errors.map(WireProblem.init), forKey: .errors)
+        case .newData(let id, let source, let content, let etag, let lastModified):
+            try fields.encodeIfPresent(source, forKey: .source)
+            try fields.encode(id, forKey: .id)
+            try fields.encode(content, forKey: .content)
+            try fields.encodeIfPresent(etag, forKey: .etag)
+            try fields.encodeIfPresent(lastModified, forKey: .lastModified)
+        case .pushedData(let source, let content):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(content, forKey: .content)
+        case .notModified(let id), .cancelled(let id):
+            try fields.encode(id, forKey: .id)
+        case .error(let id, let source, let error):
+            try fields.encodeIfPresent(source, forKey: .source)
+            try fields.encode(id, forKey: .id)
+            try fields.encode(WireSourceError(error), forKey: .error)
+        case .pushedError(let source, let error):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(WireSourceError(error), forKey: .error)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Field.self)
+        switch try fields.decode(String.self, forKey: .type) {
         case "hello":
-            let kinds = try fields.value("kinds")
-            guard let list = kinds.arrayValue, !list.isEmpty, list.allSatisfy({ $0.stringValue != nil }) else {
-                throw ProtocolError("hello: \"kinds\" must be a non-empty list of strings")
+            let kinds = try fields.decode([String].self, forKey: .kinds)
+            guard !kinds.isEmpty else {
+                throw DecodingError.dataCorruptedError(forKey: .kinds, in: fields, debugDescription: "must be a non-empty list of strings")
             }
             self = .hello(
-                protocol: try fields.int("protocol"), kinds: list.compactMap(\.stringValue),
-                version: try fields.optionalString("version") ?? "unknown")
+                protocol: try fields.decode(Int.self, forKey: .protocol), kinds: kinds,
+                version: try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown")
         case "configured":
-            self = .configured(source: try fields.string("source"))
+            self = .configured(source: try fields.decode(String.self, forKey: .source))
         case "invalid":
-            let source = try fields.string("source")
-            guard let list = try fields.value("errors").arrayValue else {
-                throw ProtocolError("invalid: \"errors\" must be a list of {path, message}")
-            }
-            var problems: [OptionProblem] = []
-            for entry in list {
-                guard let message = entry["message"]?.stringValue else {
-                    throw ProtocolError("invalid: each error needs a \"message\" string")
-                }
-                let path = entry["path"]?.stringValue ?? ""
-                guard let pointer = JSONPointer(path) else {
-                    throw ProtocolError("invalid: error path \"\(path)\" is not a JSON Pointer")
-                }
-                problems.append(OptionProblem(pointer: pointer, message: message))
-            }
-            self = .invalid(source: source, errors: problems)
+            self = .invalid(
+                source: try fields.decode(String.self, forKey: .source),
+                errors: try fields.decode([WireProblem].self, forKey: .errors).map(\.problem))
         case "newData":
-            let id = try fields.optionalInt("id")
-            let source = try fields.optionalString("source")
-            if id == nil && source == nil { throw ProtocolError("newData needs an \"id\" (an answer) or a \"source\" (a push)") }
-            self = .newData(
-                id: id, source: source, content: try fields.value("content"), etag: try fields.optionalString("etag"),
-                lastModified: try fields.optionalString("lastModified"))
+            let id = try fields.decodeIfPresent(Int.self, forKey: .id)
+            let source = try fields.decodeIfPresent(String.self, forKey: .source)
+            if let id {
+                self = .newData(
+                    id: id, source: source, content: try fields.decode(JSONValue.self, forKey: .content),
+                    etag: try fields.decodeIfPresent(String.self, forKey: .etag),
+                    lastModified: try fields.decodeIfPresent(String.self, forKey: .lastModified))
+            } else if let source {
+                self = .pushedData(source: source, content: try fields.decode(JSONValue.self, forKey: .content))
+            } else {
+                throw Self.neitherIDNorSource(decoder)
+            }
         case "notModified":
-            self = .notModified(id: try fields.int("id"))
+            self = .notModified(id: try fields.decode(Int.self, forKey: .id))
         case "error":
-            let id = try fields.optionalInt("id")
-            let source = try fields.optionalString("source")
-            if id == nil && source == nil { throw ProtocolError("error needs an \"id\" (an answer) or a \"source\" (a push)") }
-            self = .error(id: id, source: source, error: try Self.sourceError(fields.value("error")))
+            let id = try fields.decodeIfPresent(Int.self, forKey: .id)
+            let source = try fields.decodeIfPresent(String.self, forKey: .source)
+            if let id {
+                self = .error(id: id, source: source, error: try fields.decode(WireSourceError.self, forKey: .error).error)
+            } else if let source {
+                self = .pushedError(source: source, error: try fields.decode(WireSourceError.self, forKey: .error).error)
+            } else {
+                throw Self.neitherIDNorSource(decoder)
+            }
         case "cancelled":
-            self = .cancelled(id: try fields.int("id"))
-        default:
-            throw ProtocolError(
-                "unknown type \"\(fields.name)\" (expected hello, configured, invalid, newData, notModified, error, cancelled)")
+            self = .cancelled(id: try fields.decode(Int.self, forKey: .id))
+        case let other:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: fields, debugDescription: "must be one of \(Self.types.joined(separator: ", ")), got \"\(other)\"")
         }
     }
 
-    private static func sourceError(_ value: JSONValue) throws(ProtocolError) -> SourceError {
-        if let message = value.stringValue { return SourceError(message: message) }
-        guard let object = value.objectValue, let message = object["message"]?.stringValue else {
-            throw ProtocolError("\"error\" must be {message, httpStatus?, exitStatus?, code?, retryAfter?, transient?}")
-        }
-        // A value beyond Int64 milliseconds (1e300) is ignored, like a retryAfter that is not a number.
-        let retryAfter = object["retryAfter"]?.numberValue
-            .flatMap { Int64(exactly: ($0.doubleValue * 1000).rounded()) }
-            .flatMap { $0 >= 0 ? $0 : nil }
-            .map { Duration.milliseconds($0) }
-        return SourceError(
-            message: message, httpStatus: object["httpStatus"]?.numberValue?.intValue,
-            exitStatus: object["exitStatus"]?.numberValue?.intValue, code: object["code"]?.stringValue,
-            retryAfter: retryAfter, transient: object["transient"]?.boolValue)
+    private static func neitherIDNorSource(_ decoder: any Decoder) -> DecodingError {
+        .dataCorrupted(
+            DecodingError.Context(
+                codingPath: decoder.codingPath, debugDescription: "needs an \"id\" (an answer) or a \"source\" (a push)"))
     }
 }
 
-/// Reads the fields of one message, with errors that say which field was wrong and how.
-private struct MessageFields {
-    let object: JSONObject
-    let name: String
+/// One entry of `invalid`'s `errors`: `{"path": "/headers/Accept", "message": "..."}`; a missing path is
+/// the options as a whole.
+private struct WireProblem: Codable {
+    var problem: OptionProblem
 
-    init(line: some Collection<UInt8>, discriminator: String) throws(ProtocolError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: line)
-        } catch {
-            throw ProtocolError("not JSON: \(error.message) at byte \(error.offset)")
+    init(_ problem: OptionProblem) { self.problem = problem }
+
+    private enum Field: String, CodingKey { case path, message }
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Field.self)
+        problem = OptionProblem(
+            pointer: try fields.decodeIfPresent(JSONPointer.self, forKey: .path) ?? JSONPointer(tokens: []),
+            message: try fields.decode(String.self, forKey: .message))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(problem.pointer, forKey: .path)
+        try fields.encode(problem.message, forKey: .message)
+    }
+}
+
+/// A failure on the wire: `{message, httpStatus?, exitStatus?, code?, retryAfter?, transient?}`, or just the
+/// message as a string. Only `message` is required; an optional member of the wrong kind is ignored, so a
+/// plugin's failure still reaches the consumer when its details are off.
+struct WireSourceError: Codable {
+    var error: SourceError
+
+    init(_ error: SourceError) { self.error = error }
+
+    private enum Field: String, CodingKey { case message, httpStatus, exitStatus, code, retryAfter, transient }
+
+    init(from decoder: any Decoder) throws {
+        if let message = try? decoder.singleValueContainer().decode(String.self) {
+            error = SourceError(message: message)
+            return
         }
-        guard let object = value.objectValue else { throw ProtocolError("expected a JSON object, got \(value.kindName)") }
-        guard let name = object[discriminator]?.stringValue else {
-            throw ProtocolError("the message has no \"\(discriminator)\" string")
+        guard let fields = try? decoder.container(keyedBy: Field.self) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "must be a message or {message, httpStatus?, exitStatus?, code?, retryAfter?, transient?}"))
         }
-        self.object = object
-        self.name = name
+        error = SourceError(
+            message: try fields.decode(String.self, forKey: .message),
+            httpStatus: try? fields.decodeIfPresent(Int.self, forKey: .httpStatus),
+            exitStatus: try? fields.decodeIfPresent(Int.self, forKey: .exitStatus),
+            code: try? fields.decodeIfPresent(SourceError.Code.self, forKey: .code),
+            retryAfter: (try? fields.decodeIfPresent(JSONNumber.self, forKey: .retryAfter)).flatMap(Self.retryAfter),
+            transient: try? fields.decodeIfPresent(Bool.self, forKey: .transient))
     }
 
-    func value(_ key: String) throws(ProtocolError) -> JSONValue {
-        guard let value = object[key] else { throw ProtocolError("\(name): missing \"\(key)\"") }
-        return value
+    /// Seconds as a Duration; nil for a negative value or one beyond Int64 milliseconds (1e300), which are
+    /// ignored like a `retryAfter` that is not a number.
+    private static func retryAfter(_ seconds: JSONNumber) -> Duration? {
+        Int64(exactly: (seconds.doubleValue * 1000).rounded()).flatMap { $0 >= 0 ? .milliseconds($0) : nil }
     }
 
-    func string(_ key: String) throws(ProtocolError) -> String {
-        guard let text = try value(key).stringValue else { throw ProtocolError("\(name): \"\(key)\" must be a string") }
-        return text
-    }
-
-    func int(_ key: String) throws(ProtocolError) -> Int {
-        guard let number = try value(key).numberValue?.intValue else {
-            throw ProtocolError("\(name): \"\(key)\" must be an integer")
-        }
-        return number
-    }
-
-    func optionalString(_ key: String) throws(ProtocolError) -> String? {
-        guard let value = object[key], !value.isNull else { return nil }
-        return try string(key)
-    }
-
-    func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
-        guard let value = object[key], !value.isNull else { return nil }
-        return try int(key)
-    }
-
-    func optionalDouble(_ key: String) throws(ProtocolError) -> Double? {
-        guard let value = object[key], !value.isNull else { return nil }
-        guard let number = value.numberValue else { throw ProtocolError("\(name): \"\(key)\" must be a number") }
-        return number.doubleValue
+    func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(error.message, forKey: .message)
+        try fields.encodeIfPresent(error.httpStatus, forKey: .httpStatus)
+        try fields.encodeIfPresent(error.exitStatus, forKey: .exitStatus)
+        try fields.encodeIfPresent(error.code, forKey: .code)
+        try fields.encodeIfPresent(
+            error.retryAfter.flatMap { JSONNumber(exactly: Double($0.milliseconds) / 1000) }, forKey: .retryAfter)
+        try fields.encodeIfPresent(error.transient, forKey: .transient)
     }
 }

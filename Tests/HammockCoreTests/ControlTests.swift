@@ -75,4 +75,26 @@ import Testing
         #expect(failure(#"{"op":"load","source":1}"#) == #""source" and "view" must be strings"#)
         #expect(failure(#"{"op":"wipe","view":["v"]}"#) == #""source" and "view" must be strings"#)
     }
+
+    /// Every command written in its declared form reads back as itself, and the form is the documented one.
+    @Test func everyCommandRoundTrips() throws {
+        let commands: [(ControlCommand, String)] = [
+            (.load(.source("a")), #"{"op":"load","source":"a"}"#),
+            (.loadIfNeeded(.view("v")), #"{"op":"loadIfNeeded","view":"v"}"#),
+            (.retry(.source("a")), #"{"op":"retry","source":"a"}"#),
+            (.cancel(.view("v")), #"{"op":"cancel","view":"v"}"#),
+            (.wipe(.source("a")), #"{"op":"wipe","source":"a"}"#),
+            (.override(source: "a", content: ["z": 1.50, "a": nil]), #"{"op":"override","source":"a","content":{"z":1.5,"a":null}}"#),
+            (.override(source: "a", content: .null), #"{"op":"override","source":"a","content":null}"#),
+            (.snapshot, #"{"op":"snapshot"}"#),
+            (.reload, #"{"op":"reload"}"#),
+        ]
+        for (command, text) in commands {
+            #expect(try JSONValueEncoder().encode(command).jsonString == text)
+            #expect(try parse(text) == command)
+        }
+        #expect(Set(commands.map(\.0.op)) == Set(ControlCommand.operations))
+        let exact = try parse(#"{"op":"override","source":"a","content":[1.50,-0,12345678901234567890]}"#)
+        #expect(exact == .override(source: "a", content: .array(["1.50", "-0", "12345678901234567890"].map { .number(JSONNumber(text: $0)!) })))
+    }
 }

@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func aShortMessageIsOnlyRedacted() {
-        let error = SourceError(message: "bad key abc123", code: "http")
+        let error = SourceError(message: "bad key abc123", code: SourceError.Code("http"))
         #expect(error.displayed(redactor: Redactor(secrets: ["abc123"])) == ["message": "bad key [redacted]", "code": "http"])
     }
 

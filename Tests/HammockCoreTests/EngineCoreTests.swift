@@ -107,7 +107,7 @@ import Testing
         _ = engine.start(now: at(0))
         let actions = engine.loadFinished(source: "a", loadID: 1, outcome: .notModified, now: at(1))
         #expect(actions.summaries == ["source a error"])
-        #expect(engine.state(of: "a")?.latestError?.code == "notModifiedWithoutContent")
+        #expect(engine.state(of: "a")?.latestError?.code == .notModifiedWithoutContent)
     }
 
     @Test func etagAndLastModifiedGoWithTheNextLoad() {
@@ -281,7 +281,7 @@ import Testing
         #expect(engine.tick(now: at(ms: 15_999)).isEmpty)
         let timedOut = engine.tick(now: at(16))
         #expect(timedOut.summaries == ["cancelLoad a #2", "source a error"])
-        let error = SourceError(message: #"no answer from the "fake" loader within 5s"#, code: "timeout")
+        let error = SourceError(message: #"no answer from the "fake" loader within 5s"#, code: .timeout)
         #expect(engine.state(of: "a") == SourceState(content: "old", latestError: error, timestamp: at(16), failures: 1))
         // The answer that finally comes is no longer wanted, and the automatic retry is scheduled.
         #expect(engine.loadFinished(source: "a", loadID: 2, outcome: .newData("late"), now: at(17)).isEmpty)
@@ -373,7 +373,7 @@ import Testing
         _ = engine.handle(.load(.source("a")), now: at(2))
         let missing = engine.loadFinished(source: "a", loadID: 2, outcome: .newData(["data": []]), now: at(3))
         #expect(missing.summaries == ["source a error"])
-        let error = SourceError(message: #"select "/data/0/name" matches nothing in the loaded content"#, code: "selectMissing")
+        let error = SourceError(message: #"select "/data/0/name" matches nothing in the loaded content"#, code: .selectMissing)
         #expect(engine.state(of: "a") == SourceState(content: "x", latestError: error, timestamp: at(3), failures: 1))
         // A push goes through select too.
         _ = engine.pushed(source: "a", content: ["data": [["name": "pushed"]]], now: at(4))
@@ -478,7 +478,7 @@ import Testing
         _ = engine.start(now: at(0))
         let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["title": "t"]), now: at(1))
         #expect(posted.summaries == ["source post newData load", "source user error"])
-        #expect(engine.state(of: "user")?.latestError?.code == "templateUnresolved")
+        #expect(engine.state(of: "user")?.latestError?.code == .templateUnresolved)
         #expect(engine.state(of: "user")?.latestError?.message == #"{{ post.userId }} has no value in the content of "post""#)
         // Retrying will not help, so nothing is scheduled.
         #expect(engine.nextDeadline == nil)
@@ -488,7 +488,7 @@ import Testing
         _ = engine.loadFinished(source: "user", loadID: 2, outcome: .newData("U1"), now: at(3))
         // The value goes away and comes back unchanged: the source must not stay in error.
         _ = engine.pushed(source: "post", content: ["title": "t"], now: at(4))
-        #expect(engine.state(of: "user")?.latestError?.code == "templateUnresolved")
+        #expect(engine.state(of: "user")?.latestError?.code == .templateUnresolved)
         let back = engine.pushed(source: "post", content: ["userId": 1], now: at(5))
         #expect(back.loads.map(\.source) == ["user"])
         #expect(back.loads.first?.options["url"] == "http://x/1")
@@ -510,7 +510,7 @@ import Testing
         _ = engine.start(now: at(0))
         let failed = engine.loadFinished(source: "post", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(failed.summaries == ["source post error", "source user error", #"bye once ["post", "user"]"#, "finish 1"])
-        #expect(engine.state(of: "user")?.latestError == SourceError(message: #"not loaded: its input "post" has no content"#, code: "inputFailed"))
+        #expect(engine.state(of: "user")?.latestError == SourceError(message: #"not loaded: its input "post" has no content"#, code: .inputFailed))
     }
 }
 

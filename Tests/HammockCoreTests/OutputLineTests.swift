@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func viewLineWithErrors() {
-        let first = SourceError(message: "a failed", code: "timeout")
+        let first = SourceError(message: "a failed", code: .timeout)
         let second = SourceError(message: "b failed", exitStatus: 1)
         let view = ViewDefinition(id: "v", sources: ["a", "b"], display: [.error])
         let states = ["a": SourceState(latestError: first), "b": SourceState(latestError: second)]

@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func errorJSONCarriesOnlyWhatIsSetAndNeverRetryAfter() {
-        let full = SourceError(message: "m", httpStatus: 503, exitStatus: 2, code: "c", retryAfter: .seconds(5))
+        let full = SourceError(message: "m", httpStatus: 503, exitStatus: 2, code: SourceError.Code("c"), retryAfter: .seconds(5))
         #expect(full.json.jsonString == #"{"message":"m","httpStatus":503,"exitStatus":2,"code":"c"}"#)
         #expect(SourceError(message: "only").json.jsonString == #"{"message":"only"}"#)
     }
@@ -151,18 +151,18 @@ import Testing
 
     @Test func whichFailuresARetryCanCure() {
         let transient: [SourceError] = [
-            SourceError(message: "x", code: "connectionRefused"), SourceError(message: "x", code: "timeout"),
+            SourceError(message: "x", code: SourceError.Code("connectionRefused")), SourceError(message: "x", code: .timeout),
             SourceError(message: "x", httpStatus: 500), SourceError(message: "x", httpStatus: 503),
             SourceError(message: "x", httpStatus: 408), SourceError(message: "x", httpStatus: 425),
             SourceError(message: "x", httpStatus: 429), SourceError(message: "x", exitStatus: 1),
-            SourceError(message: "x", code: "pluginFailed"), SourceError(message: "plain"),
-            SourceError(message: "x", code: "parseFailed", transient: true),
+            SourceError(message: "x", code: .pluginFailed), SourceError(message: "plain"),
+            SourceError(message: "x", code: .parseFailed, transient: true),
         ]
         let permanent: [SourceError] = [
             SourceError(message: "x", httpStatus: 404), SourceError(message: "x", httpStatus: 400),
             SourceError(message: "x", httpStatus: 401), SourceError(message: "x", httpStatus: 499),
-            SourceError(message: "x", code: "parseFailed"), SourceError(message: "x", code: "selectMissing"),
-            SourceError(message: "x", code: "templateUnresolved"), SourceError(message: "x", code: "fileMissing"),
+            SourceError(message: "x", code: .parseFailed), SourceError(message: "x", code: .selectMissing),
+            SourceError(message: "x", code: .templateUnresolved), SourceError(message: "x", code: .fileMissing),
             SourceError(message: "x", exitStatus: 1, transient: false),
         ]
         for error in transient { #expect(error.isTransient, "\(error)") }

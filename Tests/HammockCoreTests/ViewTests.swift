@@ -116,7 +116,7 @@ import Testing
     }
 
     @Test func latestErrorIsTheFirstFailingSourceInViewOrder() {
-        let first = SourceError(message: "first", code: "a")
+        let first = SourceError(message: "first", code: SourceError.Code("a"))
         let second = SourceError(message: "second", httpStatus: 404)
         let state = evaluate(SourceState(latestError: second), SourceState(latestError: first))
         #expect(state.latestError == second)

@@ -97,7 +97,7 @@ import Testing
         let missing = directory.appendingPathComponent("absent.json").path
         #expect(plugin.configure("f", ["path": .string(missing)]) == .configured(source: "f"))
         let error = try #require(loadError(plugin, "f", id: 1))
-        #expect(error.code == "fileMissing")
+        #expect(error.code == .fileMissing)
         #expect(error.message.contains(missing))
     }
 
@@ -109,7 +109,7 @@ import Testing
         _ = plugin.hello()
         #expect(plugin.configure("small", ["path": path(directory, "big.txt"), "maxBytes": 99]) == .configured(source: "small"))
         let error = try #require(loadError(plugin, "small", id: 1))
-        #expect(error.code == "tooLarge")
+        #expect(error.code == .tooLarge)
         #expect(error.message.contains("99"))
 
         // Exactly at the limit is fine; so is a size string.
@@ -134,7 +134,7 @@ import Testing
         let json = try #require(loadError(plugin, "json", id: 1))
         #expect(json.message.hasPrefix("not JSON: "))
         #expect(json.message.contains("at byte 8 (line 2, column 3)"))
-        #expect(json.code == "parseFailed")
+        #expect(json.code == .parseFailed)
         let yaml = try #require(loadError(plugin, "yaml", id: 2))
         #expect(yaml.message.hasPrefix("not YAML: "))
         #expect(yaml.message.contains("line "))
@@ -153,7 +153,7 @@ import Testing
         #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
 
         try write("{\"v\": 2}", to: file)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 2], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
         expectNoPush(plugin, thenLoad: 2)
     }
 
@@ -169,7 +169,7 @@ import Testing
             let temporary = directory.appendingPathComponent(".live.yaml.swp\(version)")
             try write("v: \(version)\n", to: temporary)
             #expect(rename(temporary.path, file.path) == 0)
-            #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": .number(JSONNumber(version))], etag: nil, lastModified: nil))
+            #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
         }
         expectNoPush(plugin, thenLoad: 2)
     }
@@ -183,15 +183,15 @@ import Testing
         #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: "first", etag: nil, lastModified: nil))
 
         try FileManager.default.removeItem(at: file)
-        guard case .error(nil, "f", let error)? = nextPush(plugin) else {
+        guard case .pushedError("f", let error)? = nextPush(plugin) else {
             Issue.record("expected a pushed error")
             return
         }
-        #expect(error.code == "fileMissing")
+        #expect(error.code == .fileMissing)
         expectNoPush(plugin, thenLoad: 2)
 
         try write("second\n", to: file)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: "second", etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: "second"))
     }
 
     @Test func rewritingTheSameBytesIsNoPush() throws {
@@ -210,7 +210,7 @@ import Testing
 
         // A change after the non-changes still gets through.
         try write("different\n", to: file)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: "different", etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: "different"))
     }
 
     @Test func fileInDirectoriesCreatedLaterIsPushed() throws {
@@ -220,7 +220,7 @@ import Testing
         let file = nested.appendingPathComponent("late.json")
         let plugin = try watching(file)
         let error = try #require(loadError(plugin, "f", id: 1))
-        #expect(error.code == "fileMissing")
+        #expect(error.code == .fileMissing)
 
         // One level at a time, then the file: the watch has to move down twice.
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("a"), withIntermediateDirectories: false)
@@ -228,18 +228,18 @@ import Testing
         try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: false)
         usleep(100_000)
         try write("[\"late\"]", to: file)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["late"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["late"]))
 
         // The whole directory goes and comes back in one go.
         try FileManager.default.removeItem(at: directory.appendingPathComponent("a"))
-        guard case .error(nil, "f", let gone)? = nextPush(plugin) else {
+        guard case .pushedError("f", let gone)? = nextPush(plugin) else {
             Issue.record("expected a pushed error")
             return
         }
-        #expect(gone.code == "fileMissing")
+        #expect(gone.code == .fileMissing)
         try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
         try write("[\"back\"]", to: file)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["back"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["back"]))
     }
 
     @Test func removedSourceStopsPushingAndReconfiguringLeaksNothing() throws {
@@ -291,7 +291,7 @@ import Testing
 
         try replace("2", at: off)
         try replace("2", at: byDefault)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "default", content: 2, etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "default", content: 2))
         expectNoPush(plugin, source: "off", thenLoad: 3)
     }
 
@@ -319,7 +319,7 @@ import Testing
         for version in 2...3 {
             try publish(version)
             try FileManager.default.removeItem(at: folder(version - 1))
-            #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": .number(JSONNumber(version))], etag: nil, lastModified: nil))
+            #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
         }
         expectNoPush(plugin, thenLoad: 2)
         // The directory and the current folder; nothing is left on the folders that went.
@@ -339,17 +339,17 @@ import Testing
         let temporary = directory.appendingPathComponent("current.json.tmp")
         #expect(symlink("b.json", temporary.path) == 0)
         #expect(rename(temporary.path, link.path) == 0)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "b"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "b"]))
         // Its new target is watched now.
         try write("{\"v\": \"b2\"}", to: directory.appendingPathComponent("b.json"))
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "b2"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "b2"]))
 
         // Removed and made again, as older tools do it.
         #expect(unlink(link.path) == 0)
         #expect(symlink("c.json", link.path) == 0)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "c"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "c"]))
         try write("{\"v\": \"c2\"}", to: directory.appendingPathComponent("c.json"))
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": "c2"], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "c2"]))
         expectNoPush(plugin, thenLoad: 2)
     }
 
@@ -368,10 +368,10 @@ import Testing
         #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
 
         try write("{\"v\": 2}", to: target)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 2], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
         // An editor's atomic save of the target, too.
         try replace("{\"v\": 3}", at: target)
-        #expect(nextPush(plugin) == .newData(id: nil, source: "f", content: ["v": 3], etag: nil, lastModified: nil))
+        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 3]))
         expectNoPush(plugin, thenLoad: 2)
     }
 
@@ -394,7 +394,7 @@ import Testing
     private func nextPush(_ plugin: PluginProcess, sourceLocation: SourceLocation = #_sourceLocation) -> PluginMessage? {
         plugin.next(timeout: .seconds(10), sourceLocation: sourceLocation) {
             switch $0 {
-            case .newData(nil, _, _, _, _), .error(nil, _, _): true
+            case .pushedData, .pushedError: true
             default: false
             }
         }

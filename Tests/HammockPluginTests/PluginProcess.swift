@@ -136,17 +136,6 @@ final class PluginProcess: @unchecked Sendable {
     }
 }
 
-extension PluginMessage {
-    /// The load this message answers, if it is an answer.
-    var loadID: Int? {
-        switch self {
-        case .newData(let id?, _, _, _, _), .error(let id?, _, _): id
-        case .notModified(let id), .cancelled(let id): id
-        default: nil
-        }
-    }
-}
-
 struct HarnessError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

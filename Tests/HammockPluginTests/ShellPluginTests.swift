@@ -18,13 +18,17 @@ import Testing
     }
 
     private func content(_ message: PluginMessage?) -> JSONValue? {
-        if case .newData(_, _, let content, _, _) = message { return content }
-        return nil
+        switch message {
+        case .newData(_, _, let content, _, _)?, .pushedData(_, let content)?: content
+        default: nil
+        }
     }
 
     private func error(_ message: PluginMessage?) -> SourceError? {
-        if case .error(_, _, let error) = message { return error }
-        return nil
+        switch message {
+        case .error(_, _, let error)?, .pushedError(_, let error)?: error
+        default: nil
+        }
     }
 
     private func problems(_ message: PluginMessage?) -> [String: String] {
@@ -99,7 +103,7 @@ import Testing
         configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
         let failure = error(plugin.load("bad", id: 2))
         #expect(failure?.message.hasPrefix("stdout is not JSON") == true, "\(String(describing: failure))")
-        #expect(failure?.code == "parseFailed")
+        #expect(failure?.code == .parseFailed)
     }
 
     @Test func yamlOutputIsParsed() throws {
@@ -121,7 +125,7 @@ import Testing
         let plugin = try plugin()
         configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
         let failure = error(plugin.load("missing", id: 1))
-        #expect(failure?.code == "commandNotFound")
+        #expect(failure?.code == .commandNotFound)
         #expect(failure?.message.contains("hammock-no-such-command-xyz") == true)
     }
 
@@ -132,7 +136,7 @@ import Testing
         configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
         let started = Date()
         let failure = error(plugin.load("slow", id: 1, timeout: 1))
-        #expect(failure?.code == "timeout")
+        #expect(failure?.code == .timeout)
         #expect(failure?.message == "timed out after 1s")
         #expect(Date().timeIntervalSince(started) < 4)
         let child = try #require(readPID(pidFile))
@@ -169,7 +173,7 @@ import Testing
         configured(plugin, "big", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "maxBytes": "1KiB"])
         let started = Date()
         let failure = error(plugin.load("big", id: 1))
-        #expect(failure?.code == "outputTooLarge")
+        #expect(failure?.code == .outputTooLarge)
         #expect(failure?.message.contains("maxBytes") == true)
         #expect(Date().timeIntervalSince(started) < 4, "the command was not ended")
 
@@ -191,12 +195,12 @@ import Testing
         configured(plugin, "lines", ["script": "echo one; sleep 0.2; echo two; sleep 0.2; echo three; sleep 0.2; echo bye >&2; exit 4", "mode": "stream"])
         #expect(content(plugin.load("lines", id: 1)) == "one")
         let pushes = (0..<3).map { _ in plugin.next { $0.loadID == nil } }
-        #expect(pushes[0] == .newData(id: nil, source: "lines", content: "two", etag: nil, lastModified: nil))
-        #expect(pushes[1] == .newData(id: nil, source: "lines", content: "three", etag: nil, lastModified: nil))
-        #expect(pushes[2] == .error(id: nil, source: "lines", error: SourceError(message: "exited with status 4: bye", exitStatus: 4)))
+        #expect(pushes[0] == .pushedData(source: "lines", content: "two"))
+        #expect(pushes[1] == .pushedData(source: "lines", content: "three"))
+        #expect(pushes[2] == .pushedError(source: "lines", error: SourceError(message: "exited with status 4: bye", exitStatus: 4)))
         // Restarted after the 1 s backoff: the lines come again, as pushes.
         let again = plugin.next(timeout: .seconds(5)) { $0.loadID == nil }
-        #expect(again == .newData(id: nil, source: "lines", content: "one", etag: nil, lastModified: nil))
+        #expect(again == .pushedData(source: "lines", content: "one"))
     }
 
     @Test func streamJSONLinesAndALoadWhileRunningGetsTheLatest() throws {
@@ -216,7 +220,7 @@ import Testing
         // own; of the good lines after it, only the newest is pushed.
         #expect(content(plugin.load("burst", id: 1)) == ["n": 2])
         let error = plugin.next { $0.loadID == nil }
-        guard case .error(_, "burst", let sourceError)? = error else {
+        guard case .pushedError("burst", let sourceError)? = error else {
             Issue.record("expected the bad line's error, got \(String(describing: error))")
             return
         }
@@ -235,7 +239,7 @@ import Testing
         configured(plugin, "s", ["script": .string(script), "mode": "stream", "parse": "json"])
         #expect(content(plugin.load("s", id: 1)) == ["i": 1])
         let pushed = try #require(error(plugin.next { $0.loadID == nil }), "the bad line is pushed as an error")
-        #expect(pushed.code == "parseFailed", "\(pushed)")
+        #expect(pushed.code == .parseFailed, "\(pushed)")
 
         // The command has printed nothing since the bad line: a load answers with that line's error, not
         // with the older good line as if it were new; and again, for the error stays.

@@ -60,7 +60,7 @@ private let newline = UInt8(ascii: "\n")
 private let carriageReturn = UInt8(ascii: "\r")
 
 private func parseFailure(_ message: String) -> SourceError {
-    SourceError(message: message, code: "parseFailed")
+    SourceError(message: message, code: .parseFailed)
 }
 
 /// Rejects rather than repairs bad UTF-8: a replacement character in the content would hide that the file

@@ -4,6 +4,11 @@ import HammockCore
 import HammockJSON
 import HammockPluginKit
 
+/// The file plugin's own failure code, beside the common ones in `SourceError.Code`.
+extension SourceError.Code {
+    static let fileUnreadable = Self("fileUnreadable")
+}
+
 // hammock-plugin-file: the `file` kind. A load reads the file now; unless `watch: false`, the plugin also
 // pushes the file's content whenever it changes (see FileWatcher for how changes are noticed).
 
@@ -108,15 +113,15 @@ func readFile(_ path: String, maxBytes: Int) -> Result<[UInt8], SourceError> {
     guard descriptor >= 0 else {
         let code = errno
         if code == ENOENT || code == ENOTDIR {
-            return .failure(SourceError(message: "file not found: \(path)", code: "fileMissing"))
+            return .failure(SourceError(message: "file not found: \(path)", code: .fileMissing))
         }
-        return .failure(SourceError(message: "cannot open \(path): \(String(cString: strerror(code)))", code: "fileUnreadable"))
+        return .failure(SourceError(message: "cannot open \(path): \(String(cString: strerror(code)))", code: .fileUnreadable))
     }
     defer { close(descriptor) }
     var status = stat()
     if fstat(descriptor, &status) == 0 {
         if status.st_mode & S_IFMT == S_IFDIR {
-            return .failure(SourceError(message: "\(path) is a directory, not a file", code: "fileUnreadable"))
+            return .failure(SourceError(message: "\(path) is a directory, not a file", code: .fileUnreadable))
         }
         if status.st_mode & S_IFMT == S_IFREG && Int(status.st_size) > maxBytes {
             return .failure(tooLarge(path, maxBytes))
@@ -129,7 +134,7 @@ func readFile(_ path: String, maxBytes: Int) -> Result<[UInt8], SourceError> {
         let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, wanted) }
         if count < 0 {
             if errno == EINTR { continue }
-            return .failure(SourceError(message: "cannot read \(path): \(String(cString: strerror(errno)))", code: "fileUnreadable"))
+            return .failure(SourceError(message: "cannot read \(path): \(String(cString: strerror(errno)))", code: .fileUnreadable))
         }
         if count == 0 { break }
         bytes.append(contentsOf: chunk[..<count])
@@ -139,5 +144,5 @@ func readFile(_ path: String, maxBytes: Int) -> Result<[UInt8], SourceError> {
 }
 
 private func tooLarge(_ path: String, _ maxBytes: Int) -> SourceError {
-    SourceError(message: "\(path) is larger than maxBytes (\(maxBytes) bytes)", code: "tooLarge")
+    SourceError(message: "\(path) is larger than maxBytes (\(maxBytes) bytes)", code: .tooLarge)
 }

@@ -7,6 +7,18 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
+/// The rest plugin's own failure codes, beside the common ones in `SourceError.Code`.
+extension SourceError.Code {
+    static let badLink = Self("badLink")
+    static let connectionClosed = Self("connectionClosed")
+    static let connectionRefused = Self("connectionRefused")
+    static let http = Self("http")
+    static let network = Self("network")
+    static let tls = Self("tls")
+    static let unknownHost = Self("unknownHost")
+    static let unreachable = Self("unreachable")
+}
+
 // Turning what came back (or what went wrong) into content or an error a person can act on. Messages name
 // the host, never the request's headers: they may hold a secret.
 
@@ -25,12 +37,12 @@ func parseContent(_ bytes: [UInt8], contentType: String?, as parse: RESTOptions.
         } catch {
             let what = parse == nil ? "the answer (Content-Type \(type ?? "none"))" : "the answer"
             return .failure(
-                SourceError(message: "\(what) is not JSON: \(error.message) at byte \(skipped + error.offset)", code: "parseFailed"))
+                SourceError(message: "\(what) is not JSON: \(error.message) at byte \(skipped + error.offset)", code: .parseFailed))
         }
     case .text:
         guard let text = String(validating: body, as: UTF8.self) else {
             let what = type.map { "the answer (Content-Type \($0))" } ?? "the answer"
-            return .failure(SourceError(message: "\(what) is not UTF-8 text; set parse: json, or fetch text", code: "parseFailed"))
+            return .failure(SourceError(message: "\(what) is not UTF-8 text; set parse: json, or fetch text", code: .parseFailed))
         }
         // Like a shell's $(…): a final newline is not part of the value.
         var trimmed = Substring(text)
@@ -108,26 +120,26 @@ func hostDescription(_ url: String) -> String {
 func describe(_ error: any Error, url: String, deadline: ContinuousClock.Instant) -> SourceError {
     let host = hostDescription(url)
     if error is CancellationError {
-        return SourceError(message: "the load was cancelled", code: "cancelled")
+        return SourceError(message: "the load was cancelled", code: .cancelled)
     }
     if let client = error as? HTTPClientError {
         switch client {
         case .deadlineExceeded, .readTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
-            return SourceError(message: "timeout: \(host) did not answer in time", code: "timeout")
+            return SourceError(message: "timeout: \(host) did not answer in time", code: .timeout)
         case .connectTimeout:
-            return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+            return SourceError(message: "timeout: could not connect to \(host) in time", code: .timeout)
         case .tlsHandshakeTimeout:
-            return SourceError(message: "TLS failure: the TLS handshake with \(host) timed out", code: "tls")
+            return SourceError(message: "TLS failure: the TLS handshake with \(host) timed out", code: .tls)
         case .remoteConnectionClosed:
-            return SourceError(message: "\(host) closed the connection before answering", code: "connectionClosed")
+            return SourceError(message: "\(host) closed the connection before answering", code: .connectionClosed)
         case .cancelled:
             // The client cancels a request whose deadline passed while it waited for a connection.
             if ContinuousClock.now >= deadline {
-                return SourceError(message: "timeout: \(host) did not answer in time", code: "timeout")
+                return SourceError(message: "timeout: \(host) did not answer in time", code: .timeout)
             }
-            return SourceError(message: "the load was cancelled", code: "cancelled")
+            return SourceError(message: "the load was cancelled", code: .cancelled)
         default:
-            return SourceError(message: "the request to \(host) failed: \(client)", code: "http")
+            return SourceError(message: "the request to \(host) failed: \(client)", code: .http)
         }
     }
     if let connection = error as? NIOConnectionError {
@@ -141,26 +153,26 @@ func describe(_ error: any Error, url: String, deadline: ContinuousClock.Instant
     if let io = error as? IOError {
         switch io.errnoCode {
         case ECONNREFUSED:
-            return SourceError(message: "connection refused by \(host): nothing listens there (is the server running?)", code: "connectionRefused")
+            return SourceError(message: "connection refused by \(host): nothing listens there (is the server running?)", code: .connectionRefused)
         case ETIMEDOUT:
-            return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+            return SourceError(message: "timeout: could not connect to \(host) in time", code: .timeout)
         case ENETUNREACH, EHOSTUNREACH:
-            return SourceError(message: "\(host) cannot be reached from this machine (no route to it)", code: "unreachable")
+            return SourceError(message: "\(host) cannot be reached from this machine (no route to it)", code: .unreachable)
         case ECONNRESET, EPIPE:
-            return SourceError(message: "\(host) reset the connection", code: "connectionClosed")
+            return SourceError(message: "\(host) reset the connection", code: .connectionClosed)
         default:
-            return SourceError(message: "the connection to \(host) failed: \(io)", code: "network")
+            return SourceError(message: "the connection to \(host) failed: \(io)", code: .network)
         }
     }
     if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
-        return SourceError(message: "TLS failure with \(host): \(error)", code: "tls")
+        return SourceError(message: "TLS failure with \(host): \(error)", code: .tls)
     }
     if let channel = error as? ChannelError, case .connectTimeout = channel {
-        return SourceError(message: "timeout: could not connect to \(host) in time", code: "timeout")
+        return SourceError(message: "timeout: could not connect to \(host) in time", code: .timeout)
     }
-    return SourceError(message: "the request to \(host) failed: \(error)", code: "network")
+    return SourceError(message: "the request to \(host) failed: \(error)", code: .network)
 }
 
 private func unknownHost(_ host: String) -> SourceError {
-    SourceError(message: "unknown host \(host): its name does not resolve (check the url, or the network)", code: "unknownHost")
+    SourceError(message: "unknown host \(host): its name does not resolve (check the url, or the network)", code: .unknownHost)
 }

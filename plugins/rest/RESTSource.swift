@@ -34,11 +34,11 @@ struct RESTSource: PluginSource {
             defer { group.cancelAll() }
             let first = await group.next() ?? nil
             if let first { return first }
-            if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: "cancelled")) }
+            if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: .cancelled)) }
             return .error(
                 SourceError(
                     message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanText)",
-                    code: "timeout"))
+                    code: .timeout))
         }
     }
 
@@ -103,7 +103,7 @@ struct RESTSource: PluginSource {
                     return .error(
                         SourceError(
                             message: "page \(pageIndex) is \(content.kindName), not a list: paginate joins JSON arrays",
-                            code: "parseFailed"))
+                            code: .parseFailed))
                 }
                 page = array
             }
@@ -130,7 +130,7 @@ struct RESTSource: PluginSource {
                         return .error(
                             SourceError(
                                 message: "page \(pageIndex) links its next page to \"\(target)\", which is not an http(s) URL",
-                                code: "badLink", transient: false))
+                                code: .badLink, transient: false))
                     }
                     next = resolved.absoluteString
                 }
@@ -221,7 +221,7 @@ struct RESTSource: PluginSource {
                 await discardBody(response)
                 redirects += 1
                 guard redirects <= Self.maximumRedirects else {
-                    return .failure(SourceError(message: "more than \(Self.maximumRedirects) redirects, starting at \(startURL)", code: "tooManyRedirects"))
+                    return .failure(SourceError(message: "more than \(Self.maximumRedirects) redirects, starting at \(startURL)", code: .tooManyRedirects))
                 }
                 guard let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
                     let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
@@ -256,7 +256,7 @@ struct RESTSource: PluginSource {
                     return .failure(
                         SourceError(
                             message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
-                            code: "tooLarge"))
+                            code: .tooLarge))
                 }
                 return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url))
             } catch {

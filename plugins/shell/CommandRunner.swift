@@ -3,6 +3,13 @@ import HammockCore
 import HammockPluginKit
 import Subprocess
 
+/// The shell plugin's own failure codes, beside the common ones in `SourceError.Code`.
+extension SourceError.Code {
+    static let signaled = Self("signaled")
+    static let spawnFailed = Self("spawnFailed")
+    static let stopped = Self("stopped")
+}
+
 /// How one run of a command ended, with what the messages need.
 struct CommandResult: Sendable {
     enum Ending: Sendable {
@@ -21,11 +28,11 @@ struct CommandResult: Sendable {
     func failure(timeoutMessage: (Duration) -> String = { "timed out after \(formatDuration($0))" }) -> SourceError? {
         switch endReason {
         case .timeout(let limit):
-            return SourceError(message: timeoutMessage(limit), code: "timeout")
+            return SourceError(message: timeoutMessage(limit), code: .timeout)
         case .cancelled:
-            return SourceError(message: "cancelled", code: "cancelled")
+            return SourceError(message: "cancelled", code: .cancelled)
         case .stopped:
-            return SourceError(message: "the source was stopped", code: "stopped")
+            return SourceError(message: "the source was stopped", code: .stopped)
         case .outputTooLarge, .lineTooLong, nil:
             break
         }
@@ -37,7 +44,7 @@ struct CommandResult: Sendable {
         case .exited(let status):
             return SourceError(message: "exited with status \(status)\(stderrSuffix)", exitStatus: Int(status))
         case .signaled(let number):
-            return SourceError(message: "killed by \(signalName(number))\(stderrSuffix)", code: "signaled")
+            return SourceError(message: "killed by \(signalName(number))\(stderrSuffix)", code: .signaled)
         }
     }
 
@@ -79,7 +86,7 @@ func runCommand(
         outcome = CommandResult(ending: .launchFailed(launchError(error, options)), stderrTail: "", endReason: nil)
     } catch {
         outcome = CommandResult(
-            ending: .launchFailed(SourceError(message: "could not run the command: \(error)", code: "spawnFailed")),
+            ending: .launchFailed(SourceError(message: "could not run the command: \(error)", code: .spawnFailed)),
             stderrTail: "", endReason: nil)
     }
     await handle.finish()
@@ -169,16 +176,16 @@ private func launchError(_ error: SubprocessError, _ options: ShellOptions) -> S
         }
     switch error.code {
     case .executableNotFound:
-        return SourceError(message: "command not found: \(program)", code: "commandNotFound")
+        return SourceError(message: "command not found: \(program)", code: .commandNotFound)
     case .failedToChangeWorkingDirectory:
         return SourceError(
-            message: "cannot change to the working directory \"\(options.workingDirectory ?? "")\"", code: "badWorkingDirectory")
+            message: "cannot change to the working directory \"\(options.workingDirectory ?? "")\"", code: .badWorkingDirectory)
     default:
         let underlying = error.underlyingError.map { "\($0)" } ?? ""
         if underlying.contains("No such file") || underlying.contains("ENOENT") {
-            return SourceError(message: "command not found: \(program)", code: "commandNotFound")
+            return SourceError(message: "command not found: \(program)", code: .commandNotFound)
         }
-        return SourceError(message: "could not run \(program): \(error)", code: "spawnFailed")
+        return SourceError(message: "could not run \(program): \(error)", code: .spawnFailed)
     }
 }
 

@@ -61,7 +61,7 @@ enum OutputFormat: String, Sendable, CaseIterable {
 }
 
 private func parseFailure(_ message: String) -> SourceError {
-    SourceError(message: message, code: "parseFailed")
+    SourceError(message: message, code: .parseFailed)
 }
 
 private func withoutCarriageReturn(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {

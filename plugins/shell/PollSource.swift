@@ -25,7 +25,7 @@ final class PollSource: PluginSource {
             guard !state.stopped else { return false }
             state.running[key] = handle
             return true
-        }) else { return .error(SourceError(message: "the source was stopped", code: "stopped")) }
+        }) else { return .error(SourceError(message: "the source was stopped", code: .stopped)) }
         defer { _ = state.withLock { $0.running.removeValue(forKey: key) } }
 
         // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
@@ -79,7 +79,7 @@ final class PollSource: PluginSource {
             return .error(
                 SourceError(
                     message: "output exceeded maxBytes (\(options.maxBytes) bytes); the command was ended",
-                    code: "outputTooLarge"))
+                    code: .outputTooLarge))
         }
         if let failure = result.failure() { return .error(failure) }
         switch options.parse.parse(output: output) {

@@ -43,7 +43,7 @@ actor StreamSource: PluginSource {
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
-        if stopped { return .error(SourceError(message: "the source was stopped", code: "stopped")) }
+        if stopped { return .error(SourceError(message: "the source was stopped", code: .stopped)) }
         if running, let newestLine { return newestLine }
         if loop == nil {
             loop = Task { await self.runLoop() }
@@ -61,13 +61,13 @@ actor StreamSource: PluginSource {
                         guard (try? await Task.sleep(for: timeout)) != nil else { return }
                         self.resolve(
                             id,
-                            .error(SourceError(message: "no output within \(formatDuration(timeout))", code: "timeout")))
+                            .error(SourceError(message: "no output within \(formatDuration(timeout))", code: .timeout)))
                     }
                 }
                 waiting[id] = Waiter(continuation: continuation, timer: timer)
             }
         } onCancel: {
-            Task { await self.resolve(id, .error(SourceError(message: "cancelled", code: "cancelled"))) }
+            Task { await self.resolve(id, .error(SourceError(message: "cancelled", code: .cancelled))) }
         }
     }
 
@@ -76,7 +76,7 @@ actor StreamSource: PluginSource {
         backoff?.cancel()
         await current?.end(.stopped)
         await loop?.value
-        answerWaiting(.error(SourceError(message: "the source was stopped", code: "stopped")))
+        answerWaiting(.error(SourceError(message: "the source was stopped", code: .stopped)))
     }
 
     // MARK: - The command's life
@@ -108,7 +108,7 @@ actor StreamSource: PluginSource {
         if result.endReason == .lineTooLong {
             return SourceError(
                 message: "a line exceeded maxBytes (\(options.maxBytes) bytes); the command was ended",
-                code: "outputTooLarge")
+                code: .outputTooLarge)
         }
         if let failure = result.failure() { return failure }
         let tail = result.stderrTail.isEmpty ? "" : ": \(result.stderrTail)"
