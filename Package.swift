@@ -114,18 +114,21 @@ let package = Package(
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
         .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
+        // The one process harness (HammockProcess), /proc helpers and test files, for every test target that
+        // starts a built executable.
+        .target(name: "HammockTestSupport", dependencies: ["HammockJSON"], path: "Tests/HammockTestSupport"),
         .testTarget(
             name: "HammockPluginTests",
-            dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
+            dependencies: ["HammockTestSupport", "HammockJSON", "HammockProtocol", "HammockCore"]
         ),
         .testTarget(
             name: "HammockEndToEndTests",
-            dependencies: ["HammockJSON"]
+            dependencies: ["HammockTestSupport", "HammockJSON"]
         ),
         .testTarget(
             name: "HammockRESTTests",
             dependencies: [
-                "HammockJSON",
+                "HammockTestSupport", "HammockJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

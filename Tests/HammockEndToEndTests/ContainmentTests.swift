@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// Issue 11, items 4, 5 and 7: every wait on a plugin has a deadline, one oversized answer is an error for
