@@ -11,6 +11,8 @@ import PackageDescription
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   hammock          the command-line interface.
 //   plugins/*        the shipped plugin executables, one folder each.
+//   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
+//                    /proc helpers, test files.
 let package = Package(
     name: "hammock",
     platforms: [.macOS(.v15)],
