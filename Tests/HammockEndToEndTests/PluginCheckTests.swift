@@ -1,6 +1,7 @@
 import Foundation
 import HammockJSON
 import HammockTestSupport
+import Synchronization
 import Testing
 
 /// `hammock plugin check`, run for real on the shipped plugins, the Python example and the misbehaving
@@ -122,19 +123,22 @@ struct PluginCheckTests {
         let marker = "HAMMOCK_PLUGIN_CHECK_RUN=\(run)"
         defer { for process in ProcessTable.processes(withEnvironment: marker) { kill(process.pid, SIGKILL) } }
         // Watches, while the check runs, that the marker finds its plugin: otherwise "none left" proves nothing.
-        let watcher = Task {
-            while !Task.isCancelled {
-                if ProcessTable.processes(withEnvironment: marker).contains(where: { $0.command.hasPrefix("python") }) { return true }
-                try? await Task.sleep(for: .milliseconds(20))
+        // A thread, not a task: tests that block the cooperative pool's few threads must not starve it.
+        let seen = Mutex((plugin: false, stopped: false))
+        Thread {
+            while !seen.withLock({ $0.stopped || $0.plugin }) {
+                if ProcessTable.processes(withEnvironment: marker).contains(where: { $0.command.hasPrefix("python") }) {
+                    seen.withLock { $0.plugin = true }
+                }
+                usleep(20_000)
             }
-            return false
-        }
+        }.start()
+        defer { seen.withLock { $0.stopped = true } }
         let start = ContinuousClock.now
         let check = try await Self.check(
             ["--kind", "test"], ["python3", TestFiles.fixture("misbehaving-plugin.py"), "ignore-shutdown"],
             environment: ["HAMMOCK_PLUGIN_CHECK_RUN": run])
-        watcher.cancel()
-        #expect(await watcher.value, "the plugin was never seen by its marker")
+        #expect(seen.withLock { $0.plugin }, "the plugin was never seen by its marker")
         #expect(check.termination == .exited(1))
         #expect(Self.lines(check, "FAIL shutdown: expected an exit within 2s").count == 1, "\(check.stdout)")
         #expect(ContinuousClock.now - start < .seconds(10))

@@ -154,14 +154,15 @@ struct SupervisionTests {
 
             // Exactly five starts, each after the documented backoff. A start is logged after Python's own
             // start-up, and the gap to the next also holds the crash, its noticing and the next start-up: each
-            // gap is at least its backoff, and on a loaded machine may be seconds more.
+            // gap is at least its backoff (which is what tells no backoff, or no doubling, from the right one),
+            // and on a loaded machine may be seconds more (4.3 s for the 500 ms one was seen in a full run).
             let starts = Self.starts(loggedIn: startLog)
             #expect(starts.count == 5, "the plugin started \(starts.count) times: \(starts)")
             let gaps = zip(starts, starts.dropFirst()).map { $1 - $0 }
             let backoffs = [0.25, 0.5, 1.0, 2.0]
             print("crash-at-once: restart gaps \(gaps.map { String(format: "%.3f", $0) }) s (backoffs \(backoffs))")
             for (index, (gap, backoff)) in zip(gaps, backoffs).enumerated() {
-                #expect(gap >= backoff && gap < backoff + 5, "restart \(index + 1) came \(gap) s after the start before (backoff \(backoff) s)")
+                #expect(gap >= backoff && gap < backoff + 10, "restart \(index + 1) came \(gap) s after the start before (backoff \(backoff) s)")
             }
             // stderr is read apart from stdout: wait for the last restart's line before reading it.
             try await hammock.waitForStderr(containing: "restarting it in 2s")

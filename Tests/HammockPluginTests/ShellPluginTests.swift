@@ -36,18 +36,13 @@ import Testing
     }
 
     /// Waits until `condition` holds, for at most `seconds`.
-    private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
+    private func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
+        (try? await ProcessTable.eventually(within: .milliseconds(Int(seconds * 1000)), condition)) ?? condition()
     }
 
-    private func readPID(_ url: URL) -> Int32? {
+    private func readPID(_ url: URL) async -> Int32? {
         var pid: Int32?
-        _ = eventually(within: 3) {
+        _ = await eventually(within: 3) {
             pid = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             return pid != nil
         }
@@ -138,8 +133,8 @@ import Testing
         #expect(failure?.code == "timeout")
         #expect(failure?.message == "timed out after 1s")
         #expect(Date().timeIntervalSince(started) < 4)
-        let child = try #require(readPID(pidFile))
-        #expect(eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
+        let child = try #require(await readPID(pidFile))
+        #expect(await eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
     }
 
     @Test func cancelEndsTheProcessGroup() async throws {
@@ -148,11 +143,11 @@ import Testing
         let pidFile = folder.appendingPathComponent("child.pid")
         await configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
         plugin.send(.load(source: "slow", id: 7, etag: nil, lastModified: nil, timeout: nil))
-        let child = try #require(readPID(pidFile))
+        let child = try #require(await readPID(pidFile))
         #expect(isAlive(child))
         plugin.send(.cancel(id: 7))
         #expect(await plugin.next { $0.loadID == 7 } == .cancelled(id: 7))
-        #expect(eventually(within: 3) { !isAlive(child) }, "the background child \(child) survived the cancel")
+        #expect(await eventually(within: 3) { !isAlive(child) }, "the background child \(child) survived the cancel")
     }
 
     @Test func aSlowCommandDoesNotHoldUpAnotherSource() async throws {
@@ -261,7 +256,7 @@ import Testing
         let pidFile = folder.appendingPathComponent("child.pid")
         await configured(plugin, "stream", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; echo ready; wait"), "mode": "stream"])
         #expect(content(await plugin.load("stream", id: 1)) == "ready")
-        let child = try #require(readPID(pidFile))
+        let child = try #require(await readPID(pidFile))
         #expect(isAlive(child))
         plugin.closeInput()
         #expect(await plugin.waitForExit(timeout: .seconds(5)) == 0)
