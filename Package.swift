@@ -11,6 +11,8 @@ import PackageDescription
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   hammock          the command-line interface.
 //   plugins/*        the shipped plugin executables, one folder each.
+//   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
+//                    /proc helpers, test files.
 let package = Package(
     name: "hammock",
     platforms: [.macOS(.v15)],
@@ -114,18 +116,21 @@ let package = Package(
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
         .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
+        // The one process harness (HammockProcess), /proc helpers and test files, for every test target that
+        // starts a built executable.
+        .target(name: "HammockTestSupport", dependencies: ["HammockJSON"], path: "Tests/HammockTestSupport"),
         .testTarget(
             name: "HammockPluginTests",
-            dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
+            dependencies: ["HammockTestSupport", "HammockJSON", "HammockProtocol", "HammockCore"]
         ),
         .testTarget(
             name: "HammockEndToEndTests",
-            dependencies: ["HammockJSON"]
+            dependencies: ["HammockTestSupport", "HammockJSON"]
         ),
         .testTarget(
             name: "HammockRESTTests",
             dependencies: [
-                "HammockJSON",
+                "HammockTestSupport", "HammockJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

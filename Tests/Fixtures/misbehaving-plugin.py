@@ -29,6 +29,9 @@ Usage: misbehaving-plugin.py MODE [ARG]
   ignore-all-with-child
                     behaves, and at its first load starts `sleep 300` in a session of its own and fork()s a
                     copy of itself; all of them ignore shutdown, the end of stdin and SIGTERM
+
+Whatever the mode, with $HAMMOCK_TEST_START_LOG set it first appends its start time (the monotonic clock, in
+seconds) to that file, one line per start, so a test can count restarts and measure the gaps between them.
 """
 import json
 import os
@@ -41,6 +44,10 @@ import time
 mode = sys.argv[1] if len(sys.argv) > 1 else "good"
 arg = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 out_lock = threading.Lock()
+
+if os.environ.get("HAMMOCK_TEST_START_LOG"):
+    with open(os.environ["HAMMOCK_TEST_START_LOG"], "a") as start_log:
+        start_log.write("%.6f\n" % time.monotonic())
 
 
 def send(message):

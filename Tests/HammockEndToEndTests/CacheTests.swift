@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// `cache: true` keeps a source's last content on disk; the next start shows it at once (origin `cache`),
@@ -7,7 +8,9 @@ import Testing
 /// either the old content or the new one, never a torn file.
 @Suite("Offline cache")
 struct CacheTests {
-    /// A streaming counter with a large padding, so each write takes a while and kills land mid-write.
+    /// A streaming counter with a large padding, so each write takes a while and kills land mid-write. Each
+    /// line names the round (`$HAMMOCK_TEST_ROUND`, from hammock's environment), so a restored value says which
+    /// run wrote it.
     static let config = """
         version: 1
         sources:
@@ -16,43 +19,69 @@ struct CacheTests {
             mode: stream
             parse: json
             cache: true
-            script: "pad=$(head -c 60000 /dev/zero | tr '\\\\0' x); i=0; while true; do i=$((i+1)); echo \\"{\\\\\\"n\\\\\\": $i, \\\\\\"pad\\\\\\": \\\\\\"$pad\\\\\\"}\\"; sleep 0.01; done"
+            script: "pad=$(head -c 60000 /dev/zero | tr '\\\\0' x); i=0; while true; do i=$((i+1)); echo \\"{\\\\\\"round\\\\\\": $HAMMOCK_TEST_ROUND, \\\\\\"n\\\\\\": $i, \\\\\\"pad\\\\\\": \\\\\\"$pad\\\\\\"}\\"; sleep 0.01; done"
         """
 
-    @Test("killed with SIGKILL at random moments, every restart first shows whole, valid cached content")
+    /// The content of the cache file of `counter` under `cache`, or nil while there is none.
+    static func cachedContent(in cache: String) throws -> JSONValue? {
+        guard let store = (try? FileManager.default.subpathsOfDirectory(atPath: cache))?.first(where: { $0.hasSuffix("counter.json") }),
+            let bytes = FileManager.default.contents(atPath: cache + "/" + store)
+        else { return nil }
+        // Written by atomic rename: whatever moment it is read at, it is a whole document.
+        return try JSONValue(parsing: [UInt8](bytes))["content"]
+    }
+
+    /// Even rounds run until this round's content is in the cache file, then are killed within 250 ms; odd
+    /// rounds are killed at a random moment of their first 1.5 s, start-up and the restore included. Every
+    /// steady round checks that its start showed the newest content a former round is known to have stored
+    /// (or a later one), whole.
+    @Test("killed with SIGKILL at random moments from start-up on, every restart first shows whole, valid cached content, and the newest stored")
     func survivesKillsMidWrite() async throws {
         let folder = try HammockProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let configPath = try HammockProcess.writeConfig(Self.config, in: folder)
-        let environment = ["HAMMOCK_CACHE_DIR": folder + "/cache"]
+        let cache = folder + "/cache"
+        // The newest content known to be stored: by which round, and its counter then.
+        var stored: (round: Int, n: Int)?
         var restoredRounds = 0
         for round in 0..<12 {
-            let hammock = try HammockProcess.launch(configPath: configPath, environment: environment)
-            do {
-                let first = try await hammock.waitFor(type: "source", id: "counter")
-                if round > 0 {
-                    #expect(first.event == "newData" && first.origin == "cache", "round \(round): \(first.text.prefix(200))")
-                    let content = first[pointer: "/state/content"]
-                    #expect(content?["n"]?.numberValue?.intValue.map { $0 >= 1 } == true, "round \(round)")
-                    #expect(content?["pad"]?.stringValue?.count == 60000, "round \(round): the cached content is whole")
-                    restoredRounds += 1
+            let environment = ["HAMMOCK_CACHE_DIR": cache, "HAMMOCK_TEST_ROUND": "\(round)"]
+            try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
+                if round.isMultiple(of: 2) {
+                    let first = try await hammock.waitFor(type: "source", id: "counter")
+                    if let stored {
+                        #expect(first.event == "newData" && first.origin == "cache", "round \(round): \(first.text.prefix(200))")
+                        let content = first[pointer: "/state/content"]
+                        #expect(content?["pad"]?.stringValue?.count == 60000, "round \(round): the cached content is whole")
+                        let restoredRound = content?["round"]?.numberValue?.intValue ?? -1
+                        let restoredN = content?["n"]?.numberValue?.intValue ?? -1
+                        // A later round (killed at random) may have stored newer content; never an older one.
+                        #expect(
+                            (stored.round..<round).contains(restoredRound) && (restoredRound > stored.round || restoredN >= stored.n),
+                            "round \(round) restored round \(restoredRound)'s n = \(restoredN); round \(stored.round) had stored n = \(stored.n)")
+                        restoredRounds += 1
+                    }
+                    // Wait until this run has stored content of its own, then kill it at a moment the test does
+                    // not choose, most likely in the middle of a later write.
+                    var seen: JSONValue?
+                    let written = try await ProcessTable.eventually(within: .seconds(10)) {
+                        seen = try? Self.cachedContent(in: cache)
+                        return seen?["round"]?.numberValue?.intValue == round
+                    }
+                    try #require(written, "round \(round): the cache file never held this round's content: \(String(describing: seen))")
+                    stored = (round, seen?["n"]?.numberValue?.intValue ?? 0)
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 0...250)))
+                } else {
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 0...1500)))
                 }
-                // Let it write a few times, then kill it at a moment the test does not choose.
-                try await hammock.waitFor(type: "source", id: "counter") { $0.event == "newData" && $0.origin != "cache" }
-                try await Task.sleep(for: .milliseconds(Int.random(in: 20...250)))
                 hammock.signal(SIGKILL)
-                _ = try await hammock.waitForExit(timeout: .seconds(5))
-            } catch {
-                await hammock.stop()
-                throw error
+                #expect(try await hammock.waitForExit(timeout: .seconds(5)) == .signaled(SIGKILL))
             }
-            await hammock.stop()
         }
-        #expect(restoredRounds == 11)
+        #expect(restoredRounds == 5)
         // Whatever the last kill interrupted, the stored file is a whole JSON document.
-        let store = try #require(try FileManager.default.subpathsOfDirectory(atPath: folder + "/cache").first { $0.hasSuffix("counter.json") })
-        let bytes = try #require(FileManager.default.contents(atPath: folder + "/cache/" + store))
-        #expect((try? JSONValue(parsing: [UInt8](bytes)))?["content"]?["pad"]?.stringValue?.count == 60000)
+        let content = try #require(try Self.cachedContent(in: cache))
+        #expect(content["pad"]?.stringValue?.count == 60000)
     }
 
     @Test("wipe forgets the cached content too")

@@ -1,4 +1,5 @@
 import Foundation
+import HammockTestSupport
 import Testing
 
 /// `hammock check`, `--version`, `--help`.
@@ -101,7 +102,10 @@ struct CommandLineTests {
         try await HammockProcess.withRunning(config: "version: 1\nsources:\n  a: { kind: nothing-like-this }\n") { hammock in
             let termination = try await hammock.waitForExit()
             #expect(termination == .exited(2))
-            #expect(hammock.lines.isEmpty)
+            // Both pipes read to their ends: what is checked is all there is.
+            try await hammock.waitUntilStdoutEnds()
+            try await hammock.waitUntilStderrEnds()
+            #expect(hammock.stdoutText.isEmpty, "\(hammock.stdoutText)")
             #expect(hammock.stderrText.contains("\(hammock.configPath):3:"), "\(hammock.stderrText)")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// docs/configuration.md: the `file` kind's `debounce`, the `shell` kind's stream restarts, and where the

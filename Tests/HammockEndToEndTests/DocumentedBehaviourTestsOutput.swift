@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// docs/protocol.md, "A slow consumer" and "Control": what a consumer that stops reading, or asks for a

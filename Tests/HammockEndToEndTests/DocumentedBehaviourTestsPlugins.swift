@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// docs/plugin-protocol.md and docs/configuration.md, "Plugins": where a plugin is found, what hammock does

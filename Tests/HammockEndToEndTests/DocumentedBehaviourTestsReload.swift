@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// docs/protocol.md, `reloaded` and `{"op":"reload"}`: "read the configuration file again, as SIGHUP does:

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 // What the DocumentedBehaviourTests files share: a folder per test, a small Python plugin written into it,

@@ -1,17 +1,36 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Synchronization
 import Testing
 
 /// Plugins that fail in every way the fixture knows (Tests/Fixtures/misbehaving-plugin.py). For each: the
-/// engine stays up, another source keeps updating, the affected source shows a clear error and keeps its
-/// last content, hammock's memory stays bounded, and nothing is left running once hammock has exited.
+/// engine stays up, a source of another plugin keeps updating, the affected source shows a clear error and
+/// keeps its last content, hammock's memory stays within a margin of what it uses with a plugin that behaves,
+/// and nothing is left running once hammock has exited.
 ///
 /// Serialized: the flood and the 20 MB line use a core each, and RSS figures mean more one at a time.
 @Suite("Fault injection, end to end", .serialized)
 struct FaultInjectionTests {
-    /// The bound on hammock's own resident memory, whatever its plugin does.
-    static let rssBoundKiB = 200 * 1024
+    /// How much more resident memory than with a plugin that behaves hammock may use, whatever its plugin
+    /// does: the reader may buffer an over-long line up to the 16 MiB limit before it skips the rest, in an
+    /// array that doubles as it grows (24 MiB while the last growth copies), plus a little. Measured for
+    /// `huge-line`: 24 to 32 MiB. Holding its 20 MB line twice (38 MiB) besides that buffer fails it.
+    static let rssMarginKiB = 40 * 1024
+
+    /// hammock's peak resident memory over a run of `run` with the fixture in `good` mode: the baseline that
+    /// `rssMarginKiB` is added to. Measured once, by the first test that needs it (the suite is serialized).
+    static func baselinePeakKiB() async throws -> Int {
+        if let known = baseline.withLock({ $0 }) { return known }
+        let peak = try await run(mode: "good", checkingMemory: false) { hammock in
+            try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" }
+            try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" }
+            return []
+        }.peakKiB
+        baseline.withLock { $0 = peak }
+        return peak
+    }
+    private static let baseline = Mutex<Int?>(nil)
 
     /// Samples hammock's process tree and resident memory every 50 ms, in the background.
     final class Observer: Sendable {
@@ -44,23 +63,34 @@ struct FaultInjectionTests {
         var peakKiB: Int { seen.withLock { $0.peakKiB } }
     }
 
-    /// Runs hammock with source `t` served by the fixture in `mode` and a fake source `tick` refreshed every
-    /// 200 ms; runs `body` (the mode's own checks, returning pids known to escape hammock), then checks what
-    /// every mode must: the engine is up, `tick` keeps updating, and after SIGTERM hammock exits 0 with no
-    /// process of its tree left and a bounded peak RSS. Returns how long hammock took to exit, and its stderr.
+    /// How a run of `run` ends hammock.
+    enum Ending: String, Sendable, CaseIterable, CustomTestStringConvertible {
+        case sigterm = "SIGTERM"
+        case sigkill = "SIGKILL"
+        var testDescription: String { rawValue }
+    }
+
+    /// Runs hammock with source `t` served by the fixture in `mode` and a shell source `tick` (another
+    /// plugin) refreshed every 200 ms; runs `body` (the mode's own checks, returning pids known to escape
+    /// hammock), then checks what every mode must: the engine is up, `tick` keeps updating, and after SIGTERM
+    /// hammock exits 0 (or after SIGKILL, dies of it) with no process of its tree left, and a peak RSS within
+    /// `rssMarginKiB` of the baseline. Returns how long hammock took to exit, its stderr and its peak RSS.
     @discardableResult
     static func run(
         mode: String, _ argument: Int? = nil, source: String = "t: { kind: test, refresh: 300ms, retry: 200ms }",
-        environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
+        environment: [String: String] = [:], ending: Ending = .sigterm, checkingMemory: Bool = true,
+        rssMarginKiB: Int = Self.rssMarginKiB,
+        sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Set<Int32>
-    ) async throws -> (took: Duration, stderr: String) {
+    ) async throws -> (took: Duration, stderr: String, peakKiB: Int) {
+        let baselineKiB = checkingMemory ? try await baselinePeakKiB() : 0
         let fixture = TestFiles.fixture("misbehaving-plugin.py")
         let command = ["python3", TestFiles.yamlQuoted(fixture), mode] + (argument.map { [TestFiles.yamlQuoted("\($0)")] } ?? [])
         let config = """
             version: 1
             sources:
               \(source)
-              tick: { kind: fake, content: 1, refresh: 200ms }
+              tick: { kind: shell, command: [cat, /proc/sys/kernel/random/uuid], refresh: 200ms }
             plugins:
               test: { command: [\(command.joined(separator: ", "))] }
             """
@@ -80,9 +110,12 @@ struct FaultInjectionTests {
             try await hammock.waitUntil("tick refreshed twice after the fault", timeout: .seconds(8), sourceLocation: sourceLocation) {
                 lines in lines[mark...].filter { $0.id == "tick" && $0.event == "newData" }.count >= 2
             }
+            // What the fault left behind, for the record: glibc's allocator keeps the pages of a large freed
+            // buffer (its mmap threshold rises after the first), so this is not a measure of what hammock holds.
+            let retainedKiB = hammock.residentKiB() ?? 0
 
             let stopping = ContinuousClock.now
-            hammock.signal(SIGTERM)
+            hammock.signal(ending == .sigterm ? SIGTERM : SIGKILL)
             let termination = try await hammock.waitForExit(timeout: .seconds(10), sourceLocation: sourceLocation)
             let took = ContinuousClock.now - stopping
             observer.stop()
@@ -90,13 +123,21 @@ struct FaultInjectionTests {
             let tree = observed.filter { !escaped.contains($0.pid) }
             let allGone = try await ProcessTable.eventually(within: .seconds(5)) { !tree.contains(where: ProcessTable.isAlive) }
             #expect(allGone, "left behind: \(tree.filter(ProcessTable.isAlive))", sourceLocation: sourceLocation)
-            #expect(!tree.isEmpty, "the plugin was seen in hammock's tree", sourceLocation: sourceLocation)
-            #expect(termination == .exited(0), "\(termination); stderr: \(hammock.stderrText.suffix(2000))", sourceLocation: sourceLocation)
+            #expect(
+                tree.contains { $0.command.hasPrefix("python") } && tree.contains { $0.command.hasPrefix("hammock-plugin") },
+                "the fixture and the shell plugin were seen in hammock's tree: \(tree)", sourceLocation: sourceLocation)
+            let expected: Termination = ending == .sigterm ? .exited(0) : .signaled(SIGKILL)
+            #expect(termination == expected, "\(termination); stderr: \(hammock.stderrText.suffix(2000))", sourceLocation: sourceLocation)
 
             let peak = observer.peakKiB
-            print("fault mode \(mode): hammock's peak RSS \(peak / 1024) MiB (bound \(rssBoundKiB / 1024) MiB); exit \(took) after SIGTERM")
-            #expect(peak > 0 && peak < rssBoundKiB, "peak RSS \(peak) KiB", sourceLocation: sourceLocation)
-            return (took, hammock.stderrText)
+            print(
+                "fault mode \(mode): hammock's peak RSS \(peak / 1024) MiB, \(retainedKiB / 1024) MiB after the fault (baseline \(baselineKiB / 1024) MiB); exit \(took) after \(ending.rawValue)")
+            if checkingMemory {
+                #expect(
+                    peak > 0 && peak < baselineKiB + rssMarginKiB,
+                    "peak RSS \(peak) KiB; with a plugin that behaves \(baselineKiB) KiB", sourceLocation: sourceLocation)
+            }
+            return (took, hammock.stderrText, peak)
         }
     }
 
@@ -156,21 +197,31 @@ struct FaultInjectionTests {
     @Test("flood: 100,000 pushes a second are coalesced per source, and what is shown is current")
     func flood() async throws {
         try await Self.run(mode: "flood", source: "t: { kind: test }") { hammock in
-            try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" && $0.origin == "push" }
-            // Let the flood run, then look at what reached stdout over two seconds.
-            try await Task.sleep(for: .seconds(1))
+            // Each push carries the wall time the plugin wrote it at (`t`).
+            func written(_ line: HammockLine) -> Double? { line[pointer: "/state/content/t"]?.numberValue?.doubleValue }
+            func isPush(_ line: HammockLine) -> Bool { line.id == "t" && line.event == "newData" && line.origin == "push" }
+            /// How long ago the newest push read so far was written.
+            func lag() -> Double {
+                let newest = hammock.lines.last { isPush($0) && written($0) != nil }.flatMap(written) ?? 0
+                return Date().timeIntervalSince1970 - newest
+            }
+            let first = try await hammock.waitFor(type: "source", id: "t") { isPush($0) }
+            let start = try #require(written(first))
+            // Two windows of the plugin's own time; with a backlog (every push queued for the engine) what is
+            // shown falls further behind in the second than in the first, however fast the machine is.
+            try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(20)) { isPush($0) && (written($0) ?? 0) >= start + 1 }
+            let firstLag = lag()
             let mark = hammock.lineCount
-            try await Task.sleep(for: .seconds(2))
-            let pushes = hammock.lines(since: mark).filter { $0.id == "t" && $0.event == "newData" }
+            try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(20)) { isPush($0) && (written($0) ?? 0) >= start + 3 }
+            let secondLag = lag()
+            let pushes = hammock.lines(since: mark).filter(isPush)
             let numbers = pushes.compactMap { $0[pointer: "/state/content/n"]?.numberValue?.intValue }
-            let newest = try #require(pushes.last?[pointer: "/state/content/t"]?.numberValue?.doubleValue)
-            let lag = Date().timeIntervalSince1970 - newest
-            print("flood: \(pushes.count) pushes of t on stdout in 2 s, n from \(numbers.first ?? -1) to \(numbers.last ?? -1), newest written \(lag) s ago")
-            #expect(pushes.count > 10, "\(pushes.count) pushes in 2 s")
+            print("flood: \(pushes.count) pushes of t on stdout in the second window, n from \(numbers.first ?? -1) to \(numbers.last ?? -1); lag \(firstLag) s, then \(secondLag) s")
+            #expect(pushes.count > 10, "\(pushes.count) pushes in the second window")
             #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "newest first, in order: \(numbers.prefix(20))...")
-            // A backlog (every push queued for the engine) would fall further behind each second; the
-            // plugin wrote over 100,000 pushes in these 3 s.
-            #expect(lag < 1, "what the engine shows was written \(lag) s ago: it is working through a backlog")
+            #expect(
+                secondLag < firstLag + 1,
+                "what the engine shows fell behind from \(firstLag) s to \(secondLag) s over two seconds of pushes: it is working through a backlog")
             #expect((numbers.last ?? 0) - (numbers.first ?? 0) > 1000, "they are the newest, not a backlog: \(numbers.first ?? -1)...\(numbers.last ?? -1)")
             return []
         }
@@ -188,7 +239,7 @@ struct FaultInjectionTests {
 
     @Test("ignore-shutdown: a plugin slow to shut down is killed after the 2 s grace")
     func ignoreShutdown() async throws {
-        let (took, stderr) = try await Self.run(mode: "ignore-shutdown") { hammock in
+        let (took, stderr, _) = try await Self.run(mode: "ignore-shutdown") { hammock in
             try await hammock.waitFor(type: "source", id: "t") { $0.event == "newData" }
             return []
         }
@@ -196,14 +247,14 @@ struct FaultInjectionTests {
         #expect(stderr.contains("did not exit within 2s of shutdown; killing it"), "\(stderr)")
     }
 
-    @Test("leave-child 1: a plugin that leaves a child in its own session, then crashes")
-    func leaveChild() async throws {
+    @Test("leave-child 1: a plugin that leaves a child in its own session, then crashes; hammock then ends", arguments: Ending.allCases)
+    func leaveChild(ending: Ending) async throws {
         let folder = try TestFiles.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pidFile = folder + "/child.pid"
         var child: Int32?
         defer { if let child, ProcessTable.isAlive(pid: child) { kill(child, SIGKILL) } }
-        try await Self.run(mode: "leave-child", 1, environment: ["HAMMOCK_TEST_CHILD_PID_FILE": pidFile]) { hammock in
+        try await Self.run(mode: "leave-child", 1, environment: ["HAMMOCK_TEST_CHILD_PID_FILE": pidFile], ending: ending) { hammock in
             try await Self.expectErrorKeepingContent(hammock, says: ["exited with status 6"])
             let text = try String(contentsOfFile: pidFile, encoding: .utf8)
             child = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))

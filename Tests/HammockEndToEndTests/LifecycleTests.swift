@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// How `hammock run` ends: signals, a consumer that goes away, and `--once`.
@@ -24,6 +25,8 @@ struct LifecycleTests {
             let bye = try await hammock.waitFor(type: "bye")
             #expect(bye["reason"]?.stringValue == reason)
             #expect(try await hammock.waitForExit() == .exited(0))
+            // Every line written is read before the last is looked at.
+            try await hammock.waitUntilStdoutEnds()
             #expect(hammock.lines.last?.type == "bye", "nothing is written after bye")
         }
     }
@@ -68,6 +71,7 @@ struct LifecycleTests {
             """
         try await HammockProcess.withRunning(config: config, arguments: ["--once"]) { hammock in
             #expect(try await hammock.waitForExit() == .exited(0))
+            try await hammock.waitUntilStdoutEnds()
             let bye = try await hammock.waitFor(type: "bye")
             #expect(bye["reason"] == "once")
             #expect(bye["failed"] == [], "\(bye)")
@@ -93,8 +97,11 @@ struct LifecycleTests {
             """
         try await HammockProcess.withRunning(config: config, arguments: ["--once"]) { hammock in
             #expect(try await hammock.waitForExit() == .exited(1))
+            try await hammock.waitUntilStdoutEnds()
             let bye = try await hammock.waitFor(type: "bye")
+            #expect(bye["reason"] == "once", "every source answered before the deadline: \(bye)")
             #expect(bye["failed"] == ["broken"])
+            #expect(hammock.lines.last?.type == "bye", "nothing is written after bye")
             let error = try #require(hammock.lines.last { $0.id == "broken" })
             #expect(error.state?["latestError"]?["httpStatus"] == 410)
             // One failed load, no retry. (Its `requested` line may be replaced by the error in the stdout
@@ -119,7 +126,10 @@ struct LifecycleTests {
             // Well under the default deadline of 30 s, with room for a machine busy running the other tests.
             #expect(elapsed < .seconds(10), "exited after \(elapsed)")
             let bye = try await hammock.waitFor(type: "bye")
+            #expect(bye["reason"] == "deadline", "\(bye)")
             #expect(bye["failed"] == ["stuck"])
+            try await hammock.waitUntilStdoutEnds()
+            #expect(hammock.lines.last?.type == "bye", "nothing is written after bye")
             let deadlineSeen = bye.receivedAt - started
             #expect(deadlineSeen >= .milliseconds(900), "bye came after \(deadlineSeen), before the 1 s deadline")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// `hello`, `seq`, source states and views, as read from the real executable's stdout.

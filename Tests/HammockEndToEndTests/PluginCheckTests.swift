@@ -1,5 +1,7 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
+import Synchronization
 import Testing
 
 /// `hammock plugin check`, run for real on the shipped plugins, the Python example and the misbehaving
@@ -11,8 +13,11 @@ struct PluginCheckTests {
         .deletingLastPathComponent().appendingPathComponent("plugins/examples/sysmetrics.py").path
 
     /// Runs `hammock plugin check ARGUMENTS -- COMMAND`; prints its report so a failure shows it.
-    static func check(_ arguments: [String], _ command: [String], timeout: Duration = .seconds(40)) async throws -> CompletedRun {
-        let run = try await HammockProcess.execute(["plugin", "check"] + arguments + ["--"] + command, timeout: timeout)
+    static func check(
+        _ arguments: [String], _ command: [String], environment: [String: String] = [:], timeout: Duration = .seconds(40)
+    ) async throws -> CompletedRun {
+        let run = try await HammockProcess.execute(
+            ["plugin", "check"] + arguments + ["--"] + command, environment: environment, timeout: timeout)
         print("$ hammock plugin check \((arguments + ["--"] + command).joined(separator: " "))\n\(run.stdout)\(run.stderr)")
         return run
     }
@@ -112,13 +117,32 @@ struct PluginCheckTests {
 
     @Test("a plugin that ignores shutdown fails the shutdown check and is killed")
     func ignoresShutdown() async throws {
+        // This check's own plugin is known by a variable in its environment: other suites run the same
+        // fixture in parallel.
+        let run = UUID().uuidString
+        let marker = "HAMMOCK_PLUGIN_CHECK_RUN=\(run)"
+        defer { for process in ProcessTable.processes(withEnvironment: marker) { kill(process.pid, SIGKILL) } }
+        // Watches, while the check runs, that the marker finds its plugin: otherwise "none left" proves nothing.
+        // A thread, not a task: tests that block the cooperative pool's few threads must not starve it.
+        let seen = Mutex((plugin: false, stopped: false))
+        Thread {
+            while !seen.withLock({ $0.stopped || $0.plugin }) {
+                if ProcessTable.processes(withEnvironment: marker).contains(where: { $0.command.hasPrefix("python") }) {
+                    seen.withLock { $0.plugin = true }
+                }
+                usleep(20_000)
+            }
+        }.start()
+        defer { seen.withLock { $0.stopped = true } }
         let start = ContinuousClock.now
-        let run = try await Self.check(
-            ["--kind", "test"], ["python3", TestFiles.fixture("misbehaving-plugin.py"), "ignore-shutdown"])
-        #expect(run.termination == .exited(1))
-        #expect(Self.lines(run, "FAIL shutdown: expected an exit within 2s").count == 1, "\(run.stdout)")
+        let check = try await Self.check(
+            ["--kind", "test"], ["python3", TestFiles.fixture("misbehaving-plugin.py"), "ignore-shutdown"],
+            environment: ["HAMMOCK_PLUGIN_CHECK_RUN": run])
+        #expect(seen.withLock { $0.plugin }, "the plugin was never seen by its marker")
+        #expect(check.termination == .exited(1))
+        #expect(Self.lines(check, "FAIL shutdown: expected an exit within 2s").count == 1, "\(check.stdout)")
         #expect(ContinuousClock.now - start < .seconds(10))
-        let left = ProcessTable.all().filter { ProcessTable.isAlive($0) && $0.arguments.contains("ignore-shutdown") }
+        let left = ProcessTable.processes(withEnvironment: marker)
         #expect(left.isEmpty, "the plugin was killed: \(left)")
     }
 

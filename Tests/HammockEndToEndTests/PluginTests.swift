@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// The shipped `file` and `shell` plugins, driven through the real `hammock` executable, which finds them
@@ -49,12 +50,17 @@ struct PluginTests {
             #expect(push.latestError?.isNull == true, "\(push)")
 
             // No second push (a debounce that lets the temporary file, the truncation or the rename through
-            // would show here), and no error (a read of the half-written file).
-            try await Task.sleep(for: .milliseconds(600))
-            let after = hammock.lines(since: mark).filter { $0.type == "source" && $0.id == "watched" }
-            let newData = after.filter { $0.event == "newData" }
-            #expect(newData.count == 1, "exactly one newData after the edit: \(after.map(\.text))")
-            #expect(!after.contains { $0.event == "error" }, "no error after the edit: \(after.map(\.text))")
+            // would show here), and no error (a read of the half-written file). Whatever the edit stirred up
+            // is in the plugin's queue of events before a later edit's, so a marker edit made after a quiet
+            // moment (longer than the debounce, so the two are not merged) bounds the wait however slow the
+            // machine: anything the first edit caused comes before the marker's push.
+            try await Task.sleep(for: .milliseconds(300))
+            try TestFiles.writeInPlace(#"{"v": 3, "edit": "marker"}"# + "\n", to: path)
+            let marker = try await hammock.waitFor(type: "source", id: "watched") { $0.content == ["v": 3, "edit": "marker"] }
+            let between = hammock.lines(since: mark).filter { $0.type == "source" && $0.id == "watched" && ($0.seq ?? 0) < (marker.seq ?? 0) }
+            let newData = between.filter { $0.event == "newData" }
+            #expect(newData.count == 1, "exactly one newData after the edit: \(between.map(\.text))")
+            #expect(!between.contains { $0.event == "error" }, "no error after the edit: \(between.map(\.text))")
         }
     }
 
@@ -140,19 +146,18 @@ struct PluginTests {
                 return true
             }
             try #require(started, "the script wrote the background pid to \(pidFile)")
-            // On a loaded machine the timeout may have ended the group before this test looked: then the
-            // sleep is already gone, and the error must be the timeout's.
-            guard let background = backgroundPID.flatMap(ProcessTable.entry), ProcessTable.isAlive(background) else {
-                let error = try await hammock.waitFor(type: "source", id: "slow") { $0.event == "error" }
-                #expect(error[pointer: "/state/latestError/code"] == "timeout", "the sleep died before its timeout: \(error)")
-                return
-            }
+            let pid = try #require(backgroundPID)
+            // Known by its start time too when it is still there, so a reused pid is not taken for it. On a
+            // loaded machine the timeout may have ended it before this line: then the pid alone tells (a
+            // `sleep 30` gone within seconds was ended, and a pid is not reused that soon).
+            let background = ProcessTable.entry(pid)
+            let isAlive = { background.map(ProcessTable.isAlive) ?? ProcessTable.isAlive(pid: pid) }
 
             let error = try await hammock.waitFor(type: "source", id: "slow") { $0.event == "error" }
             #expect(error[pointer: "/state/latestError/code"] == "timeout", "\(error)")
             // The plugin answers once the group is gone; allow a moment for a slow machine all the same.
-            let gone = try await ProcessTable.eventually(within: .seconds(1)) { !ProcessTable.isAlive(background) }
-            #expect(gone, "the background child of the timed-out command still runs: \(background)")
+            let gone = try await ProcessTable.eventually(within: .seconds(3)) { !isAlive() }
+            #expect(gone, "the background child \(pid) of the timed-out command still runs")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// Signals are hammock's to handle from the first instruction of `run` and `check`: a stop during start-up

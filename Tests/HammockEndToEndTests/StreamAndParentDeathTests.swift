@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// The engine's supervision of plugin processes: a plugin killed from outside, and plugins that misbehave
@@ -128,34 +129,70 @@ struct SupervisionTests {
         }
     }
 
-    @Test("a plugin that crashes at once: errors, then gives up with a clear message; its stderr is passed on")
+    /// The starts a fixture logged to `path` (`$HAMMOCK_TEST_START_LOG`), in seconds of the monotonic clock.
+    static func starts(loggedIn path: String) -> [Double] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { Double($0) }
+    }
+
+    @Test("a plugin that crashes at once is restarted 4 times, after 250 ms, 500 ms, 1 s and 2 s, then given up with a clear message; its stderr is passed on")
     func crashAtOnce() async throws {
+        let folder = try TestFiles.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let startLog = folder + "/starts"
         let config = Self.misbehavingConfig(mode: "crash-at-once", sources: "  t: { kind: test, retry: 200ms }")
-        try await HammockProcess.withRunning(config: config) { hammock in
+        try await HammockProcess.withRunning(config: config, environment: ["HAMMOCK_TEST_START_LOG": startLog]) { hammock in
             // Restarts wait 250 ms, 500 ms, 1 s, 2 s: the fifth crash comes after about 4 s, plus five Python
             // start-ups, which take seconds each on a loaded machine.
             let gaveUp = try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(25)) {
                 $0.event == "error" && $0.errorMessage.contains("gave up")
             }
             #expect(gaveUp.errorMessage.contains("test plugin"), "\(gaveUp)")
+            #expect(gaveUp.errorMessage.contains("gave up after 5 failures within 1m"), "\(gaveUp)")
             #expect(gaveUp[pointer: "/state/latestError/code"] == "pluginGaveUp", "\(gaveUp)")
             #expect(gaveUp[pointer: "/state/isLoading"] == false, "\(gaveUp)")
+
+            // Exactly five starts, each after the documented backoff. A start is logged after Python's own
+            // start-up, and the gap to the next also holds the crash, its noticing and the next start-up: each
+            // gap is at least its backoff (which is what tells no backoff, or no doubling, from the right one),
+            // and on a loaded machine may be seconds more (4.3 s for the 500 ms one was seen in a full run).
+            let starts = Self.starts(loggedIn: startLog)
+            #expect(starts.count == 5, "the plugin started \(starts.count) times: \(starts)")
+            let gaps = zip(starts, starts.dropFirst()).map { $1 - $0 }
+            let backoffs = [0.25, 0.5, 1.0, 2.0]
+            print("crash-at-once: restart gaps \(gaps.map { String(format: "%.3f", $0) }) s (backoffs \(backoffs))")
+            for (index, (gap, backoff)) in zip(gaps, backoffs).enumerated() {
+                #expect(gap >= backoff && gap < backoff + 10, "restart \(index + 1) came \(gap) s after the start before (backoff \(backoff) s)")
+            }
+            // stderr is read apart from stdout: wait for the last restart's line before reading it.
+            try await hammock.waitForStderr(containing: "restarting it in 2s")
+            let stderr = hammock.stderrText
+            for delay in ["250ms", "500ms", "1s", "2s"] {
+                #expect(stderr.contains("restarting it in \(delay)"), "the restart after \(delay) is logged: \(stderr)")
+            }
+
             // Every crash before the give-up fails the load that waited for the plugin (the engine retries it
-            // every 200 ms or so, and the plugin restarts after 250 ms, 500 ms, 1 s, 2 s): the source must not
-            // sit loading through the restarts with only the first failure shown.
+            // every 200 ms or so): the source must not sit loading through the restarts with only the first
+            // failure shown. One error per crash at most; lines of one source waiting for stdout may replace
+            // each other on a loaded machine, so a lost one is allowed.
             let lines = hammock.lines
             let giveUpIndex = try #require(lines.firstIndex { $0.text == gaveUp.text })
             let errorsBefore = lines[..<giveUpIndex].filter { $0.id == "t" && $0.event == "error" }
-            #expect(errorsBefore.count >= 3, "an error for each crash before the give-up: \(errorsBefore.map(\.text))")
+            #expect((3...4).contains(errorsBefore.count), "an error for each of the 4 crashes before the give-up: \(errorsBefore.map(\.text))")
             #expect(
                 errorsBefore.allSatisfy { $0[pointer: "/state/latestError/code"] == "pluginFailed" },
                 "\(errorsBefore.map(\.text))")
-            #expect(gaveUp[pointer: "/state/failures"]?.numberValue?.intValue ?? 0 >= 4, "\(gaveUp)")
+            let failures = gaveUp[pointer: "/state/failures"]?.numberValue?.intValue ?? 0
+            #expect((5...6).contains(failures), "a failed load per crash, and the give-up's: \(gaveUp)")
             #expect(!hammock.lines.contains { $0.id == "t" && $0.event == "newData" })
-            let stderr = hammock.stderrText
             #expect(
                 stderr.split(separator: "\n").contains { $0.hasPrefix("test: ") && $0.contains("crashing at once, as asked") },
                 "the plugin's stderr, prefixed with its kind: \(stderr)")
+            // No sixth start: after the give-up a restart would come 4 s after the fifth crash at the latest
+            // by the backoff; a load asked for now must not start it either.
+            try hammock.send(controlLine: #"{"op":"load","source":"t"}"#)
+            try await hammock.waitFor(type: "source", id: "t") { $0.event == "error" && $0.errorMessage.contains("gave up") }
+            #expect(Self.starts(loggedIn: startLog).count == 5, "started again after the give-up")
             #expect(hammock.isRunning, "a plugin that gave up does not end the engine")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 /// Issue 10, end to end: deadlines that survive a wall-clock step, `check` that reports everything at once

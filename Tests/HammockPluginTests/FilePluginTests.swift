@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockTestSupport
 import Testing
 
 /// hammock-plugin-file, driven over its protocol. Serialized because the watch tests measure quiet periods,
@@ -10,9 +11,9 @@ import Testing
 @Suite(.serialized) struct FilePluginTests {
     // MARK: - Handshake and options
 
-    @Test func hello() throws {
+    @Test func hello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        guard case .hello(let version, let kinds, let pluginVersion)? = plugin.hello() else {
+        guard case .hello(let version, let kinds, let pluginVersion)? = await plugin.hello() else {
             Issue.record("no hello")
             return
         }
@@ -21,10 +22,10 @@ import Testing
         #expect(pluginVersion == "0.1.0")
     }
 
-    @Test func invalidOptionsAreAllReportedWithTheirPointers() throws {
+    @Test func invalidOptionsAreAllReportedWithTheirPointers() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
-        let answer = plugin.configure("f", ["wach": true, "parse": "xml", "maxBytes": "lots", "debounce": 5])
+        _ = await plugin.hello()
+        let answer = await plugin.configure("f", ["wach": true, "parse": "xml", "maxBytes": "lots", "debounce": 5])
         guard case .invalid(let source, let errors)? = answer else {
             Issue.record("expected invalid, got \(String(describing: answer))")
             return
@@ -37,13 +38,13 @@ import Testing
         #expect(byPath["/parse"]?.contains("json, yaml, text, lines") == true)
 
         // Once fixed, the same source is accepted.
-        #expect(plugin.configure("f", ["path": "/tmp/x.json", "maxBytes": "64KiB", "debounce": "20ms"]) == .configured(source: "f"))
+        #expect(await plugin.configure("f", ["path": "/tmp/x.json", "maxBytes": "64KiB", "debounce": "20ms"]) == .configured(source: "f"))
     }
 
-    @Test func emptyPathIsInvalid() throws {
+    @Test func emptyPathIsInvalid() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
-        guard case .invalid(_, let errors)? = plugin.configure("f", ["path": ""]) else {
+        _ = await plugin.hello()
+        guard case .invalid(_, let errors)? = await plugin.configure("f", ["path": ""]) else {
             Issue.record("expected invalid")
             return
         }
@@ -52,7 +53,7 @@ import Testing
 
     // MARK: - Loads
 
-    @Test func loadsEachFormatAndGuessesByExtension() throws {
+    @Test func loadsEachFormatAndGuessesByExtension() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try write("{\"a\": [1, 2.5, \"x\"], \"b\": null}\n", to: directory.appendingPathComponent("data.json"))
@@ -62,7 +63,7 @@ import Testing
         try write("one\n\r\nthree\r\n", to: directory.appendingPathComponent("list.conf"))
 
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
+        _ = await plugin.hello()
         let cases: [(String, JSONValue, JSONValue)] = [
             ("json", ["path": path(directory, "data.json")], ["a": [1, 2.5, "x"], "b": nil]),
             ("yaml", ["path": path(directory, "data.yaml")], ["name": "demo", "count": 3, "on": "yes", "list": ["a", 1.5, true, nil]]),
@@ -73,209 +74,209 @@ import Testing
             ("forcedText", ["path": path(directory, "data.json"), "parse": "text"], "{\"a\": [1, 2.5, \"x\"], \"b\": null}"),
         ]
         for (index, (source, options, expected)) in cases.enumerated() {
-            #expect(plugin.configure(source, options) == .configured(source: source))
-            let answer = plugin.load(source, id: index + 1)
+            #expect(await plugin.configure(source, options) == .configured(source: source))
+            let answer = await plugin.load(source, id: index + 1)
             #expect(answer == .newData(id: index + 1, source: source, content: expected, etag: nil, lastModified: nil), "\(source)")
         }
     }
 
-    @Test func tildeIsTheHomeDirectory() throws {
+    @Test func tildeIsTheHomeDirectory() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try write("[1]", to: directory.appendingPathComponent("home.json"))
         let plugin = try PluginProcess(executable: "hammock-plugin-file", environment: ["HOME": directory.path])
-        _ = plugin.hello()
-        #expect(plugin.configure("f", ["path": "~/home.json"]) == .configured(source: "f"))
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: [1], etag: nil, lastModified: nil))
+        _ = await plugin.hello()
+        #expect(await plugin.configure("f", ["path": "~/home.json"]) == .configured(source: "f"))
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: [1], etag: nil, lastModified: nil))
     }
 
-    @Test func missingFileIsFileMissingNamingThePath() throws {
+    @Test func missingFileIsFileMissingNamingThePath() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
+        _ = await plugin.hello()
         let missing = directory.appendingPathComponent("absent.json").path
-        #expect(plugin.configure("f", ["path": .string(missing)]) == .configured(source: "f"))
-        let error = try #require(loadError(plugin, "f", id: 1))
+        #expect(await plugin.configure("f", ["path": .string(missing)]) == .configured(source: "f"))
+        let error = try #require(await loadError(plugin, "f", id: 1))
         #expect(error.code == .fileMissing)
         #expect(error.message.contains(missing))
     }
 
-    @Test func fileLargerThanMaxBytesIsAnError() throws {
+    @Test func fileLargerThanMaxBytesIsAnError() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try write(String(repeating: "x", count: 100), to: directory.appendingPathComponent("big.txt"))
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
-        #expect(plugin.configure("small", ["path": path(directory, "big.txt"), "maxBytes": 99]) == .configured(source: "small"))
-        let error = try #require(loadError(plugin, "small", id: 1))
+        _ = await plugin.hello()
+        #expect(await plugin.configure("small", ["path": path(directory, "big.txt"), "maxBytes": 99]) == .configured(source: "small"))
+        let error = try #require(await loadError(plugin, "small", id: 1))
         #expect(error.code == .tooLarge)
         #expect(error.message.contains("99"))
 
         // Exactly at the limit is fine; so is a size string.
-        #expect(plugin.configure("exact", ["path": path(directory, "big.txt"), "maxBytes": 100]) == .configured(source: "exact"))
-        #expect(plugin.load("exact", id: 2)?.isNewData == true)
-        #expect(plugin.configure("sized", ["path": path(directory, "big.txt"), "maxBytes": "1KiB"]) == .configured(source: "sized"))
-        #expect(plugin.load("sized", id: 3)?.isNewData == true)
+        #expect(await plugin.configure("exact", ["path": path(directory, "big.txt"), "maxBytes": 100]) == .configured(source: "exact"))
+        #expect(await plugin.load("exact", id: 2)?.isNewData == true)
+        #expect(await plugin.configure("sized", ["path": path(directory, "big.txt"), "maxBytes": "1KiB"]) == .configured(source: "sized"))
+        #expect(await plugin.load("sized", id: 3)?.isNewData == true)
     }
 
-    @Test func parseFailuresSayWhatAndWhere() throws {
+    @Test func parseFailuresSayWhatAndWhere() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try write("{\"a\":\n  tru}", to: directory.appendingPathComponent("bad.json"))
         try write("a: [1, 2\nb: 3\n", to: directory.appendingPathComponent("bad.yaml"))
         try Data([0x61, 0x62, 0xFF, 0x63]).write(to: directory.appendingPathComponent("bad.txt"))
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
-        #expect(plugin.configure("json", ["path": path(directory, "bad.json")]) == .configured(source: "json"))
-        #expect(plugin.configure("yaml", ["path": path(directory, "bad.yaml")]) == .configured(source: "yaml"))
-        #expect(plugin.configure("text", ["path": path(directory, "bad.txt")]) == .configured(source: "text"))
+        _ = await plugin.hello()
+        #expect(await plugin.configure("json", ["path": path(directory, "bad.json")]) == .configured(source: "json"))
+        #expect(await plugin.configure("yaml", ["path": path(directory, "bad.yaml")]) == .configured(source: "yaml"))
+        #expect(await plugin.configure("text", ["path": path(directory, "bad.txt")]) == .configured(source: "text"))
 
-        let json = try #require(loadError(plugin, "json", id: 1))
+        let json = try #require(await loadError(plugin, "json", id: 1))
         #expect(json.message.hasPrefix("not JSON: "))
         #expect(json.message.contains("at byte 8 (line 2, column 3)"))
         #expect(json.code == .parseFailed)
-        let yaml = try #require(loadError(plugin, "yaml", id: 2))
+        let yaml = try #require(await loadError(plugin, "yaml", id: 2))
         #expect(yaml.message.hasPrefix("not YAML: "))
         #expect(yaml.message.contains("line "))
-        let text = try #require(loadError(plugin, "text", id: 3))
+        let text = try #require(await loadError(plugin, "text", id: 3))
         #expect(text.message == "not UTF-8 text: invalid byte at byte 2")
     }
 
     // MARK: - Watching
 
-    @Test func inPlaceEditIsExactlyOnePush() throws {
+    @Test func inPlaceEditIsExactlyOnePush() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("live.json")
         try write("{\"v\": 1}", to: file)
-        let plugin = try watching(file)
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+        let plugin = try await watching(file)
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
 
         try write("{\"v\": 2}", to: file)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
-        expectNoPush(plugin, thenLoad: 2)
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
+        await expectNoPush(plugin, thenLoad: 2)
     }
 
-    @Test func atomicReplaceIsExactlyOnePushWithTheNewContent() throws {
+    @Test func atomicReplaceIsExactlyOnePushWithTheNewContent() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("live.yaml")
         try write("v: 1\n", to: file)
-        let plugin = try watching(file)
-        #expect(plugin.load("f", id: 1)?.isNewData == true)
+        let plugin = try await watching(file)
+        #expect(await plugin.load("f", id: 1)?.isNewData == true)
 
         for version in 2...3 {
             let temporary = directory.appendingPathComponent(".live.yaml.swp\(version)")
             try write("v: \(version)\n", to: temporary)
             #expect(rename(temporary.path, file.path) == 0)
-            #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
+            #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
         }
-        expectNoPush(plugin, thenLoad: 2)
+        await expectNoPush(plugin, thenLoad: 2)
     }
 
-    @Test func deleteIsAPushedErrorAndRecreateAPush() throws {
+    @Test func deleteIsAPushedErrorAndRecreateAPush() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("live.txt")
         try write("first\n", to: file)
-        let plugin = try watching(file)
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: "first", etag: nil, lastModified: nil))
+        let plugin = try await watching(file)
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: "first", etag: nil, lastModified: nil))
 
         try FileManager.default.removeItem(at: file)
-        guard case .pushedError("f", let error)? = nextPush(plugin) else {
+        guard case .pushedError("f", let error)? = await nextPush(plugin) else {
             Issue.record("expected a pushed error")
             return
         }
         #expect(error.code == .fileMissing)
-        expectNoPush(plugin, thenLoad: 2)
+        await expectNoPush(plugin, thenLoad: 2)
 
         try write("second\n", to: file)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: "second"))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: "second"))
     }
 
-    @Test func rewritingTheSameBytesIsNoPush() throws {
+    @Test func rewritingTheSameBytesIsNoPush() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("same.txt")
         try write("same\n", to: file)
-        let plugin = try watching(file)
-        #expect(plugin.load("f", id: 1)?.isNewData == true)
+        let plugin = try await watching(file)
+        #expect(await plugin.load("f", id: 1)?.isNewData == true)
 
         try write("same\n", to: file)
         let temporary = directory.appendingPathComponent("same.tmp")
         try write("same\n", to: temporary)
         #expect(rename(temporary.path, file.path) == 0)
-        expectNoPush(plugin, thenLoad: 2)
+        await expectNoPush(plugin, thenLoad: 2)
 
         // A change after the non-changes still gets through.
         try write("different\n", to: file)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: "different"))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: "different"))
     }
 
-    @Test func fileInDirectoriesCreatedLaterIsPushed() throws {
+    @Test func fileInDirectoriesCreatedLaterIsPushed() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let nested = directory.appendingPathComponent("a/b")
         let file = nested.appendingPathComponent("late.json")
-        let plugin = try watching(file)
-        let error = try #require(loadError(plugin, "f", id: 1))
+        let plugin = try await watching(file)
+        let error = try #require(await loadError(plugin, "f", id: 1))
         #expect(error.code == .fileMissing)
 
         // One level at a time, then the file: the watch has to move down twice.
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("a"), withIntermediateDirectories: false)
-        usleep(100_000)
+        try await Task.sleep(for: .milliseconds(100))
         try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: false)
-        usleep(100_000)
+        try await Task.sleep(for: .milliseconds(100))
         try write("[\"late\"]", to: file)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["late"]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["late"]))
 
         // The whole directory goes and comes back in one go.
         try FileManager.default.removeItem(at: directory.appendingPathComponent("a"))
-        guard case .pushedError("f", let gone)? = nextPush(plugin) else {
+        guard case .pushedError("f", let gone)? = await nextPush(plugin) else {
             Issue.record("expected a pushed error")
             return
         }
         #expect(gone.code == .fileMissing)
         try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
         try write("[\"back\"]", to: file)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["back"]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["back"]))
     }
 
-    @Test func removedSourceStopsPushingAndReconfiguringLeaksNothing() throws {
+    @Test func removedSourceStopsPushingAndReconfiguringLeaksNothing() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("cycle.txt")
         try write("0", to: file)
-        let plugin = try watching(file)
-        let pid = plugin.process.processIdentifier
-        func cycle(_ rounds: ClosedRange<Int>) {
+        let plugin = try await watching(file)
+        let pid = plugin.pid
+        func cycle(_ rounds: ClosedRange<Int>) async {
             for round in rounds {
-                #expect(plugin.configure("f", ["path": .string(file.path), "watch": true]) == .configured(source: "f"))
-                #expect(plugin.configure("g\(round)", ["path": .string(file.path), "watch": true]) == .configured(source: "g\(round)"))
+                #expect(await plugin.configure("f", ["path": .string(file.path), "watch": true]) == .configured(source: "f"))
+                #expect(await plugin.configure("g\(round)", ["path": .string(file.path), "watch": true]) == .configured(source: "g\(round)"))
                 plugin.send(.remove(source: "g\(round)"))
             }
-            #expect(plugin.load("f", id: rounds.upperBound)?.isNewData == true)  // every remove before it is handled
+            #expect(await plugin.load("f", id: rounds.upperBound)?.isNewData == true)  // every remove before it is handled
         }
         // The Swift runtime opens a few descriptors of its own lazily (timers, signals); let it settle.
-        cycle(1...3)
+        await cycle(1...3)
         let before = openDescriptors(pid)
         #expect(inotifyWatches(pid) == 1)
-        cycle(4...33)
+        await cycle(4...33)
         #expect(openDescriptors(pid) <= before + 2, "a leak would be one descriptor per round")
         #expect(inotifyWatches(pid) == 1)
 
         plugin.send(.remove(source: "f"))
-        #expect(plugin.load("f", id: 100)?.loadID == 100)
+        #expect(await plugin.load("f", id: 100)?.loadID == 100)
         #expect(inotifyWatches(pid) == 0)
         try write("1", to: file)
-        usleep(300_000)
+        try await Task.sleep(for: .milliseconds(300))
         // Nothing pushed: the next message is the answer to this load (an error, the source is gone).
         plugin.send(.load(source: "f", id: 101, etag: nil, lastModified: nil, timeout: nil))
-        #expect(plugin.next()?.loadID == 101)
+        #expect(await plugin.next()?.loadID == 101)
     }
 
-    @Test func sourceWithoutWatchKeyIsWatchedAndWatchFalseIsNot() throws {
+    @Test func sourceWithoutWatchKeyIsWatchedAndWatchFalseIsNot() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let byDefault = directory.appendingPathComponent("default.json")
@@ -283,22 +284,22 @@ import Testing
         try write("1", to: byDefault)
         try write("1", to: off)
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
-        #expect(plugin.configure("default", ["path": .string(byDefault.path)]) == .configured(source: "default"))
-        #expect(plugin.configure("off", ["path": .string(off.path), "watch": false]) == .configured(source: "off"))
-        #expect(plugin.load("default", id: 1)?.isNewData == true)
-        #expect(plugin.load("off", id: 2)?.isNewData == true)
+        _ = await plugin.hello()
+        #expect(await plugin.configure("default", ["path": .string(byDefault.path)]) == .configured(source: "default"))
+        #expect(await plugin.configure("off", ["path": .string(off.path), "watch": false]) == .configured(source: "off"))
+        #expect(await plugin.load("default", id: 1)?.isNewData == true)
+        #expect(await plugin.load("off", id: 2)?.isNewData == true)
 
         try replace("2", at: off)
         try replace("2", at: byDefault)
-        #expect(nextPush(plugin) == .pushedData(source: "default", content: 2))
-        expectNoPush(plugin, source: "off", thenLoad: 3)
+        #expect(await nextPush(plugin) == .pushedData(source: "default", content: 2))
+        await expectNoPush(plugin, source: "off", thenLoad: 3)
     }
 
     /// A mounted ConfigMap: `config.yaml -> ..data/config.yaml` and `..data -> ..<timestamp>`. The kubelet
     /// updates it by writing a new timestamped folder, pointing a new `..data_tmp` at it, renaming that over
     /// `..data` and removing the old folder; the name the source watches never changes.
-    @Test func configMapDataSwapIsPushed() throws {
+    @Test func configMapDataSwapIsPushed() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         func folder(_ version: Int) -> URL { directory.appendingPathComponent("..2026_11_22_10_00_0\(version).000000001") }
@@ -312,48 +313,48 @@ import Testing
         try publish(1)
         let file = directory.appendingPathComponent("config.yaml")
         #expect(symlink("..data/config.yaml", file.path) == 0)
-        let plugin = try watching(file)
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+        let plugin = try await watching(file)
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
 
         // Twice: the second swap is only seen if the watches moved to where the first one led.
         for version in 2...3 {
             try publish(version)
             try FileManager.default.removeItem(at: folder(version - 1))
-            #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
+            #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": .number(JSONNumber(version))]))
         }
-        expectNoPush(plugin, thenLoad: 2)
+        await expectNoPush(plugin, thenLoad: 2)
         // The directory and the current folder; nothing is left on the folders that went.
-        #expect(inotifyWatches(plugin.process.processIdentifier) == 2)
+        #expect(inotifyWatches(plugin.pid) == 2)
     }
 
-    @Test func repointedSymlinkIsFollowedToItsNewTarget() throws {
+    @Test func repointedSymlinkIsFollowedToItsNewTarget() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         for name in ["a", "b", "c"] { try write("{\"v\": \"\(name)\"}", to: directory.appendingPathComponent("\(name).json")) }
         let link = directory.appendingPathComponent("current.json")
         #expect(symlink("a.json", link.path) == 0)
-        let plugin = try watching(link, debounce: Self.patientDebounce)
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": "a"], etag: nil, lastModified: nil))
+        let plugin = try await watching(link, debounce: Self.patientDebounce)
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": "a"], etag: nil, lastModified: nil))
 
         // A new link renamed over the old one, as `ln -sfn` (coreutils 9) does it.
         let temporary = directory.appendingPathComponent("current.json.tmp")
         #expect(symlink("b.json", temporary.path) == 0)
         #expect(rename(temporary.path, link.path) == 0)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "b"]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": "b"]))
         // Its new target is watched now.
         try write("{\"v\": \"b2\"}", to: directory.appendingPathComponent("b.json"))
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "b2"]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": "b2"]))
 
         // Removed and made again, as older tools do it.
         #expect(unlink(link.path) == 0)
         #expect(symlink("c.json", link.path) == 0)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "c"]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": "c"]))
         try write("{\"v\": \"c2\"}", to: directory.appendingPathComponent("c.json"))
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": "c2"]))
-        expectNoPush(plugin, thenLoad: 2)
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": "c2"]))
+        await expectNoPush(plugin, thenLoad: 2)
     }
 
-    @Test func editOfASymlinksTargetInAnotherDirectoryIsPushed() throws {
+    @Test func editOfASymlinksTargetInAnotherDirectoryIsPushed() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let links = directory.appendingPathComponent("links")
@@ -364,15 +365,15 @@ import Testing
         try write("{\"v\": 1}", to: target)
         let link = links.appendingPathComponent("settings.json")
         #expect(symlink("../data/settings.json", link.path) == 0)
-        let plugin = try watching(link, debounce: Self.patientDebounce)
-        #expect(plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
+        let plugin = try await watching(link, debounce: Self.patientDebounce)
+        #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: ["v": 1], etag: nil, lastModified: nil))
 
         try write("{\"v\": 2}", to: target)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": 2]))
         // An editor's atomic save of the target, too.
         try replace("{\"v\": 3}", at: target)
-        #expect(nextPush(plugin) == .pushedData(source: "f", content: ["v": 3]))
-        expectNoPush(plugin, thenLoad: 2)
+        #expect(await nextPush(plugin) == .pushedData(source: "f", content: ["v": 3]))
+        await expectNoPush(plugin, thenLoad: 2)
     }
 
     // MARK: - Helpers
@@ -381,18 +382,18 @@ import Testing
     /// in between, because a loaded machine stalled the test, would see a half-done change.
     private static let patientDebounce: JSONValue = "1s"
 
-    private func watching(_ file: URL, debounce: JSONValue? = nil) throws -> PluginProcess {
+    private func watching(_ file: URL, debounce: JSONValue? = nil) async throws -> PluginProcess {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = plugin.hello()
+        _ = await plugin.hello()
         let options: JSONValue =
             if let debounce { ["path": .string(file.path), "watch": true, "debounce": debounce] }
             else { ["path": .string(file.path), "watch": true] }
-        #expect(plugin.configure("f", options) == .configured(source: "f"))
+        #expect(await plugin.configure("f", options) == .configured(source: "f"))
         return plugin
     }
 
-    private func nextPush(_ plugin: PluginProcess, sourceLocation: SourceLocation = #_sourceLocation) -> PluginMessage? {
-        plugin.next(timeout: .seconds(10), sourceLocation: sourceLocation) {
+    private func nextPush(_ plugin: PluginProcess, sourceLocation: SourceLocation = #_sourceLocation) async -> PluginMessage? {
+        await plugin.next(timeout: .seconds(10), sourceLocation: sourceLocation) {
             switch $0 {
             case .pushedData, .pushedError: true
             default: false
@@ -403,15 +404,15 @@ import Testing
     /// Waits out a quiet period, then loads: if anything was pushed meanwhile, it comes before the answer.
     private func expectNoPush(
         _ plugin: PluginProcess, source: String = "f", thenLoad id: Int, sourceLocation: SourceLocation = #_sourceLocation
-    ) {
-        usleep(300_000)
+    ) async {
+        try? await Task.sleep(for: .milliseconds(300))
         plugin.send(.load(source: source, id: id, etag: nil, lastModified: nil, timeout: nil))
-        let message = plugin.next(sourceLocation: sourceLocation)
+        let message = await plugin.next(sourceLocation: sourceLocation)
         #expect(message?.loadID == id, "unexpected \(String(describing: message))", sourceLocation: sourceLocation)
     }
 
-    private func loadError(_ plugin: PluginProcess, _ source: String, id: Int) -> SourceError? {
-        if case .error(_, _, let error)? = plugin.load(source, id: id) { return error }
+    private func loadError(_ plugin: PluginProcess, _ source: String, id: Int) async -> SourceError? {
+        if case .error(_, _, let error)? = await plugin.load(source, id: id) { return error }
         return nil
     }
 

@@ -2,19 +2,22 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockTestSupport
 import Testing
 
 /// hammock-plugin-shell, driven over its protocol: the test plays the engine.
 @Suite struct ShellPluginTests {
-    private func plugin() throws -> PluginProcess {
+    private func plugin() async throws -> PluginProcess {
         let plugin = try PluginProcess(executable: "hammock-plugin-shell")
-        #expect(plugin.hello() != nil)
+        #expect(await plugin.hello() != nil)
         return plugin
     }
 
     /// Configures a source and expects it to be accepted.
-    private func configured(_ plugin: PluginProcess, _ source: String, _ options: JSONValue) {
-        #expect(plugin.configure(source, options) == .configured(source: source))
+    private func configured(
+        _ plugin: PluginProcess, _ source: String, _ options: JSONValue, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        #expect(await plugin.configure(source, options) == .configured(source: source), sourceLocation: sourceLocation)
     }
 
     private func content(_ message: PluginMessage?) -> JSONValue? {
@@ -37,234 +40,230 @@ import Testing
     }
 
     /// Waits until `condition` holds, for at most `seconds`.
-    private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
+    private func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
+        (try? await ProcessTable.eventually(within: .milliseconds(Int(seconds * 1000)), condition)) ?? condition()
     }
 
-    private func readPID(_ url: URL) -> Int32? {
+    private func readPID(_ url: URL) async -> Int32? {
         var pid: Int32?
-        _ = eventually(within: 3) {
+        _ = await eventually(within: 3) {
             pid = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             return pid != nil
         }
         return pid
     }
 
-    @Test func answersHello() throws {
+    @Test func answersHello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-shell")
-        #expect(plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
+        #expect(await plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
     }
 
-    @Test func reportsEveryOptionProblemByPointer() throws {
-        let plugin = try plugin()
-        let neither = problems(plugin.configure("neither", ["parse": "text"]))
+    @Test func reportsEveryOptionProblemByPointer() async throws {
+        let plugin = try await plugin()
+        let neither = problems(await plugin.configure("neither", ["parse": "text"]))
         #expect(neither[""]?.contains("needs \"command\"") == true, "\(neither)")
 
-        let both = problems(plugin.configure("both", ["command": ["true"], "script": "true"]))
+        let both = problems(await plugin.configure("both", ["command": ["true"], "script": "true"]))
         #expect(both["/script"]?.contains("not both") == true, "\(both)")
 
-        let several = problems(plugin.configure("several", ["comand": ["ls"], "parse": "xml", "maxBytes": "lots"]))
+        let several = problems(await plugin.configure("several", ["comand": ["ls"], "parse": "xml", "maxBytes": "lots"]))
         #expect(several["/comand"]?.contains("did you mean \"command\"") == true, "\(several)")
         #expect(several["/parse"] != nil, "\(several)")
         #expect(several["/maxBytes"] != nil, "\(several)")
         #expect(several[""] != nil, "no command and no script: \(several)")
 
-        let streamLines = problems(plugin.configure("streamLines", ["script": "true", "mode": "stream", "parse": "lines"]))
+        let streamLines = problems(await plugin.configure("streamLines", ["script": "true", "mode": "stream", "parse": "lines"]))
         #expect(streamLines.keys.sorted() == ["/parse"], "\(streamLines)")
 
-        let badTypes = problems(plugin.configure("badTypes", ["command": ["ls", 3], "env": ["A": ["x"]], "mode": "watch"]))
+        let badTypes = problems(await plugin.configure("badTypes", ["command": ["ls", 3], "env": ["A": ["x"]], "mode": "watch"]))
         #expect(badTypes.keys.sorted() == ["/command/1", "/env/A", "/mode"], "\(badTypes)")
     }
 
-    @Test func textOutputLosesOneTrailingNewline() throws {
-        let plugin = try plugin()
-        configured(plugin, "hi", ["command": ["echo", "hi"]])
-        #expect(content(plugin.load("hi", id: 1)) == "hi")
-        configured(plugin, "two", ["script": "printf 'a\\n\\n'"])
-        #expect(content(plugin.load("two", id: 2)) == "a\n")
+    @Test func textOutputLosesOneTrailingNewline() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "hi", ["command": ["echo", "hi"]])
+        #expect(content(await plugin.load("hi", id: 1)) == "hi")
+        await configured(plugin, "two", ["script": "printf 'a\\n\\n'"])
+        #expect(content(await plugin.load("two", id: 2)) == "a\n")
     }
 
-    @Test func linesOutputIsAnArrayOfLines() throws {
-        let plugin = try plugin()
-        configured(plugin, "lines", ["command": ["printf", "one\\ntwo\\nthree\\n"], "parse": "lines"])
-        #expect(content(plugin.load("lines", id: 1)) == ["one", "two", "three"])
+    @Test func linesOutputIsAnArrayOfLines() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "lines", ["command": ["printf", "one\\ntwo\\nthree\\n"], "parse": "lines"])
+        #expect(content(await plugin.load("lines", id: 1)) == ["one", "two", "three"])
     }
 
-    @Test func jsonOutputIsParsedAndAFailureSaysWhy() throws {
-        let plugin = try plugin()
-        configured(plugin, "good", ["script": "echo '{\"a\": [1, true]}'", "parse": "json"])
-        #expect(content(plugin.load("good", id: 1)) == ["a": [1, true]])
+    @Test func jsonOutputIsParsedAndAFailureSaysWhy() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "good", ["script": "echo '{\"a\": [1, true]}'", "parse": "json"])
+        #expect(content(await plugin.load("good", id: 1)) == ["a": [1, true]])
 
-        configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
-        let failure = error(plugin.load("bad", id: 2))
+        await configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
+        let failure = error(await plugin.load("bad", id: 2))
         #expect(failure?.message.hasPrefix("stdout is not JSON") == true, "\(String(describing: failure))")
         #expect(failure?.code == .parseFailed)
     }
 
-    @Test func yamlOutputIsParsed() throws {
-        let plugin = try plugin()
-        configured(plugin, "yaml", ["script": "printf 'name: x\\ncount: 3\\nflag: on\\n'", "parse": "yaml"])
-        #expect(content(plugin.load("yaml", id: 1)) == ["name": "x", "count": 3, "flag": "on"])
+    @Test func yamlOutputIsParsed() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "yaml", ["script": "printf 'name: x\\ncount: 3\\nflag: on\\n'", "parse": "yaml"])
+        #expect(content(await plugin.load("yaml", id: 1)) == ["name": "x", "count": 3, "flag": "on"])
     }
 
-    @Test func nonZeroExitCarriesStatusAndStderrTail() throws {
-        let plugin = try plugin()
-        configured(plugin, "fail", ["script": "echo noise >&2; echo 'disk is full' >&2; exit 3"])
-        let failure = error(plugin.load("fail", id: 1))
+    @Test func nonZeroExitCarriesStatusAndStderrTail() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "fail", ["script": "echo noise >&2; echo 'disk is full' >&2; exit 3"])
+        let failure = error(await plugin.load("fail", id: 1))
         #expect(failure?.exitStatus == 3)
         #expect(failure?.message.hasPrefix("exited with status 3: ") == true, "\(String(describing: failure))")
         #expect(failure?.message.hasSuffix("disk is full") == true, "\(String(describing: failure))")
     }
 
-    @Test func missingCommandIsAClearError() throws {
-        let plugin = try plugin()
-        configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
-        let failure = error(plugin.load("missing", id: 1))
+    @Test func missingCommandIsAClearError() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
+        let failure = error(await plugin.load("missing", id: 1))
         #expect(failure?.code == .commandNotFound)
         #expect(failure?.message.contains("hammock-no-such-command-xyz") == true)
     }
 
-    @Test func timeoutEndsTheWholeProcessGroup() throws {
-        let plugin = try plugin()
+    @Test func timeoutEndsTheWholeProcessGroup() async throws {
+        let plugin = try await plugin()
         let folder = try makeTemporaryDirectory()
         let pidFile = folder.appendingPathComponent("child.pid")
-        configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
+        await configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
         let started = Date()
-        let failure = error(plugin.load("slow", id: 1, timeout: 1))
+        let failure = error(await plugin.load("slow", id: 1, timeout: 1))
         #expect(failure?.code == .timeout)
         #expect(failure?.message == "timed out after 1s")
         #expect(Date().timeIntervalSince(started) < 4)
-        let child = try #require(readPID(pidFile))
-        #expect(eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
+        let child = try #require(await readPID(pidFile))
+        #expect(await eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
     }
 
-    @Test func cancelEndsTheProcessGroup() throws {
-        let plugin = try plugin()
+    @Test func cancelEndsTheProcessGroup() async throws {
+        let plugin = try await plugin()
         let folder = try makeTemporaryDirectory()
         let pidFile = folder.appendingPathComponent("child.pid")
-        configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
+        await configured(plugin, "slow", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; sleep 30; wait")])
         plugin.send(.load(source: "slow", id: 7, etag: nil, lastModified: nil, timeout: nil))
-        let child = try #require(readPID(pidFile))
+        let child = try #require(await readPID(pidFile))
         #expect(isAlive(child))
         plugin.send(.cancel(id: 7))
-        #expect(plugin.next { $0.loadID == 7 } == .cancelled(id: 7))
-        #expect(eventually(within: 3) { !isAlive(child) }, "the background child \(child) survived the cancel")
+        #expect(await plugin.next { $0.loadID == 7 } == .cancelled(id: 7))
+        #expect(await eventually(within: 3) { !isAlive(child) }, "the background child \(child) survived the cancel")
     }
 
-    @Test func aSlowCommandDoesNotHoldUpAnotherSource() throws {
-        let plugin = try plugin()
-        configured(plugin, "slow", ["script": "sleep 2; echo slow"])
-        configured(plugin, "fast", ["command": ["echo", "fast"]])
+    @Test func aSlowCommandDoesNotHoldUpAnotherSource() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "slow", ["script": "sleep 2; echo slow"])
+        await configured(plugin, "fast", ["command": ["echo", "fast"]])
         plugin.send(.load(source: "slow", id: 1, etag: nil, lastModified: nil, timeout: nil))
         plugin.send(.load(source: "fast", id: 2, etag: nil, lastModified: nil, timeout: nil))
-        let first = plugin.next { $0.loadID != nil }
+        let first = await plugin.next { $0.loadID != nil }
         #expect(first?.loadID == 2)
         #expect(content(first) == "fast")
-        #expect(content(plugin.next { $0.loadID == 1 }) == "slow")
+        #expect(content(await plugin.next { $0.loadID == 1 }) == "slow")
     }
 
-    @Test func outputBeyondMaxBytesIsAnError() throws {
-        let plugin = try plugin()
-        configured(plugin, "big", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "maxBytes": "1KiB"])
+    @Test func outputBeyondMaxBytesIsAnError() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "big", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "maxBytes": "1KiB"])
         let started = Date()
-        let failure = error(plugin.load("big", id: 1))
+        let failure = error(await plugin.load("big", id: 1))
         #expect(failure?.code == .outputTooLarge)
         #expect(failure?.message.contains("maxBytes") == true)
         #expect(Date().timeIntervalSince(started) < 4, "the command was not ended")
 
-        configured(plugin, "fits", ["script": "printf 12345", "maxBytes": 5])
-        #expect(content(plugin.load("fits", id: 2)) == "12345")
+        await configured(plugin, "fits", ["script": "printf 12345", "maxBytes": 5])
+        #expect(content(await plugin.load("fits", id: 2)) == "12345")
     }
 
-    @Test func environmentAndWorkingDirectory() throws {
-        let plugin = try plugin()
+    @Test func environmentAndWorkingDirectory() async throws {
+        let plugin = try await plugin()
         let folder = try makeTemporaryDirectory().resolvingSymlinksInPath()
-        configured(plugin, "where", ["script": "echo \"$GREETING $(pwd -P) $HOME\"", "env": ["GREETING": "hello"], "cwd": .string(folder.path)])
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? ""
-        #expect(content(plugin.load("where", id: 1)) == .string("hello \(folder.path) \(home)"))
+        await configured(plugin, "where", ["script": "echo \"$GREETING $(pwd -P) $HOME\"", "env": ["GREETING": "hello"], "cwd": .string(folder.path)])
+        let home = plugin.home
+        #expect(content(await plugin.load("where", id: 1)) == .string("hello \(folder.path) \(home)"))
     }
 
-    @Test func streamLinesArriveInOrderAndAnExitIsPushedThenRestarted() throws {
-        let plugin = try plugin()
+    @Test func streamLinesArriveInOrderAndAnExitIsPushedThenRestarted() async throws {
+        let plugin = try await plugin()
         // Pauses between the lines, so each arrives in a read of its own (lines read together coalesce).
-        configured(plugin, "lines", ["script": "echo one; sleep 0.2; echo two; sleep 0.2; echo three; sleep 0.2; echo bye >&2; exit 4", "mode": "stream"])
-        #expect(content(plugin.load("lines", id: 1)) == "one")
-        let pushes = (0..<3).map { _ in plugin.next { $0.loadID == nil } }
+        await configured(plugin, "lines", ["script": "echo one; sleep 0.2; echo two; sleep 0.2; echo three; sleep 0.2; echo bye >&2; exit 4", "mode": "stream"])
+        #expect(content(await plugin.load("lines", id: 1)) == "one")
+        var pushes: [PluginMessage?] = []
+        for _ in 0..<3 { pushes.append(await plugin.next { $0.loadID == nil }) }
         #expect(pushes[0] == .pushedData(source: "lines", content: "two"))
         #expect(pushes[1] == .pushedData(source: "lines", content: "three"))
         #expect(pushes[2] == .pushedError(source: "lines", error: SourceError(message: "exited with status 4: bye", exitStatus: 4)))
         // Restarted after the 1 s backoff: the lines come again, as pushes.
-        let again = plugin.next(timeout: .seconds(5)) { $0.loadID == nil }
+        let again = await plugin.next(timeout: .seconds(5)) { $0.loadID == nil }
         #expect(again == .pushedData(source: "lines", content: "one"))
     }
 
-    @Test func streamJSONLinesAndALoadWhileRunningGetsTheLatest() throws {
-        let plugin = try plugin()
-        configured(plugin, "json", ["script": "echo '{\"n\":1}'; sleep 0.2; echo '{\"n\":2}'; sleep 30", "mode": "stream", "parse": "json"])
-        #expect(content(plugin.load("json", id: 1)) == ["n": 1])
-        #expect(content(plugin.next { $0.loadID == nil }) == ["n": 2])
-        #expect(content(plugin.load("json", id: 2)) == ["n": 2])
+    @Test func streamJSONLinesAndALoadWhileRunningGetsTheLatest() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "json", ["script": "echo '{\"n\":1}'; sleep 0.2; echo '{\"n\":2}'; sleep 30", "mode": "stream", "parse": "json"])
+        #expect(content(await plugin.load("json", id: 1)) == ["n": 1])
+        #expect(content(await plugin.next { $0.loadID == nil }) == ["n": 2])
+        #expect(content(await plugin.load("json", id: 2)) == ["n": 2])
         plugin.send(.remove(source: "json"))
     }
 
-    @Test func streamLinesReadTogetherPushOnlyTheNewestButReportABadOne() throws {
-        let plugin = try plugin()
+    @Test func streamLinesReadTogetherPushOnlyTheNewestButReportABadOne() async throws {
+        let plugin = try await plugin()
         // One write of four lines: a pipe hands them over in one read.
-        configured(plugin, "burst", ["script": "printf '{\"n\":1}\\n{\"n\":2}\\nnot json\\n{\"n\":3}\\n{\"n\":4}\\n'; sleep 30", "mode": "stream", "parse": "json"])
+        await configured(plugin, "burst", ["script": "printf '{\"n\":1}\\n{\"n\":2}\\nnot json\\n{\"n\":3}\\n{\"n\":4}\\n'; sleep 30", "mode": "stream", "parse": "json"])
         // The load is answered by the newest good line before the bad one; the bad one is an error of its
         // own; of the good lines after it, only the newest is pushed.
-        #expect(content(plugin.load("burst", id: 1)) == ["n": 2])
-        let error = plugin.next { $0.loadID == nil }
+        #expect(content(await plugin.load("burst", id: 1)) == ["n": 2])
+        let error = await plugin.next { $0.loadID == nil }
         guard case .pushedError("burst", let sourceError)? = error else {
             Issue.record("expected the bad line's error, got \(String(describing: error))")
             return
         }
         #expect(sourceError.message.contains("JSON"), "\(sourceError)")
-        #expect(content(plugin.next { $0.loadID == nil }) == ["n": 4])
+        #expect(content(await plugin.next { $0.loadID == nil }) == ["n": 4])
         plugin.send(.remove(source: "burst"))
     }
 
-    @Test func streamLoadAfterABadLineKeepsTheErrorUntilAGoodLine() throws {
-        let plugin = try plugin()
+    @Test func streamLoadAfterABadLineKeepsTheErrorUntilAGoodLine() async throws {
+        let plugin = try await plugin()
         let folder = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let next = folder.appendingPathComponent("next")
         // A good line, a bad one, then nothing until the test creates `next`.
         let script = "echo '{\"i\":1}'; echo 'not json'; while [ ! -e '\(next.path)' ]; do sleep 0.02; done; echo '{\"i\":2}'; sleep 30"
-        configured(plugin, "s", ["script": .string(script), "mode": "stream", "parse": "json"])
-        #expect(content(plugin.load("s", id: 1)) == ["i": 1])
-        let pushed = try #require(error(plugin.next { $0.loadID == nil }), "the bad line is pushed as an error")
+        await configured(plugin, "s", ["script": .string(script), "mode": "stream", "parse": "json"])
+        #expect(content(await plugin.load("s", id: 1)) == ["i": 1])
+        let pushed = try #require(error(await plugin.next { $0.loadID == nil }), "the bad line is pushed as an error")
         #expect(pushed.code == .parseFailed, "\(pushed)")
 
         // The command has printed nothing since the bad line: a load answers with that line's error, not
         // with the older good line as if it were new; and again, for the error stays.
         for id in [2, 3] {
-            let answer = plugin.load("s", id: id)
+            let answer = await plugin.load("s", id: id)
             #expect(error(answer) == pushed, "load \(id) after the bad line: \(String(describing: answer))")
         }
 
         // Only a new good line clears the error: it is pushed, and then answers a load.
         try Data().write(to: next)
-        #expect(content(plugin.next { $0.loadID == nil }) == ["i": 2])
-        #expect(content(plugin.load("s", id: 4)) == ["i": 2])
+        #expect(content(await plugin.next { $0.loadID == nil }) == ["i": 2])
+        #expect(content(await plugin.load("s", id: 4)) == ["i": 2])
         plugin.send(.remove(source: "s"))
     }
 
-    @Test func closingInputEndsThePluginAndItsStreamCommand() throws {
-        let plugin = try plugin()
+    @Test func closingInputEndsThePluginAndItsStreamCommand() async throws {
+        let plugin = try await plugin()
         let folder = try makeTemporaryDirectory()
         let pidFile = folder.appendingPathComponent("child.pid")
-        configured(plugin, "stream", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; echo ready; wait"), "mode": "stream"])
-        #expect(content(plugin.load("stream", id: 1)) == "ready")
-        let child = try #require(readPID(pidFile))
+        await configured(plugin, "stream", ["script": .string("sleep 30 & echo $! > '\(pidFile.path)'; echo ready; wait"), "mode": "stream"])
+        #expect(content(await plugin.load("stream", id: 1)) == "ready")
+        let child = try #require(await readPID(pidFile))
         #expect(isAlive(child))
         plugin.closeInput()
-        #expect(plugin.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(await plugin.waitForExit(timeout: .seconds(5)) == 0)
         #expect(!isAlive(child), "the stream command's child \(child) outlived the plugin")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 // Issue 11, the `rest` kind's part: each test replays an attack against the real `hammock` and
@@ -55,7 +56,7 @@ struct RESTContainmentTests {
                             paginate: { style: link }
                             retry: off
                         """
-                    try await HammockRun.with(config: config, environment: Self.environment) { hammock in
+                    try await HammockProcess.withRunning(config: config, environment: Self.environment) { hammock in
                         let list = try await hammock.nextAnswer("list")
                         #expect(list.content == [1, 2, 3, 4], "\(list)")
                         #expect(otherHost.requests(to: "/list2").count == 1)
@@ -81,7 +82,7 @@ struct RESTContainmentTests {
                 sources:
                   list: { kind: rest, url: "\(own.base)/list", paginate: { style: link }, retry: off }
                 """
-            try await HammockRun.with(config: config) { hammock in
+            try await HammockProcess.withRunning(config: config) { hammock in
                 let list = try await hammock.nextAnswer("list")
                 #expect(list.errorCode == "badLink", "\(list)")
             }
@@ -109,7 +110,7 @@ struct RESTContainmentTests {
                     """
                 }
                 let config = "sources:\n" + sources.joined(separator: "\n")
-                try await HammockRun.with(config: config, environment: Self.environment) { hammock in
+                try await HammockProcess.withRunning(config: config, environment: Self.environment) { hammock in
                     for code in codes {
                         let answer = try await hammock.nextAnswer("r\(code)")
                         #expect(answer.content == ["landed": .number(JSONNumber(code))], "\(answer)")
@@ -145,10 +146,10 @@ struct RESTContainmentTests {
                 "sources:\n"
                 + (cases.map { id, _, _ in "  \(id): { kind: rest, url: \"\(server.base)/\(id)\", retry: 100ms }" }
                     + ["  ok: { kind: rest, url: \"\(server.base)/ok\", retry: off }"]).joined(separator: "\n")
-            try await HammockRun.with(config: config) { hammock in
+            try await HammockProcess.withRunning(config: config) { hammock in
                 for (id, status, _) in cases {
                     let answer = try await hammock.nextAnswer(id)
-                    #expect(answer.error?["httpStatus"] == .number(JSONNumber(status)), "\(id): \(answer)")
+                    #expect(answer.latestError?["httpStatus"] == .number(JSONNumber(status)), "\(id): \(answer)")
                 }
                 #expect(try await hammock.nextAnswer("ok").content == ["ok": true])
 
@@ -159,7 +160,7 @@ struct RESTContainmentTests {
                     #expect(server.requests(to: "/\(id)").count == 1, "\(id) was retried before its Retry-After")
                 }
                 // The same plugin and engine still answer.
-                try hammock.send(#"{"op":"load","source":"ok"}"#)
+                try hammock.send(controlLine: #"{"op":"load","source":"ok"}"#)
                 #expect(try await hammock.nextAnswer("ok").content == ["ok": true])
                 let failures = hammock.lines.filter { ["pluginFailed", "pluginGaveUp"].contains($0.errorCode ?? "") }
                 #expect(failures.isEmpty, "\(failures)")
@@ -190,13 +191,13 @@ struct RESTContainmentTests {
                   short: { kind: rest, url: "\(server.base)/short", headers: { Authorization: "${C_TOKEN}" }, retry: off }
                   long: { kind: rest, url: "\(server.base)/long", headers: { Authorization: "${C_TOKEN}" }, retry: off }
                 """
-            try await HammockRun.with(config: config, environment: Self.environment) { hammock in
+            try await HammockProcess.withRunning(config: config, environment: Self.environment) { hammock in
                 let short = try await hammock.nextAnswer("short")
-                #expect(short.error?["httpStatus"] == 401)
-                #expect(short.errorMessage?.contains("[redacted]") == true, "\(short)")
+                #expect(short.latestError?["httpStatus"] == 401)
+                #expect(short.errorMessage.contains("[redacted]") == true, "\(short)")
                 let long = try await hammock.nextAnswer("long")
-                #expect(long.error?["httpStatus"] == 401)
-                #expect(long.errorMessage?.hasPrefix("HTTP 401 Unauthorized: word word") == true, "\(long)")
+                #expect(long.latestError?["httpStatus"] == 401)
+                #expect(long.errorMessage.hasPrefix("HTTP 401 Unauthorized: word word") == true, "\(long)")
 
                 let output = hammock.stdoutText + "\n" + hammock.stderrText
                 let shown = Self.fragments(of: Self.token).filter { output.contains($0) }
@@ -217,10 +218,10 @@ struct RESTContainmentTests {
                 sources:
                   loop: { kind: rest, url: "\(server.base)/loop", query: { key: "${C_QUERY_KEY}" }, retry: off }
                 """
-            try await HammockRun.with(config: config, environment: ["C_QUERY_KEY": key]) { hammock in
+            try await HammockProcess.withRunning(config: config, environment: ["C_QUERY_KEY": key]) { hammock in
                 let loop = try await hammock.nextAnswer("loop")
                 #expect(loop.errorCode == "tooManyRedirects", "\(loop)")
-                #expect(loop.errorMessage?.contains("\(server.base)/loop?key=[redacted]") == true, "\(loop)")
+                #expect(loop.errorMessage.contains("\(server.base)/loop?key=[redacted]") == true, "\(loop)")
                 #expect(server.requests(to: "/loop").first?.queryParameter("key") == encoded)
                 let output = hammock.stdoutText + "\n" + hammock.stderrText
                 #expect(!output.contains(key))
@@ -243,7 +244,7 @@ struct RESTContainmentTests {
                   dotdot: { kind: rest, url: "\(server.base)/api/v1/{{ up }}/echo", retry: off }
                   dot: { kind: rest, url: "\(server.base)/api/v1/{{ here }}/echo", retry: off }
                 """
-            try await HammockRun.with(config: config) { hammock in
+            try await HammockProcess.withRunning(config: config) { hammock in
                 let dotdot = try await hammock.nextAnswer("dotdot")
                 #expect(dotdot.content == ["stayed": "dotdot"], "\(dotdot)")
                 let dot = try await hammock.nextAnswer("dot")
@@ -266,15 +267,15 @@ struct RESTContainmentTests {
                   other: { kind: fake, content: { url: "ftp://example.com/files" } }
                   refused: { kind: rest, url: "{{ other.url }}/list", retry: off }
                 """
-            let check = try await HammockRun.check(config: config)
-            #expect(check.status == 0, "\(check.output)")
-            try await HammockRun.with(config: config) { hammock in
+            let check = try await HammockProcess.check(config: config)
+            #expect(check.termination == .exited(0), "\(check.stdout)\(check.stderr)")
+            try await HammockProcess.withRunning(config: config) { hammock in
                 let contributors = try await hammock.nextAnswer("contributors")
                 #expect(contributors.content == [["login": "pcantrell"]], "\(contributors)")
                 // The value's scheme and host are checked once it is filled in.
                 let refused = try await hammock.nextAnswer("refused")
                 #expect(refused.errorCode == "invalidOptions", "\(refused)")
-                #expect(refused.errorMessage?.contains("url must start with http:// or https://") == true, "\(refused)")
+                #expect(refused.errorMessage.contains("url must start with http:// or https://") == true, "\(refused)")
             }
         }
     }

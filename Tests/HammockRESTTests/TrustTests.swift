@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockTestSupport
 import Testing
 
 // Issue 10 against a real server on 127.0.0.1: stdout lines that stay JSON whatever the secrets, one
@@ -33,7 +34,7 @@ struct RESTTrustTests {
                     content: { id: 1234567, views: 9123456, self: "${BASE}/repo/1", note: "has default-secret-7 inside" }
                 """
             let environment = ["T_TOKEN": "123456", "BASE": server.base, "LATER": "fresh-secret-42"]
-            try await HammockRun.with(config: config, environment: environment) { hammock in
+            try await HammockProcess.withRunning(config: config, environment: environment) { hammock in
                 let fake = try await hammock.nextAnswer("f")
                 #expect(fake.content == [
                     "id": 1234567, "views": 9123456, "self": .string(server.base + "/repo/1"), "note": "has [redacted] inside",
@@ -52,7 +53,7 @@ struct RESTTrustTests {
                         env: { KEY: "${LATER}" }
                     """
                 try Data(reloaded.utf8).write(to: URL(fileURLWithPath: hammock.directory + "/config.yaml"))
-                try hammock.send(#"{"op":"reload"}"#)
+                try hammock.send(controlLine: #"{"op":"reload"}"#)
                 let later = try await hammock.nextAnswer("later")
                 #expect(later.content == "[redacted] printed")
 
@@ -83,11 +84,11 @@ struct RESTTrustTests {
                   who: { kind: fake, content: alice }
                   user: { kind: rest, url: "\(server.base)/users/{{ who }}", retry: off }
                 """
-            try await HammockRun.with(config: config) { hammock in
+            try await HammockProcess.withRunning(config: config) { hammock in
                 #expect(try await hammock.nextAnswer("user").content == ["name": "alice"])
 
                 let switchedAt = hammock.lines.count
-                try hammock.send(#"{"op":"override","source":"who","content":"bob"}"#)
+                try hammock.send(controlLine: #"{"op":"override","source":"who","content":"bob"}"#)
                 // Lines of one source may replace each other while they wait for the consumer, so the test
                 // does not count on reading the wipe: it holds that no line after the switch shows alice.
                 let bob = try await hammock.next("user") { $0.event == "newData" && $0.json["origin"] != "wipe" }
@@ -95,9 +96,9 @@ struct RESTTrustTests {
                 #expect(server.requests(to: "/users/bob").first?.header("If-None-Match") == nil)
 
                 // A user that 404s: the error stands alone, no bob beside it.
-                try hammock.send(#"{"op":"override","source":"who","content":"nobody"}"#)
+                try hammock.send(controlLine: #"{"op":"override","source":"who","content":"nobody"}"#)
                 let missing = try await hammock.next("user") { $0.event == "error" }
-                #expect(missing.error?["httpStatus"] == 404)
+                #expect(missing.latestError?["httpStatus"] == 404)
                 #expect(missing.content == .null)
                 let afterSwitch = hammock.lines[switchedAt...].filter { $0.id == "user" }
                 #expect(!afterSwitch.contains { $0.content == ["name": "alice"] })
@@ -114,13 +115,13 @@ struct RESTTrustTests {
                   missing: { kind: rest, url: "\(server.base)/missing", retry: 100ms }
                   flaky: { kind: rest, url: "\(server.base)/flaky", retry: 100ms }
                 """
-            try await HammockRun.with(config: config) { hammock in
+            try await HammockProcess.withRunning(config: config) { hammock in
                 let first = try await hammock.nextAnswer("missing")
-                #expect(first.error?["httpStatus"] == 404)
+                #expect(first.latestError?["httpStatus"] == 404)
                 // The 503 is retried with backoff (100, 200, 400 ms ...): three attempts arrive quickly.
                 for _ in 0..<3 { try await hammock.next("flaky") { $0.event == "error" } }
                 #expect(server.requests(to: "/missing").count == 1, "a 404 waits for a control line or a refresh")
-                try hammock.send(#"{"op":"load","source":"missing"}"#)
+                try hammock.send(controlLine: #"{"op":"load","source":"missing"}"#)
                 try await hammock.nextAnswer("missing")
                 #expect(server.requests(to: "/missing").count == 2)
             }

@@ -3,8 +3,8 @@ import HammockJSON
 import Synchronization
 import Testing
 
-// A harness that drives the real, built `hammock` executable as a consumer would: a subprocess with
-// pipes on stdin, stdout and stderr.
+// The one process harness of every test target: it drives the real, built `hammock` executable (or a plugin
+// executable built beside it) as a consumer would, a subprocess with pipes on stdin, stdout and stderr.
 //
 //     try await HammockProcess.withRunning(config: yaml) { hammock in
 //         let hello = try await hammock.nextLine { _ in true }
@@ -13,48 +13,58 @@ import Testing
 //     }
 //
 // `withRunning` kills the process and removes its temporary folder however the body ends. Waits fail
-// the test (by throwing `HammockHarnessError`) with every line read so far and the tail of stderr.
+// the test (by throwing `HammockHarnessError`) with every line read so far and the tail of stderr. Every
+// stdout line must be a JSON object: `stop()` fails the test for any other (`execute` is the way to read
+// raw output, such as `check`'s or `--help`'s).
 
 // MARK: - One line of output
 
 /// One line `hammock` wrote on stdout, parsed.
-struct HammockLine: Sendable, CustomStringConvertible {
+public struct HammockLine: Sendable, CustomStringConvertible {
     /// The line as written, without its `\n`.
-    let text: String
-    let json: JSONValue
+    public let text: String
+    public let json: JSONValue
     /// When the harness read it.
-    let receivedAt: ContinuousClock.Instant
+    public let receivedAt: ContinuousClock.Instant
 
-    var type: String? { json["type"]?.stringValue }
-    var seq: Int? { json["seq"]?.numberValue?.intValue }
-    var id: String? { json["id"]?.stringValue }
+    public var type: String? { json["type"]?.stringValue }
+    public var seq: Int? { json["seq"]?.numberValue?.intValue }
+    public var id: String? { json["id"]?.stringValue }
     /// `source` lines: the event that produced the state (`requested`, `newData`, ...).
-    var event: String? { json["event"]?.stringValue }
+    public var event: String? { json["event"]?.stringValue }
     /// `source` lines with a `newData` event: `load`, `push`, `cache`, `override` or `wipe`.
-    var origin: String? { json["origin"]?.stringValue }
+    public var origin: String? { json["origin"]?.stringValue }
     /// `source` lines: the whole state of the source.
-    var state: JSONValue? { json["state"] }
+    public var state: JSONValue? { json["state"] }
     /// `view` lines: `loading`, `error`, `data` or `idle`.
-    var status: String? { json["status"]?.stringValue }
+    public var status: String? { json["status"]?.stringValue }
+    /// `state.content`, for source lines.
+    public var content: JSONValue? { self[pointer: "/state/content"] }
+    /// `state.latestError`, for source lines (`.null` when there is none).
+    public var latestError: JSONValue? { self[pointer: "/state/latestError"] }
+    /// `state.latestError.message`, or "" when there is none.
+    public var errorMessage: String { self[pointer: "/state/latestError/message"]?.stringValue ?? "" }
+    /// `state.latestError.code`, or nil when there is none.
+    public var errorCode: String? { self[pointer: "/state/latestError/code"]?.stringValue }
 
     /// A member of the line.
-    subscript(key: String) -> JSONValue? { json[key] }
+    public subscript(key: String) -> JSONValue? { json[key] }
 
     /// The value at a JSON Pointer into the line, e.g. `/state/latestError/httpStatus`.
-    subscript(pointer pointer: String) -> JSONValue? {
+    public subscript(pointer pointer: String) -> JSONValue? {
         guard let parsed = JSONPointer(pointer) else { return nil }
         return json[parsed]
     }
 
-    var description: String { text }
+    public var description: String { text }
 }
 
 /// How a process ended.
-enum Termination: Sendable, Equatable, CustomStringConvertible {
+public enum Termination: Sendable, Equatable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .exited(let status): "exit status \(status)"
         case .signaled(let signal): "killed by signal \(signal)"
@@ -64,53 +74,73 @@ enum Termination: Sendable, Equatable, CustomStringConvertible {
 
 /// A wait that gave up or a harness operation that failed; the description says everything the test
 /// author needs (what was expected, every line read so far, the tail of stderr).
-struct HammockHarnessError: Error, CustomStringConvertible {
-    let message: String
-    let sourceLocation: SourceLocation
+public struct HammockHarnessError: Error, CustomStringConvertible {
+    public let message: String
+    public let sourceLocation: SourceLocation
 
-    var description: String { "\(message)\n(at \(sourceLocation))" }
+    public init(message: String, sourceLocation: SourceLocation) {
+        self.message = message
+        self.sourceLocation = sourceLocation
+    }
+
+    public var description: String { "\(message)\n(at \(sourceLocation))" }
 }
 
 /// The result of a run that was left to finish by itself (`check`, `--version`, ...).
-struct CompletedRun: Sendable {
-    var termination: Termination
-    var stdout: String
-    var stderr: String
+public struct CompletedRun: Sendable {
+    public var termination: Termination
+    public var stdout: String
+    public var stderr: String
 }
 
 // MARK: - The process
 
-final class HammockProcess: Sendable {
+public final class HammockProcess: Sendable {
     /// Generous, so a loaded machine does not fail a correct engine; tests stay fast because waits return
     /// as soon as the line is there.
-    static let defaultTimeout: Duration = .seconds(8)
+    public static let defaultTimeout: Duration = .seconds(8)
 
-    let pid: Int32
+    public let pid: Int32
     /// A fresh temporary folder owned by this process; removed by `stop()`.
-    let directory: String
+    public let directory: String
     /// The configuration file `hammock run` was given.
-    let configPath: String
-    let arguments: [String]
+    public let configPath: String
+    public let arguments: [String]
 
     private let process: Process
     private let stdinDescriptor: Mutex<Int32?>
     private let stdout: PipeReader
     private let stderr: PipeReader
+    /// Whether stdout is checked line by line as JSON objects (not for `execute`).
+    private let stdoutIsJSON: Bool
+    /// Where the test started the process: `stop()` reports stdout lines that are not JSON there.
+    private let startedAt: SourceLocation
+    /// Set by the first `stop()`, so its checks run once.
+    private let stopped = Mutex(false)
 
     // MARK: Finding the executable, writing configurations
 
     /// The built `hammock` executable: beside the running test executable, where SwiftPM puts both the test
     /// bundle and the products (`HAMMOCK_EXECUTABLE` overrides it).
-    static func executablePath(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+    public static func executablePath(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
         if let override = ProcessInfo.processInfo.environment["HAMMOCK_EXECUTABLE"] { return override }
-        let testExecutable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let folder = (testExecutable as NSString).deletingLastPathComponent
-        let path = folder + "/hammock"
+        return try productPath("hammock", sourceLocation: sourceLocation)
+    }
+
+    /// The folder holding the built products: the test executable's.
+    public static var productsDirectory: String {
+        let testExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return (testExecutable as NSString).deletingLastPathComponent
+    }
+
+    /// A built product of this package (`hammock`, `hammock-plugin-shell`, ...), beside the test executable.
+    public static func productPath(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let path = productsDirectory + "/" + name
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw HammockHarnessError(
                 message: """
-                    the hammock executable is not at \(path) (beside the test executable \(testExecutable)); \
-                    build it first with `swift build --build-tests`, or set HAMMOCK_EXECUTABLE
+                    \(name) is not at \(path) (beside the test executable); \
+                    build it first with `swift build --build-tests`
                     """,
                 sourceLocation: sourceLocation)
         }
@@ -118,7 +148,7 @@ final class HammockProcess: Sendable {
     }
 
     /// A new, empty folder under the system's temporary folder.
-    static func makeTemporaryDirectory() throws -> String {
+    public static func makeTemporaryDirectory() throws -> String {
         let path = FileManager.default.temporaryDirectory.path + "/hammock-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
@@ -126,14 +156,14 @@ final class HammockProcess: Sendable {
 
     /// Writes `yaml` to `name` in `directory` and returns the file's path.
     @discardableResult
-    static func writeConfig(_ yaml: String, in directory: String, name: String = "config.yaml") throws -> String {
+    public static func writeConfig(_ yaml: String, in directory: String, name: String = "config.yaml") throws -> String {
         let path = directory + "/" + name
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
         return path
     }
 
     /// The environment a child gets: a small, predictable base plus `extra`.
-    static func environment(_ extra: [String: String], home: String) -> [String: String] {
+    public static func environment(_ extra: [String: String], home: String) -> [String: String] {
         var environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
             "HOME": home,
@@ -153,7 +183,7 @@ final class HammockProcess: Sendable {
     ///   for the rare test that must wrap it.
     /// - Parameter readingStderr: false leaves stderr unread (its pipe fills up) until `resumeReadingStderr()`,
     ///   as with a consumer that never reads it.
-    static func withRunning<Result: Sendable>(
+    public static func withRunning<Result: Sendable>(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
         readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
         sourceLocation: SourceLocation = #_sourceLocation,
@@ -170,14 +200,31 @@ final class HammockProcess: Sendable {
             throw error
         }
         await hammock.stop()
-        let malformed = hammock.malformedLines
-        #expect(malformed.isEmpty, "stdout lines that are not JSON objects: \(malformed)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// `withRunning` on a configuration file the test keeps (to run the same file several times, or to change
+    /// it for a reload): starts `hammock run CONFIGPATH`, runs `body`, then stops the process however `body`
+    /// ended.
+    public static func withRunning<Result: Sendable>(
+        configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (HammockProcess) async throws -> Result
+    ) async throws -> Result {
+        let hammock = try launch(configPath: configPath, environment: environment, sourceLocation: sourceLocation)
+        let result: Result
+        do {
+            result = try await body(hammock)
+        } catch {
+            await hammock.stop()
+            throw error
+        }
+        await hammock.stop()
         return result
     }
 
     /// Starts `hammock run CONFIG ARGUMENTS...` with `config` written to a fresh temporary folder. Prefer
     /// `withRunning`, which always cleans up; whoever calls this must call `stop()`.
-    static func launch(
+    public static func launch(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
         readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
         sourceLocation: SourceLocation = #_sourceLocation
@@ -195,7 +242,7 @@ final class HammockProcess: Sendable {
 
     /// Starts `hammock run CONFIGPATH` on a configuration file the test keeps (to run the same file several
     /// times), in a fresh temporary working folder; whoever calls this must call `stop()`.
-    static func launch(
+    public static func launch(
         configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> HammockProcess {
         let executable = try executablePath(sourceLocation: sourceLocation)
@@ -206,9 +253,23 @@ final class HammockProcess: Sendable {
             configPath: configPath, stdoutIsJSON: true, readingStdout: true, sourceLocation: sourceLocation)
     }
 
+    /// Starts another product of this package (a plugin: `hammock-plugin-shell`, ...) with `arguments`, in a
+    /// fresh temporary working folder, its stdout read as JSON lines like hammock's; the test plays its
+    /// engine. Whoever calls this must call `stop()` (or leave it to `deinit`, which kills it).
+    public static func launch(
+        product: String, arguments: [String] = [], environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> HammockProcess {
+        let executable = try productPath(product, sourceLocation: sourceLocation)
+        let directory = try makeTemporaryDirectory()
+        return try HammockProcess(
+            executable: executable, arguments: arguments, environment: Self.environment(environment, home: directory),
+            directory: directory, configPath: "", stdoutIsJSON: true, readingStdout: true, sourceLocation: sourceLocation)
+    }
+
     /// Runs `hammock ARGUMENTS...` to its end with stdin empty and returns its status and output; kills it
     /// and fails if it takes longer than `timeout`.
-    static func execute(
+    public static func execute(
         _ arguments: [String], environment: [String: String] = [:], timeout: Duration = defaultTimeout,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> CompletedRun {
@@ -222,8 +283,8 @@ final class HammockProcess: Sendable {
             child.closeStdin()
             let termination = try await child.waitForExit(timeout: timeout, sourceLocation: sourceLocation)
             // The pipes reach their end shortly after the exit; wait for it so no output is lost.
-            await child.stdout.waitUntilFinished(timeout: .seconds(2))
-            await child.stderr.waitUntilFinished(timeout: .seconds(2))
+            try await child.waitUntilStdoutEnds(timeout: .seconds(5), sourceLocation: sourceLocation)
+            try await child.waitUntilStderrEnds(timeout: .seconds(5), sourceLocation: sourceLocation)
             let run = CompletedRun(
                 termination: termination, stdout: child.stdout.text, stderr: child.stderr.text)
             await child.stop()
@@ -232,6 +293,18 @@ final class HammockProcess: Sendable {
             await child.stop()
             throw error
         }
+    }
+
+    /// Writes `config` to a fresh folder and runs `hammock check` on it to its end (`execute`).
+    public static func check(
+        config: String, arguments: [String] = [], environment: [String: String] = [:],
+        timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> CompletedRun {
+        let folder = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = try writeConfig(config, in: folder)
+        return try await execute(
+            ["check", path] + arguments, environment: environment, timeout: timeout, sourceLocation: sourceLocation)
     }
 
     private init(
@@ -273,6 +346,8 @@ final class HammockProcess: Sendable {
         self.configPath = configPath
         self.arguments = arguments
         self.stdinDescriptor = Mutex(stdinWrite)
+        self.stdoutIsJSON = stdoutIsJSON
+        self.startedAt = sourceLocation
         self.stdout = PipeReader(descriptor: stdoutRead, parsesJSON: stdoutIsJSON, paused: !readingStdout)
         self.stderr = PipeReader(descriptor: stderrRead, parsesJSON: false, paused: !readingStderr)
         stdout.start(name: "hammock-e2e.stdout")
@@ -286,6 +361,7 @@ final class HammockProcess: Sendable {
             if let open = descriptor { close(open) }
             descriptor = nil
         }
+        if !stopped.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// A pipe whose ends are closed on `exec`, so a process started by a test running in parallel never
@@ -308,24 +384,27 @@ final class HammockProcess: Sendable {
     // MARK: Reading stdout
 
     /// Every line read so far, in order.
-    var lines: [HammockLine] { stdout.withState { $0.lines } }
+    public var lines: [HammockLine] { stdout.withState { $0.lines } }
 
     /// How many lines have been read so far: a mark for `lines(since:)`.
-    var lineCount: Int { stdout.withState { $0.lines.count } }
+    public var lineCount: Int { stdout.withState { $0.lines.count } }
 
     /// The lines read after `mark` (a former `lineCount`).
-    func lines(since mark: Int) -> [HammockLine] { stdout.withState { Array($0.lines[min(mark, $0.lines.count)...]) } }
+    public func lines(since mark: Int) -> [HammockLine] { stdout.withState { Array($0.lines[min(mark, $0.lines.count)...]) } }
 
     /// Stdout lines that were not JSON objects (there must be none).
-    var malformedLines: [String] { stdout.withState { $0.malformed } }
+    public var malformedLines: [String] { stdout.withState { $0.malformed } }
 
     /// Everything written on stderr so far.
-    var stderrText: String { stderr.text }
+    public var stderrText: String { stderr.text }
+
+    /// Everything written on stdout so far, as it was written.
+    public var stdoutText: String { stdout.text }
 
     /// Returns the first line after the previous match (or from the start) that satisfies `predicate`, and
     /// moves past it; lines skipped over stay in `lines`. Throws when `timeout` passes first.
     @discardableResult
-    func nextLine(
+    public func nextLine(
         where predicate: (HammockLine) -> Bool, timeout: Duration = defaultTimeout, _ what: String = "a line matching the condition",
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> HammockLine {
@@ -352,7 +431,7 @@ final class HammockProcess: Sendable {
 
     /// `nextLine` for a line of a `type` (and an `id`) that also satisfies `predicate`.
     @discardableResult
-    func waitFor(
+    public func waitFor(
         type: String, id: String? = nil, timeout: Duration = defaultTimeout,
         sourceLocation: SourceLocation = #_sourceLocation,
         where predicate: (HammockLine) -> Bool = { _ in true }
@@ -367,7 +446,7 @@ final class HammockProcess: Sendable {
 
     /// Waits until `condition` holds for every line read so far (for facts that do not depend on the order of
     /// lines, such as "both sources have answered"); throws when `timeout` passes first.
-    func waitUntil(
+    public func waitUntil(
         _ what: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: ([HammockLine]) -> Bool
     ) async throws {
@@ -380,14 +459,55 @@ final class HammockProcess: Sendable {
         }
     }
 
+    /// The next `source` line for `source` that satisfies `predicate`, after the last one this returned for
+    /// that source: each source has a place of its own, so waiting for one never skips another's lines (which
+    /// `nextLine` and `waitFor`, with their one place for every line, would).
+    @discardableResult
+    public func next(
+        _ source: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
+        where predicate: (HammockLine) -> Bool = { _ in true }
+    ) async throws -> HammockLine {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (found, finished) = stdout.withState { state -> (HammockLine?, Bool) in
+                var cursor = state.sourceCursors[source] ?? 0
+                defer { state.sourceCursors[source] = cursor }
+                while cursor < state.lines.count {
+                    let line = state.lines[cursor]
+                    cursor += 1
+                    if line.type == "source" && line.id == source && predicate(line) { return (line, false) }
+                }
+                return (nil, state.finished)
+            }
+            if let found { return found }
+            if finished {
+                throw failure("stdout ended before the awaited line for \"\(source)\"", sourceLocation: sourceLocation)
+            }
+            if ContinuousClock.now >= deadline {
+                throw failure("timed out after \(timeout) waiting for a line for \"\(source)\"", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// `next` for `source`'s next answer to a load: `newData`, `notModified` or `error`.
+    @discardableResult
+    public func nextAnswer(
+        _ source: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> HammockLine {
+        try await next(source, timeout: timeout, sourceLocation: sourceLocation) {
+            ["newData", "notModified", "error"].contains($0.event ?? "")
+        }
+    }
+
     /// Forgets the lines read so far for the purpose of `nextLine`: the next match must come after them.
-    func skipLinesReadSoFar() {
+    public func skipLinesReadSoFar() {
         stdout.withState { $0.cursor = $0.lines.count }
     }
 
     /// Reads lines until none arrives for `quiet`, then returns those read since the call (at most
     /// `timeout` in all).
-    func linesUntilQuiet(quiet: Duration = .milliseconds(300), timeout: Duration = defaultTimeout) async throws -> [HammockLine] {
+    public func linesUntilQuiet(quiet: Duration = .milliseconds(300), timeout: Duration = defaultTimeout) async throws -> [HammockLine] {
         let mark = lineCount
         let deadline = ContinuousClock.now + timeout
         var count = mark
@@ -406,27 +526,56 @@ final class HammockProcess: Sendable {
     }
 
     /// Stops reading stdout, so the pipe fills up as with a consumer that does not read.
-    func pauseReading() { stdout.withState { $0.paused = true } }
+    public func pauseReading() { stdout.withState { $0.paused = true } }
 
-    func resumeReading() { stdout.withState { $0.paused = false } }
+    public func resumeReading() { stdout.withState { $0.paused = false } }
 
     /// How many bytes hammock has written on stdout that the harness has not read yet.
-    var unreadStdoutBytes: Int { stdout.unreadBytes }
+    public var unreadStdoutBytes: Int { stdout.unreadBytes }
 
-    /// Waits until stdout reaches its end (hammock and everything holding its stdout have exited).
-    func waitUntilStdoutEnds(timeout: Duration = defaultTimeout) async throws {
+    /// Waits until stdout reaches its end (hammock and everything holding its stdout have exited), so that
+    /// `lines` is all there will ever be; throws when `timeout` passes first.
+    public func waitUntilStdoutEnds(timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         await stdout.waitUntilFinished(timeout: timeout)
+        guard stdout.withState({ $0.finished }) else {
+            throw failure("stdout did not reach its end within \(timeout)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Waits until stderr reaches its end, so that `stderrText` is all there will ever be; throws when
+    /// `timeout` passes first.
+    public func waitUntilStderrEnds(timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        await stderr.waitUntilFinished(timeout: timeout)
+        guard stderr.withState({ $0.finished }) else {
+            throw failure("stderr did not reach its end within \(timeout)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Waits until stderr holds `text`; throws when `timeout` passes first.
+    public func waitForStderr(
+        containing text: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !stderr.text.contains(text) {
+            if stderr.withState({ $0.finished }) {
+                throw failure("stderr ended without \"\(text)\"", sourceLocation: sourceLocation)
+            }
+            if ContinuousClock.now >= deadline {
+                throw failure("timed out after \(timeout) waiting for \"\(text)\" on stderr", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// Starts reading stderr, left unread by `readingStderr: false`.
-    func resumeReadingStderr() { stderr.withState { $0.paused = false } }
+    public func resumeReadingStderr() { stderr.withState { $0.paused = false } }
 
     /// How many bytes hammock has written on stderr that the harness has not read yet (a full pipe holds
     /// 64 KiB).
-    var unreadStderrBytes: Int { stderr.unreadBytes }
+    public var unreadStderrBytes: Int { stderr.unreadBytes }
 
     /// Closes the read end of stdout, as a consumer that goes away does; waits until it is closed.
-    func closeStdout() async {
+    public func closeStdout() async {
         stdout.withState { $0.closeRequested = true }
         await stdout.waitUntilFinished(timeout: .seconds(5))
     }
@@ -434,7 +583,7 @@ final class HammockProcess: Sendable {
     // MARK: Writing stdin, signals, exit
 
     /// Writes one control line (a `\n` is added).
-    func send(controlLine: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    public func send(controlLine: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         if let problem = write(Array((controlLine + "\n").utf8)) {
             throw failure("cannot send \(controlLine): \(problem)", sourceLocation: sourceLocation)
         }
@@ -442,7 +591,7 @@ final class HammockProcess: Sendable {
 
     /// Writes `bytes` to hammock's stdin as they are (several control lines at once, for a flood); blocks
     /// while the pipe is full. False once stdin cannot be written (closed, or hammock has ended).
-    func send(bytes: [UInt8]) -> Bool { write(bytes) == nil }
+    public func send(bytes: [UInt8]) -> Bool { write(bytes) == nil }
 
     /// Writes to stdin; what went wrong, or nil.
     private func write(_ bytes: [UInt8]) -> String? {
@@ -474,27 +623,27 @@ final class HammockProcess: Sendable {
     }
 
     /// Writes one control line given as a JSON value.
-    func send(_ control: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    public func send(_ control: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
         try send(controlLine: control.jsonString, sourceLocation: sourceLocation)
     }
 
     /// Closes hammock's stdin (its end of input).
-    func closeStdin() {
+    public func closeStdin() {
         stdinDescriptor.withLock { descriptor in
             if let open = descriptor { close(open) }
             descriptor = nil
         }
     }
 
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         kill(pid, number)
     }
 
-    var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { process.isRunning }
 
     /// Waits for the process to end and says how; throws if it is still running after `timeout`.
     @discardableResult
-    func waitForExit(timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Termination {
+    public func waitForExit(timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Termination {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
             if ContinuousClock.now >= deadline {
@@ -515,7 +664,7 @@ final class HammockProcess: Sendable {
     }
 
     /// The process's resident set size (`VmRSS` in /proc/PID/status), in KiB; nil once it has ended.
-    func residentKiB() -> Int? {
+    public func residentKiB() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
@@ -523,9 +672,14 @@ final class HammockProcess: Sendable {
         return nil
     }
 
-    /// Kills the process if it still runs, waits for it, closes every pipe and removes the temporary folder.
-    /// Safe to call more than once.
-    func stop() async {
+    /// Kills the process if it still runs, waits for it, closes every pipe and removes the temporary folder;
+    /// the first call fails the test if any stdout line was not a JSON object (unless stdout was read raw, by
+    /// `execute`). Safe to call more than once.
+    public func stop() async {
+        let firstStop = stopped.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
         if process.isRunning { kill(pid, SIGKILL) }
         let deadline = ContinuousClock.now + .seconds(5)
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
@@ -535,6 +689,10 @@ final class HammockProcess: Sendable {
         await stdout.waitUntilFinished(timeout: .seconds(2))
         await stderr.waitUntilFinished(timeout: .seconds(2))
         try? FileManager.default.removeItem(atPath: directory)
+        let malformed = malformedLines
+        if firstStop && stdoutIsJSON && !malformed.isEmpty {
+            Issue.record("stdout lines that are not JSON objects: \(malformed)", sourceLocation: startedAt)
+        }
     }
 
     // MARK: Failures
@@ -569,6 +727,8 @@ private final class PipeReader: Sendable {
         var malformed: [String] = []
         /// The index in `lines` where `nextLine` continues.
         var cursor = 0
+        /// For each source, the index in `lines` where `next(_:)` continues.
+        var sourceCursors: [String: Int] = [:]
         var paused: Bool
         var closeRequested = false
         /// The end of the pipe was reached, or the descriptor was closed.

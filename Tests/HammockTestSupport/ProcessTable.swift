@@ -2,31 +2,31 @@ import Foundation
 import HammockJSON
 import Testing
 
-// Helpers for the plugin, supervision and no-orphan tests: reading /proc, finding a fixture, writing files.
+// Helpers for the tests that start processes: reading /proc, finding a fixture, writing files.
 
 /// One process as `/proc/PID/stat` describes it.
-struct ProcessEntry: Sendable, Hashable, CustomStringConvertible {
-    let pid: Int32
-    let parent: Int32
+public struct ProcessEntry: Sendable, Hashable, CustomStringConvertible {
+    public let pid: Int32
+    public let parent: Int32
     /// `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
-    let state: Character
+    public let state: Character
     /// The kernel's short name (at most 15 bytes: `hammock-plugin-shell` reads `hammock-plugin-`).
-    let command: String
+    public let command: String
     /// Start time in clock ticks since boot: with the pid, names one process even if the pid is reused.
-    let startTime: UInt64
+    public let startTime: UInt64
 
     /// The process's argv, read now (empty once it has ended or for a zombie).
-    var arguments: [String] { ProcessTable.arguments(of: pid) }
+    public var arguments: [String] { ProcessTable.arguments(of: pid) }
 
-    var description: String {
+    public var description: String {
         let argv = arguments
         return "\(pid) [\(state)] ppid \(parent) \(argv.isEmpty ? "(\(command))" : argv.joined(separator: " "))"
     }
 }
 
-enum ProcessTable {
+public enum ProcessTable {
     /// The process `pid`, or nil when there is none.
-    static func entry(_ pid: Int32) -> ProcessEntry? {
+    public static func entry(_ pid: Int32) -> ProcessEntry? {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
         let bytes = [UInt8](data)
         // The command (field 2) is in parentheses and may hold spaces and parentheses itself; the fields
@@ -43,14 +43,14 @@ enum ProcessTable {
     }
 
     /// Every process now.
-    static func all() -> [ProcessEntry] {
+    public static func all() -> [ProcessEntry] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return names.compactMap { Int32($0) }.compactMap(entry)
     }
 
     /// The processes below `root` (not `root` itself), found by walking parent links: commands run in
     /// process groups of their own, so the group would miss them.
-    static func descendants(of root: Int32) -> [ProcessEntry] {
+    public static func descendants(of root: Int32) -> [ProcessEntry] {
         let processes = all()
         var children: [Int32: [ProcessEntry]] = [:]
         for process in processes { children[process.parent, default: []].append(process) }
@@ -66,18 +66,18 @@ enum ProcessTable {
     }
 
     /// The direct children of `parent` whose argv mentions `name` (e.g. `hammock-plugin-shell`).
-    static func children(of parent: Int32, named name: String) -> [ProcessEntry] {
+    public static func children(of parent: Int32, named name: String) -> [ProcessEntry] {
         all().filter { $0.parent == parent && isAlive($0) && $0.arguments.contains { $0.contains(name) } }
     }
 
     /// Whether this very process (same pid, same start time) still runs: a zombie or a reused pid does not.
-    static func isAlive(_ process: ProcessEntry) -> Bool {
+    public static func isAlive(_ process: ProcessEntry) -> Bool {
         guard let now = entry(process.pid), now.startTime == process.startTime else { return false }
         return now.state != "Z" && now.state != "X"
     }
 
     /// Whether a process with this pid runs (not a zombie); for pids known only by number.
-    static func isAlive(pid: Int32) -> Bool {
+    public static func isAlive(pid: Int32) -> Bool {
         guard let now = entry(pid) else { return false }
         return now.state != "Z" && now.state != "X"
     }
@@ -85,7 +85,7 @@ enum ProcessTable {
     /// The live processes whose environment (as they started) holds `entry` (`NAME=value`): whatever a
     /// process started with that variable set started in turn, however it detached (setsid, double fork),
     /// unless it cleared its environment.
-    static func processes(withEnvironment entry: String) -> [ProcessEntry] {
+    public static func processes(withEnvironment entry: String) -> [ProcessEntry] {
         let wanted = Array(entry.utf8)
         return all().filter { process in
             guard process.state != "Z", process.state != "X",
@@ -95,7 +95,7 @@ enum ProcessTable {
         }
     }
 
-    static func arguments(of pid: Int32) -> [String] {
+    public static func arguments(of pid: Int32) -> [String] {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return [] }
         return data.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
             String(decoding: $0, as: UTF8.self)
@@ -103,7 +103,7 @@ enum ProcessTable {
     }
 
     /// Polls until `condition` holds or `timeout` passes; returns whether it held.
-    static func eventually(
+    public static func eventually(
         within timeout: Duration, every interval: Duration = .milliseconds(25), _ condition: () -> Bool
     ) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -116,20 +116,20 @@ enum ProcessTable {
 }
 
 /// Files and folders the tests of plugins need besides the configuration.
-enum TestFiles {
+public enum TestFiles {
     /// `Tests/Fixtures/NAME`, found from this source file.
-    static func fixture(_ name: String, filePath: String = #filePath) -> String {
+    public static func fixture(_ name: String, filePath: String = #filePath) -> String {
         let testsFolder = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
         return testsFolder.appendingPathComponent("Fixtures").appendingPathComponent(name).path
     }
 
     /// A fresh folder for a test's files; the caller removes it (`defer`).
-    static func makeDirectory() throws -> String {
+    public static func makeDirectory() throws -> String {
         try HammockProcess.makeTemporaryDirectory()
     }
 
     /// Writes `text` in place (open with truncation, write): the same inode, as `echo > file` does.
-    static func writeInPlace(_ text: String, to path: String) throws {
+    public static func writeInPlace(_ text: String, to path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(descriptor) }
@@ -143,22 +143,14 @@ enum TestFiles {
     }
 
     /// Writes `text` to a temporary file beside `path`, then renames it over `path`: an editor's atomic save.
-    static func replaceAtomically(_ text: String, at path: String) throws {
+    public static func replaceAtomically(_ text: String, at path: String) throws {
         let temporary = (path as NSString).deletingLastPathComponent + "/." + UUID().uuidString + ".tmp"
         try writeInPlace(text, to: temporary)
         guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
     /// A YAML double-quoted string holding `text`.
-    static func yamlQuoted(_ text: String) -> String {
+    public static func yamlQuoted(_ text: String) -> String {
         "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
-}
-
-extension HammockLine {
-    /// `state.content`, for source lines.
-    var content: JSONValue? { self[pointer: "/state/content"] }
-    /// `state.latestError`, for source lines (`.null` when there is none).
-    var latestError: JSONValue? { self[pointer: "/state/latestError"] }
-    var errorMessage: String { self[pointer: "/state/latestError/message"]?.stringValue ?? "" }
 }
