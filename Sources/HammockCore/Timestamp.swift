@@ -37,27 +37,6 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 }
 
-extension Duration {
-    /// Whole milliseconds, rounded toward zero; the engine's timers need no finer grain.
-    public var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
-    /// `250ms`, `5s`, `2m`, `1h`, or combinations such as `1m30s`: the form the configuration accepts.
-    public var humanReadable: String {
-        var ms = milliseconds
-        if ms == 0 { return "0s" }
-        var text = ms < 0 ? "-" : ""
-        ms = abs(ms)
-        for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000), ("ms", 1)] where ms >= size {
-            text += "\(ms / size)\(unit)"
-            ms %= size
-        }
-        return text
-    }
-}
-
 private func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
     a >= 0 ? a / b : -((-a + b - 1) / b)
 }

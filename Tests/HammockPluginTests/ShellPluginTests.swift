@@ -4,7 +4,9 @@ import HammockJSON
 import HammockProtocol
 import Testing
 
-/// hammock-plugin-shell, driven over its protocol: the test plays the engine.
+/// hammock-plugin-shell, driven over its protocol: the test plays the engine. What a process is needed for
+/// is tested here (process groups, kills, streams, the plugin's own environment); options, output formats
+/// and one-shot runs are tested in-process, in HammockShellPluginTests.
 @Suite struct ShellPluginTests {
     private func plugin() throws -> PluginProcess {
         let plugin = try PluginProcess(executable: "hammock-plugin-shell")
@@ -25,11 +27,6 @@ import Testing
     private func error(_ message: PluginMessage?) -> SourceError? {
         if case .error(_, _, let error) = message { return error }
         return nil
-    }
-
-    private func problems(_ message: PluginMessage?) -> [String: String] {
-        guard case .invalid(_, let errors) = message else { return [:] }
-        return Dictionary(errors.map { ($0.pointer.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
     }
 
     /// Waits until `condition` holds, for at most `seconds`.
@@ -56,58 +53,6 @@ import Testing
         #expect(plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
     }
 
-    @Test func reportsEveryOptionProblemByPointer() throws {
-        let plugin = try plugin()
-        let neither = problems(plugin.configure("neither", ["parse": "text"]))
-        #expect(neither[""]?.contains("needs \"command\"") == true, "\(neither)")
-
-        let both = problems(plugin.configure("both", ["command": ["true"], "script": "true"]))
-        #expect(both["/script"]?.contains("not both") == true, "\(both)")
-
-        let several = problems(plugin.configure("several", ["comand": ["ls"], "parse": "xml", "maxBytes": "lots"]))
-        #expect(several["/comand"]?.contains("did you mean \"command\"") == true, "\(several)")
-        #expect(several["/parse"] != nil, "\(several)")
-        #expect(several["/maxBytes"] != nil, "\(several)")
-        #expect(several[""] != nil, "no command and no script: \(several)")
-
-        let streamLines = problems(plugin.configure("streamLines", ["script": "true", "mode": "stream", "parse": "lines"]))
-        #expect(streamLines.keys.sorted() == ["/parse"], "\(streamLines)")
-
-        let badTypes = problems(plugin.configure("badTypes", ["command": ["ls", 3], "env": ["A": ["x"]], "mode": "watch"]))
-        #expect(badTypes.keys.sorted() == ["/command/1", "/env/A", "/mode"], "\(badTypes)")
-    }
-
-    @Test func textOutputLosesOneTrailingNewline() throws {
-        let plugin = try plugin()
-        configured(plugin, "hi", ["command": ["echo", "hi"]])
-        #expect(content(plugin.load("hi", id: 1)) == "hi")
-        configured(plugin, "two", ["script": "printf 'a\\n\\n'"])
-        #expect(content(plugin.load("two", id: 2)) == "a\n")
-    }
-
-    @Test func linesOutputIsAnArrayOfLines() throws {
-        let plugin = try plugin()
-        configured(plugin, "lines", ["command": ["printf", "one\\ntwo\\nthree\\n"], "parse": "lines"])
-        #expect(content(plugin.load("lines", id: 1)) == ["one", "two", "three"])
-    }
-
-    @Test func jsonOutputIsParsedAndAFailureSaysWhy() throws {
-        let plugin = try plugin()
-        configured(plugin, "good", ["script": "echo '{\"a\": [1, true]}'", "parse": "json"])
-        #expect(content(plugin.load("good", id: 1)) == ["a": [1, true]])
-
-        configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
-        let failure = error(plugin.load("bad", id: 2))
-        #expect(failure?.message.hasPrefix("stdout is not JSON") == true, "\(String(describing: failure))")
-        #expect(failure?.code == "parseFailed")
-    }
-
-    @Test func yamlOutputIsParsed() throws {
-        let plugin = try plugin()
-        configured(plugin, "yaml", ["script": "printf 'name: x\\ncount: 3\\nflag: on\\n'", "parse": "yaml"])
-        #expect(content(plugin.load("yaml", id: 1)) == ["name": "x", "count": 3, "flag": "on"])
-    }
-
     @Test func nonZeroExitCarriesStatusAndStderrTail() throws {
         let plugin = try plugin()
         configured(plugin, "fail", ["script": "echo noise >&2; echo 'disk is full' >&2; exit 3"])
@@ -115,14 +60,6 @@ import Testing
         #expect(failure?.exitStatus == 3)
         #expect(failure?.message.hasPrefix("exited with status 3: ") == true, "\(String(describing: failure))")
         #expect(failure?.message.hasSuffix("disk is full") == true, "\(String(describing: failure))")
-    }
-
-    @Test func missingCommandIsAClearError() throws {
-        let plugin = try plugin()
-        configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
-        let failure = error(plugin.load("missing", id: 1))
-        #expect(failure?.code == "commandNotFound")
-        #expect(failure?.message.contains("hammock-no-such-command-xyz") == true)
     }
 
     @Test func timeoutEndsTheWholeProcessGroup() throws {
@@ -249,6 +186,25 @@ import Testing
         #expect(content(plugin.next { $0.loadID == nil }) == ["i": 2])
         #expect(content(plugin.load("s", id: 4)) == ["i": 2])
         plugin.send(.remove(source: "s"))
+    }
+
+    @Test func aBlankStreamLineIsAnEmptyTextValue() throws {
+        let plugin = try plugin()
+        configured(plugin, "blank", ["script": "echo status; sleep 0.2; echo; sleep 30", "mode": "stream"])
+        #expect(content(plugin.load("blank", id: 1)) == "status")
+        #expect(plugin.next { $0.loadID == nil } == .newData(id: nil, source: "blank", content: "", etag: nil, lastModified: nil))
+        plugin.send(.remove(source: "blank"))
+    }
+
+    @Test func aStreamLinePastMaxBytesEndsTheCommandWithoutWaitingForItsEnd() throws {
+        let plugin = try plugin()
+        // The line never ends: the command is ended as soon as the line is too long.
+        configured(plugin, "long", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "mode": "stream", "maxBytes": "1KiB"])
+        let started = Date()
+        let failure = error(plugin.load("long", id: 1))
+        #expect(failure == SourceError(message: "a line exceeded maxBytes (1024 bytes); the command was ended", code: "outputTooLarge"))
+        #expect(Date().timeIntervalSince(started) < 10, "the command was not ended")
+        plugin.send(.remove(source: "long"))
     }
 
     @Test func closingInputEndsThePluginAndItsStreamCommand() throws {

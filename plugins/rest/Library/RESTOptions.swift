@@ -49,8 +49,9 @@ struct RESTOptions: Sendable {
         for header in headers {
             if header.name.isEmpty || !header.name.utf8.allSatisfy(isTokenByte) {
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "\"\(header.name)\" is not a valid HTTP header name")
-            } else if header.value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                // The value itself is never quoted: it may hold a secret.
+            } else if header.value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n". The value
+                // itself is never quoted: it may hold a secret.
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "the value of header \(header.name) must be one line")
             }
         }
@@ -110,7 +111,7 @@ struct RESTOptions: Sendable {
             candidate.replaceSubrange(open.lowerBound..<close.upperBound, with: "x")
         }
         guard !candidate.isEmpty else { return "url must not be empty" }
-        if candidate.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
+        if candidate.unicodeScalars.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
             return "url must not contain spaces (write them as %20)"
         }
         if opensWithTemplate { return nil }
