@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockPluginKit
 import Testing
 
 @testable import HammockFilePlugin
@@ -108,6 +109,11 @@ import Testing
 
 /// What counts as a change worth a push, in-process over a real file.
 @Suite struct ChangeFilterTests {
+    private func content(_ result: PluginLoadResult?) -> JSONValue? {
+        guard case .newData(let content, _, _)? = result else { return nil }
+        return content
+    }
+
     @Test func theSameBytesOrTheSameFailureAreNoChange() async throws {
         let directory = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -115,19 +121,11 @@ import Testing
         try Data(#"{"v": 1}"#.utf8).write(to: file)
         let filter = ChangeFilter(options: try FileOptions(["path": .string(file.path)], home: nil, workingDirectory: "/"))
 
-        guard case .newData(let first, _, _) = await filter.read() else {
-            Issue.record("the first read failed")
-            return
-        }
-        #expect(first == ["v": 1])
+        #expect(content(await filter.read()) == ["v": 1])
         #expect(await filter.readIfChanged() == nil, "what the engine has already is no change")
 
         try Data(#"{"v": 2}"#.utf8).write(to: file)
-        guard case .newData(let second, _, _)? = await filter.readIfChanged() else {
-            Issue.record("a change was missed")
-            return
-        }
-        #expect(second == ["v": 2])
+        #expect(content(await filter.readIfChanged()) == ["v": 2])
         #expect(await filter.readIfChanged() == nil)
 
         try FileManager.default.removeItem(at: file)
@@ -139,11 +137,7 @@ import Testing
         #expect(await filter.readIfChanged() == nil, "the same failure again is no change")
 
         try Data(#"{"v": 2}"#.utf8).write(to: file)
-        guard case .newData(let back, _, _)? = await filter.readIfChanged() else {
-            Issue.record("the file's return was missed")
-            return
-        }
-        #expect(back == ["v": 2])
+        #expect(content(await filter.readIfChanged()) == ["v": 2], "the file's return")
     }
 
     @Test func withoutWatchingALoadRemembersNothing() async throws {
