@@ -136,7 +136,7 @@ let package = Package(
             dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
         ),
         // In-process tests of each plugin's logic and of the kit; HammockPluginTests drives the executables.
-        .testTarget(name: "HammockPluginKitTests", dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"]),
+        .testTarget(name: "HammockPluginKitTests", dependencies: ["HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML"]),
         .testTarget(
             name: "HammockShellPluginTests",
             dependencies: ["HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON"]

@@ -163,21 +163,29 @@ public func pluginLog(_ message: String) {
 /// is a small `tooLarge` error for the same load or source, so the failure is that source's alone.
 final class PluginOutput: Sendable {
     private let lock = NSLock()
+    /// Where each whole line goes: stdout, or a test's list of lines.
+    private let writeLine: @Sendable ([UInt8]) -> Void
+
+    init(writeLine: @escaping @Sendable ([UInt8]) -> Void = PluginOutput.writeToStandardOutput) {
+        self.writeLine = writeLine
+    }
 
     func send(_ message: PluginMessage) {
         var line = message.line
         if line.count - 1 > maximumPluginLineLength { line = Self.replacement(for: message, length: line.count - 1).line }
-        lock.withLock {
-            line.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                    if written < 0 {
-                        if errno == EINTR || errno == EAGAIN { continue }
-                        exit(0)  // the engine is gone: nobody is left to serve
-                    }
-                    offset += written
+        lock.withLock { writeLine(line) }
+    }
+
+    private static func writeToStandardOutput(_ line: [UInt8]) {
+        line.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    exit(0)  // the engine is gone: nobody is left to serve
                 }
+                offset += written
             }
         }
     }
