@@ -33,7 +33,7 @@ public struct LineSplitter: Sendable {
     /// if it ever does (a command printing a gigabyte of zeros).
     public var isDroppingLine: Bool { skipped > 0 }
 
-    /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
+    /// Feeds bytes; calls `emit` for every line completed by them.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (Piece) throws -> Void) rethrows {
         guard let base = bytes.baseAddress else { return }
         var start = 0
