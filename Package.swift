@@ -10,7 +10,9 @@ import PackageDescription
 //   HammockEngine    the edges: stdout writer, stdin reader, signals, timers, plugin processes.
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   hammock          the command-line interface.
-//   plugins/*        the shipped plugin executables, one folder each.
+//   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
+//                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
+//                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
 //                    /proc helpers, test files.
 let package = Package(
@@ -85,22 +87,33 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(
-            name: "hammock-plugin-shell",
+        // Each shipped plugin is a library holding its logic, tested in-process, and a thin executable.
+        .target(
+            name: "HammockShellPlugin",
             dependencies: [
-                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML",
+                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            path: "plugins/shell"
+            path: "plugins/shell/Library"
+        ),
+        .executableTarget(
+            name: "hammock-plugin-shell",
+            dependencies: ["HammockShellPlugin", "HammockPluginKit"],
+            path: "plugins/shell/Executable"
+        ),
+        .target(
+            name: "HammockFilePlugin",
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"],
+            path: "plugins/file/Library"
         ),
         .executableTarget(
             name: "hammock-plugin-file",
-            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"],
-            path: "plugins/file"
+            dependencies: ["HammockFilePlugin", "HammockPluginKit"],
+            path: "plugins/file/Executable"
         ),
-        .executableTarget(
-            name: "hammock-plugin-rest",
+        .target(
+            name: "HammockRESTPlugin",
             dependencies: [
                 "HammockPluginKit", "HammockCore", "HammockJSON",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -109,8 +122,12 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
-            path: "plugins/rest",
-            exclude: ["README.md"]
+            path: "plugins/rest/Library"
+        ),
+        .executableTarget(
+            name: "hammock-plugin-rest",
+            dependencies: ["HammockRESTPlugin", "HammockPluginKit"],
+            path: "plugins/rest/Executable"
         ),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
@@ -122,6 +139,25 @@ let package = Package(
         .testTarget(
             name: "HammockPluginTests",
             dependencies: ["HammockTestSupport", "HammockJSON", "HammockProtocol", "HammockCore"]
+        ),
+        // In-process tests of each plugin's logic and of the kit; HammockPluginTests drives the executables.
+        .testTarget(name: "HammockPluginKitTests", dependencies: ["HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML"]),
+        .testTarget(
+            name: "HammockShellPluginTests",
+            dependencies: ["HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON"]
+        ),
+        .testTarget(
+            name: "HammockFilePluginTests",
+            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON"]
+        ),
+        .testTarget(
+            name: "HammockRESTPluginTests",
+            dependencies: [
+                "HammockRESTPlugin", "HammockPluginKit", "HammockCore", "HammockJSON",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "HammockEndToEndTests",

@@ -2,7 +2,7 @@
 
 /// Parses the configuration's durations: `250ms`, `5s`, `2m`, `1h`, `1.5s`, and combinations like `1m30s`.
 public func parseDuration(_ text: String) -> Result<Duration, DurationProblem> {
-    let trimmed = text.trimmingCharacters(in: " ")
+    let trimmed = text.trimming { $0 == " " }
     guard !trimmed.isEmpty else { return .failure(DurationProblem("expected a duration such as 250ms, 5s, 2m or 1h")) }
     // Only digits make "a number without a unit": `nan` and `inf` are no numbers a person meant.
     if trimmed.first.map({ $0.isNumber || $0 == "." }) == true, Double(trimmed) != nil {
@@ -51,12 +51,3 @@ public struct DurationProblem: Error, Sendable, Equatable {
 }
 
 private let durationUnits: [String: Double] = ["ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000]
-
-extension String {
-    fileprivate func trimmingCharacters(in character: Character) -> String {
-        var slice = Substring(self)
-        while slice.first == character { slice.removeFirst() }
-        while slice.last == character { slice.removeLast() }
-        return String(slice)
-    }
-}

@@ -34,8 +34,8 @@ public struct OptionReader: Sendable {
     }
 
     /// Throws the collected problems, if any.
-    public func finish() throws(InvalidOptions) {
-        if !problems.isEmpty { throw InvalidOptions(problems: problems) }
+    public func finish() throws(OptionProblems) {
+        if !problems.isEmpty { throw OptionProblems(problems: problems) }
     }
 
     public func has(_ key: String) -> Bool { options[key] != nil }

@@ -27,7 +27,7 @@ import HammockProtocol
 public enum Plugin {
     public static func run(
         kinds: [String], version: String, onShutdown: @escaping @Sendable () async -> Void = {},
-        makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+        makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async -> Never {
         let parentAtStart = getppid()
         // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
@@ -163,21 +163,29 @@ public func pluginLog(_ message: String) {
 /// is a small `tooLarge` error for the same load or source, so the failure is that source's alone.
 final class PluginOutput: Sendable {
     private let lock = NSLock()
+    /// Where each whole line goes: stdout, or a test's list of lines.
+    private let writeLine: @Sendable ([UInt8]) -> Void
+
+    init(writeLine: @escaping @Sendable ([UInt8]) -> Void = PluginOutput.writeToStandardOutput) {
+        self.writeLine = writeLine
+    }
 
     func send(_ message: PluginMessage) {
         var line = message.line
         if line.count - 1 > maximumPluginLineLength { line = Self.replacement(for: message, length: line.count - 1).line }
-        lock.withLock {
-            line.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                    if written < 0 {
-                        if errno == EINTR || errno == EAGAIN { continue }
-                        exit(0)  // the engine is gone: nobody is left to serve
-                    }
-                    offset += written
+        lock.withLock { writeLine(line) }
+    }
+
+    private static func writeToStandardOutput(_ line: [UInt8]) {
+        line.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    exit(0)  // the engine is gone: nobody is left to serve
                 }
+                offset += written
             }
         }
     }
@@ -215,7 +223,7 @@ actor PluginDispatcher {
     let kinds: [String]
     let version: String
     let output: PluginOutput
-    let makeSource: @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+    let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
     private var loads: [Int: (source: String, task: Task<Void, Never>)] = [:]
     /// Pushes of each source that wait, in order, for that source's loads in flight to be answered.
@@ -226,7 +234,7 @@ actor PluginDispatcher {
 
     init(
         kinds: [String], version: String, output: PluginOutput,
-        makeSource: @escaping @Sendable (SourceSetup) async throws(InvalidOptions) -> any PluginSource
+        makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) {
         self.kinds = kinds
         self.version = version
@@ -240,7 +248,7 @@ actor PluginDispatcher {
             output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
-            do throws(InvalidOptions) {
+            do throws(OptionProblems) {
                 let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, dispatcher: self))
                 sources[id] = try await makeSource(setup)
                 output.send(.configured(source: id))

@@ -56,9 +56,3 @@ public struct PushChannel: Sendable {
         await dispatcher.push(.pushedError(source: source, error: error), for: source)
     }
 }
-
-/// A plugin's options were not acceptable; each problem names the option by JSON Pointer.
-public struct InvalidOptions: Error, Sendable {
-    public var problems: [OptionProblem]
-    public init(problems: [OptionProblem]) { self.problems = problems }
-}

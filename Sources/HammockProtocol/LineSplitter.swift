@@ -6,6 +6,9 @@ import Glibc
 /// must not let the other side grow its memory without bound by never sending a newline. Of a line too long
 /// it can keep the first `headLength` bytes, so that the reader can tell what the line was about (the
 /// engine fails the one load or source a plugin's oversized answer names).
+///
+/// Empty lines say nothing in the protocol and are passed over, unless `keepsEmptyLines` (a shell command's
+/// blank line in a text stream is a value: the empty string).
 public struct LineSplitter: Sendable {
     public enum Piece: Sendable, Equatable {
         case line([UInt8])
@@ -15,16 +18,22 @@ public struct LineSplitter: Sendable {
 
     public let maximumLineLength: Int
     public let headLength: Int
+    public let keepsEmptyLines: Bool
     private var line: [UInt8] = []
     private var head: [UInt8] = []
     private var skipped = 0
 
-    public init(maximumLineLength: Int, headLength: Int = 0) {
+    public init(maximumLineLength: Int, headLength: Int = 0, keepsEmptyLines: Bool = false) {
         self.maximumLineLength = maximumLineLength
         self.headLength = headLength
+        self.keepsEmptyLines = keepsEmptyLines
     }
 
-    /// Feeds bytes; calls `emit` for every line completed by them (empty lines are passed over).
+    /// Whether the line being fed is already too long: for a reader that must act before its newline comes,
+    /// if it ever does (a command printing a gigabyte of zeros).
+    public var isDroppingLine: Bool { skipped > 0 }
+
+    /// Feeds bytes; calls `emit` for every line completed by them.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (Piece) throws -> Void) rethrows {
         guard let base = bytes.baseAddress else { return }
         var start = 0
@@ -45,23 +54,23 @@ public struct LineSplitter: Sendable {
             } else {
                 line.append(contentsOf: piece)
             }
-            if newline != nil { try finishLine(emit) }
+            if newline != nil { try finishLine(emit, atNewline: true) }
             start = end + 1
         }
     }
 
     /// The input ended: a last line without a newline still counts.
     public mutating func finish(emit: (Piece) throws -> Void) rethrows {
-        try finishLine(emit)
+        try finishLine(emit, atNewline: false)
     }
 
-    private mutating func finishLine(_ emit: (Piece) throws -> Void) rethrows {
+    private mutating func finishLine(_ emit: (Piece) throws -> Void, atNewline: Bool) rethrows {
         if skipped > 0 {
             let (length, kept) = (skipped, head)
             skipped = 0
             head = []
             try emit(.tooLong(length: length, head: kept))
-        } else if !line.isEmpty {
+        } else if !line.isEmpty || (atNewline && keepsEmptyLines) {
             let complete = line
             line.removeAll(keepingCapacity: true)
             try emit(.line(complete))

@@ -41,44 +41,7 @@ import Testing
         #expect(await plugin.configure("f", ["path": "/tmp/x.json", "maxBytes": "64KiB", "debounce": "20ms"]) == .configured(source: "f"))
     }
 
-    @Test func emptyPathIsInvalid() async throws {
-        let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = await plugin.hello()
-        guard case .invalid(_, let errors)? = await plugin.configure("f", ["path": ""]) else {
-            Issue.record("expected invalid")
-            return
-        }
-        #expect(errors.map(\.pointer.description) == ["/path"])
-    }
-
     // MARK: - Loads
-
-    @Test func loadsEachFormatAndGuessesByExtension() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try write("{\"a\": [1, 2.5, \"x\"], \"b\": null}\n", to: directory.appendingPathComponent("data.json"))
-        try write("name: demo\ncount: 3\non: yes\nlist: [a, 1.5, true, ~]\n", to: directory.appendingPathComponent("data.yaml"))
-        try write("k: v\n", to: directory.appendingPathComponent("short.YML"))
-        try write("hello world\n", to: directory.appendingPathComponent("note.txt"))
-        try write("one\n\r\nthree\r\n", to: directory.appendingPathComponent("list.conf"))
-
-        let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = await plugin.hello()
-        let cases: [(String, JSONValue, JSONValue)] = [
-            ("json", ["path": path(directory, "data.json")], ["a": [1, 2.5, "x"], "b": nil]),
-            ("yaml", ["path": path(directory, "data.yaml")], ["name": "demo", "count": 3, "on": "yes", "list": ["a", 1.5, true, nil]]),
-            ("yml", ["path": path(directory, "short.YML")], ["k": "v"]),
-            ("text", ["path": path(directory, "note.txt")], "hello world"),
-            ("other", ["path": path(directory, "list.conf")], "one\n\r\nthree"),
-            ("lines", ["path": path(directory, "list.conf"), "parse": "lines"], ["one", "", "three"]),
-            ("forcedText", ["path": path(directory, "data.json"), "parse": "text"], "{\"a\": [1, 2.5, \"x\"], \"b\": null}"),
-        ]
-        for (index, (source, options, expected)) in cases.enumerated() {
-            #expect(await plugin.configure(source, options) == .configured(source: source))
-            let answer = await plugin.load(source, id: index + 1)
-            #expect(answer == .newData(id: index + 1, source: source, content: expected, etag: nil, lastModified: nil), "\(source)")
-        }
-    }
 
     @Test func tildeIsTheHomeDirectory() async throws {
         let directory = try makeTemporaryDirectory()
@@ -88,59 +51,6 @@ import Testing
         _ = await plugin.hello()
         #expect(await plugin.configure("f", ["path": "~/home.json"]) == .configured(source: "f"))
         #expect(await plugin.load("f", id: 1) == .newData(id: 1, source: "f", content: [1], etag: nil, lastModified: nil))
-    }
-
-    @Test func missingFileIsFileMissingNamingThePath() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = await plugin.hello()
-        let missing = directory.appendingPathComponent("absent.json").path
-        #expect(await plugin.configure("f", ["path": .string(missing)]) == .configured(source: "f"))
-        let error = try #require(await loadError(plugin, "f", id: 1))
-        #expect(error.code == .fileMissing)
-        #expect(error.message.contains(missing))
-    }
-
-    @Test func fileLargerThanMaxBytesIsAnError() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try write(String(repeating: "x", count: 100), to: directory.appendingPathComponent("big.txt"))
-        let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = await plugin.hello()
-        #expect(await plugin.configure("small", ["path": path(directory, "big.txt"), "maxBytes": 99]) == .configured(source: "small"))
-        let error = try #require(await loadError(plugin, "small", id: 1))
-        #expect(error.code == .tooLarge)
-        #expect(error.message.contains("99"))
-
-        // Exactly at the limit is fine; so is a size string.
-        #expect(await plugin.configure("exact", ["path": path(directory, "big.txt"), "maxBytes": 100]) == .configured(source: "exact"))
-        #expect(await plugin.load("exact", id: 2)?.isNewData == true)
-        #expect(await plugin.configure("sized", ["path": path(directory, "big.txt"), "maxBytes": "1KiB"]) == .configured(source: "sized"))
-        #expect(await plugin.load("sized", id: 3)?.isNewData == true)
-    }
-
-    @Test func parseFailuresSayWhatAndWhere() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try write("{\"a\":\n  tru}", to: directory.appendingPathComponent("bad.json"))
-        try write("a: [1, 2\nb: 3\n", to: directory.appendingPathComponent("bad.yaml"))
-        try Data([0x61, 0x62, 0xFF, 0x63]).write(to: directory.appendingPathComponent("bad.txt"))
-        let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        _ = await plugin.hello()
-        #expect(await plugin.configure("json", ["path": path(directory, "bad.json")]) == .configured(source: "json"))
-        #expect(await plugin.configure("yaml", ["path": path(directory, "bad.yaml")]) == .configured(source: "yaml"))
-        #expect(await plugin.configure("text", ["path": path(directory, "bad.txt")]) == .configured(source: "text"))
-
-        let json = try #require(await loadError(plugin, "json", id: 1))
-        #expect(json.message.hasPrefix("not JSON: "))
-        #expect(json.message.contains("at byte 8 (line 2, column 3)"))
-        #expect(json.code == .parseFailed)
-        let yaml = try #require(await loadError(plugin, "yaml", id: 2))
-        #expect(yaml.message.hasPrefix("not YAML: "))
-        #expect(yaml.message.contains("line "))
-        let text = try #require(await loadError(plugin, "text", id: 3))
-        #expect(text.message == "not UTF-8 text: invalid byte at byte 2")
     }
 
     // MARK: - Watching
@@ -414,10 +324,6 @@ import Testing
     private func loadError(_ plugin: PluginProcess, _ source: String, id: Int) async -> SourceError? {
         if case .error(_, _, let error)? = await plugin.load(source, id: id) { return error }
         return nil
-    }
-
-    private func path(_ directory: URL, _ name: String) -> JSONValue {
-        .string(directory.appendingPathComponent(name).path)
     }
 
     /// Truncate and write in place, as `echo … > file` does (no temporary file, no rename).

@@ -34,11 +34,6 @@ import Testing
         }
     }
 
-    private func problems(_ message: PluginMessage?) -> [String: String] {
-        guard case .invalid(_, let errors) = message else { return [:] }
-        return Dictionary(errors.map { ($0.pointer.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
-    }
-
     /// Waits until `condition` holds, for at most `seconds`.
     private func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
         (try? await ProcessTable.eventually(within: .milliseconds(Int(seconds * 1000)), condition)) ?? condition()
@@ -58,58 +53,6 @@ import Testing
         #expect(await plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
     }
 
-    @Test func reportsEveryOptionProblemByPointer() async throws {
-        let plugin = try await plugin()
-        let neither = problems(await plugin.configure("neither", ["parse": "text"]))
-        #expect(neither[""]?.contains("needs \"command\"") == true, "\(neither)")
-
-        let both = problems(await plugin.configure("both", ["command": ["true"], "script": "true"]))
-        #expect(both["/script"]?.contains("not both") == true, "\(both)")
-
-        let several = problems(await plugin.configure("several", ["comand": ["ls"], "parse": "xml", "maxBytes": "lots"]))
-        #expect(several["/comand"]?.contains("did you mean \"command\"") == true, "\(several)")
-        #expect(several["/parse"] != nil, "\(several)")
-        #expect(several["/maxBytes"] != nil, "\(several)")
-        #expect(several[""] != nil, "no command and no script: \(several)")
-
-        let streamLines = problems(await plugin.configure("streamLines", ["script": "true", "mode": "stream", "parse": "lines"]))
-        #expect(streamLines.keys.sorted() == ["/parse"], "\(streamLines)")
-
-        let badTypes = problems(await plugin.configure("badTypes", ["command": ["ls", 3], "env": ["A": ["x"]], "mode": "watch"]))
-        #expect(badTypes.keys.sorted() == ["/command/1", "/env/A", "/mode"], "\(badTypes)")
-    }
-
-    @Test func textOutputLosesOneTrailingNewline() async throws {
-        let plugin = try await plugin()
-        await configured(plugin, "hi", ["command": ["echo", "hi"]])
-        #expect(content(await plugin.load("hi", id: 1)) == "hi")
-        await configured(plugin, "two", ["script": "printf 'a\\n\\n'"])
-        #expect(content(await plugin.load("two", id: 2)) == "a\n")
-    }
-
-    @Test func linesOutputIsAnArrayOfLines() async throws {
-        let plugin = try await plugin()
-        await configured(plugin, "lines", ["command": ["printf", "one\\ntwo\\nthree\\n"], "parse": "lines"])
-        #expect(content(await plugin.load("lines", id: 1)) == ["one", "two", "three"])
-    }
-
-    @Test func jsonOutputIsParsedAndAFailureSaysWhy() async throws {
-        let plugin = try await plugin()
-        await configured(plugin, "good", ["script": "echo '{\"a\": [1, true]}'", "parse": "json"])
-        #expect(content(await plugin.load("good", id: 1)) == ["a": [1, true]])
-
-        await configured(plugin, "bad", ["script": "echo 'not json'", "parse": "json"])
-        let failure = error(await plugin.load("bad", id: 2))
-        #expect(failure?.message.hasPrefix("stdout is not JSON") == true, "\(String(describing: failure))")
-        #expect(failure?.code == .parseFailed)
-    }
-
-    @Test func yamlOutputIsParsed() async throws {
-        let plugin = try await plugin()
-        await configured(plugin, "yaml", ["script": "printf 'name: x\\ncount: 3\\nflag: on\\n'", "parse": "yaml"])
-        #expect(content(await plugin.load("yaml", id: 1)) == ["name": "x", "count": 3, "flag": "on"])
-    }
-
     @Test func nonZeroExitCarriesStatusAndStderrTail() async throws {
         let plugin = try await plugin()
         await configured(plugin, "fail", ["script": "echo noise >&2; echo 'disk is full' >&2; exit 3"])
@@ -117,14 +60,6 @@ import Testing
         #expect(failure?.exitStatus == 3)
         #expect(failure?.message.hasPrefix("exited with status 3: ") == true, "\(String(describing: failure))")
         #expect(failure?.message.hasSuffix("disk is full") == true, "\(String(describing: failure))")
-    }
-
-    @Test func missingCommandIsAClearError() async throws {
-        let plugin = try await plugin()
-        await configured(plugin, "missing", ["command": ["hammock-no-such-command-xyz"]])
-        let failure = error(await plugin.load("missing", id: 1))
-        #expect(failure?.code == .commandNotFound)
-        #expect(failure?.message.contains("hammock-no-such-command-xyz") == true)
     }
 
     @Test func timeoutEndsTheWholeProcessGroup() async throws {
@@ -252,6 +187,25 @@ import Testing
         #expect(content(await plugin.next { $0.loadID == nil }) == ["i": 2])
         #expect(content(await plugin.load("s", id: 4)) == ["i": 2])
         plugin.send(.remove(source: "s"))
+    }
+
+    @Test func aBlankStreamLineIsAnEmptyTextValue() async throws {
+        let plugin = try await plugin()
+        await configured(plugin, "blank", ["script": "echo status; sleep 0.2; echo; sleep 30", "mode": "stream"])
+        #expect(content(await plugin.load("blank", id: 1)) == "status")
+        #expect(await plugin.next { $0.loadID == nil } == .pushedData(source: "blank", content: ""))
+        plugin.send(.remove(source: "blank"))
+    }
+
+    @Test func aStreamLinePastMaxBytesEndsTheCommandWithoutWaitingForItsEnd() async throws {
+        let plugin = try await plugin()
+        // The line never ends: the command is ended as soon as the line is too long.
+        await configured(plugin, "long", ["script": "head -c 100000 /dev/zero | tr '\\0' a; sleep 30", "mode": "stream", "maxBytes": "1KiB"])
+        let started = Date()
+        let failure = error(await plugin.load("long", id: 1))
+        #expect(failure == SourceError(message: "a line exceeded maxBytes (1024 bytes); the command was ended", code: .outputTooLarge))
+        #expect(Date().timeIntervalSince(started) < 10, "the command was not ended")
+        plugin.send(.remove(source: "long"))
     }
 
     @Test func closingInputEndsThePluginAndItsStreamCommand() async throws {

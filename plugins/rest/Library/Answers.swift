@@ -40,15 +40,16 @@ func parseContent(_ bytes: [UInt8], contentType: String?, as parse: RESTOptions.
                 SourceError(message: "\(what) is not JSON: \(error.message) at byte \(skipped + error.offset)", code: .parseFailed))
         }
     case .text:
-        guard let text = String(validating: body, as: UTF8.self) else {
+        // Like a shell's $(…): a final newline (\n or \r\n) is not part of the value. Cut as bytes: Swift
+        // takes "\r\n" as one Character, which a String's hasSuffix("\n") does not find.
+        var end = body.endIndex
+        if end > body.startIndex, body[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+        if end > body.startIndex, body[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        guard let text = String(validating: body[..<end], as: UTF8.self) else {
             let what = type.map { "the answer (Content-Type \($0))" } ?? "the answer"
             return .failure(SourceError(message: "\(what) is not UTF-8 text; set parse: json, or fetch text", code: .parseFailed))
         }
-        // Like a shell's $(…): a final newline is not part of the value.
-        var trimmed = Substring(text)
-        if trimmed.hasSuffix("\n") { trimmed = trimmed.dropLast() }
-        if trimmed.hasSuffix("\r") { trimmed = trimmed.dropLast() }
-        return .success(.string(String(trimmed)))
+        return .success(.string(text))
     }
 }
 

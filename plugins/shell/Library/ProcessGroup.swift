@@ -140,13 +140,3 @@ private func processStateAndGroup(_ pid: String) -> (Character, pid_t)? {
     }
     return (Character(UnicodeScalar(state)), group)
 }
-
-/// `SIGTERM` rather than `15`, for messages people read.
-func signalName(_ number: Int32) -> String {
-    let names: [Int32: String] = [
-        SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGABRT: "SIGABRT",
-        SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGPIPE: "SIGPIPE",
-        SIGALRM: "SIGALRM", SIGTERM: "SIGTERM", SIGUSR1: "SIGUSR1", SIGUSR2: "SIGUSR2",
-    ]
-    return names[number] ?? "signal \(number)"
-}

@@ -1,6 +1,7 @@
 import HammockCore
 import HammockJSON
 import HammockPluginKit
+import HammockProtocol
 import Subprocess
 
 /// `mode: stream`: one long-running command whose every stdout line is new content.
@@ -61,7 +62,7 @@ actor StreamSource: PluginSource {
                         guard (try? await Task.sleep(for: timeout)) != nil else { return }
                         self.resolve(
                             id,
-                            .error(SourceError(message: "no output within \(formatDuration(timeout))", code: .timeout)))
+                            .error(SourceError(message: "no output within \(timeout.humanReadable)", code: .timeout)))
                     }
                 }
                 waiting[id] = Waiter(continuation: continuation, timer: timer)
@@ -87,16 +88,33 @@ actor StreamSource: PluginSource {
             let handle = ProcessGroupHandle()
             guard await begin(handle) else { return }
             let started = ContinuousClock.now
-            var splitter = LineSplitter(maximumLength: options.maxBytes)
+            var splitter = LineSplitter(maximumLineLength: options.maxBytes, keepsEmptyLines: true)
             let result = await runCommand(options, configuration, handle: handle) { bytes in
-                guard let lines = splitter.append(bytes) else {
+                // The lines before a too-long one are passed on; the command is ended at once, without
+                // waiting for the end of a line it may never finish.
+                var lines: [[UInt8]] = []
+                var tooLong = false
+                bytes.withUnsafeBytes { buffer in
+                    splitter.feed(buffer) { piece in
+                        switch piece {
+                        case .line(let line) where !tooLong: lines.append(line)
+                        case .line: break
+                        case .tooLong: tooLong = true
+                        }
+                    }
+                }
+                if !lines.isEmpty { await self.received(lines) }
+                guard !tooLong, !splitter.isDroppingLine else {
                     handle.endSoon(.lineTooLong)
                     return false
                 }
-                await self.received(lines)
                 return true
             }
-            if result.endReason != .lineTooLong, let last = splitter.remainder { await received([last]) }
+            if result.endReason != .lineTooLong {
+                var last: [[UInt8]] = []
+                splitter.finish { if case .line(let line) = $0 { last.append(line) } }
+                if !last.isEmpty { await received(last) }
+            }
             guard await ended(failure(of: result)) else { return }
             if ContinuousClock.now - started >= Self.healthyRun { delay = Self.initialDelay }
             await waitBeforeRestart(delay)
@@ -127,10 +145,10 @@ actor StreamSource: PluginSource {
     /// Takes the lines of one read. Every line is parsed, so a bad one is reported, but of good lines that
     /// arrived together only the last is passed on: the ones before it were replaced the moment they
     /// arrived, and pushing each would only make the engine show them for no time at all.
-    private func received(_ lines: [ArraySlice<UInt8>]) async {
+    private func received(_ lines: [[UInt8]]) async {
         var newest: JSONValue?
         for line in lines {
-            guard !stopped, let parsed = options.parse.parse(line: line) else { continue }
+            guard !stopped, let parsed = options.parse.parse(line: line[...]) else { continue }
             switch parsed {
             case .success(let content):
                 newest = content
@@ -186,31 +204,4 @@ actor StreamSource: PluginSource {
     private func answerWaiting(_ result: PluginLoadResult) {
         for id in waiting.keys { resolve(id, result) }
     }
-}
-
-/// Cuts a byte stream into lines, refusing to hold a line longer than the limit.
-struct LineSplitter {
-    let maximumLength: Int
-    private var pending: [UInt8] = []
-
-    init(maximumLength: Int) {
-        self.maximumLength = maximumLength
-    }
-
-    /// The complete lines so far, or nil when a line grew past the limit.
-    mutating func append(_ bytes: [UInt8]) -> [ArraySlice<UInt8>]? {
-        pending += bytes
-        var lines: [ArraySlice<UInt8>] = []
-        var start = pending.startIndex
-        while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-            lines.append(Array(pending[start..<newline])[...])
-            start = newline + 1
-        }
-        pending.removeSubrange(..<start)
-        if pending.count > maximumLength || lines.contains(where: { $0.count > maximumLength }) { return nil }
-        return lines
-    }
-
-    /// A last line the command did not end with a newline.
-    var remainder: ArraySlice<UInt8>? { pending.isEmpty ? nil : pending[...] }
 }

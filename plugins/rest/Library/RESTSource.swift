@@ -18,7 +18,7 @@ struct RESTSource: PluginSource {
     static let maximumRedirects = 10
     /// Enough of an error answer to find its message in.
     static let errorBodyLimit = 64 << 10
-    static let userAgent = "hammock-plugin-rest/\(pluginVersion)"
+    static let userAgent = "hammock-plugin-rest/\(RESTPlugin.version)"
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
         let timeout = request.timeout ?? Self.defaultTimeout
@@ -37,7 +37,7 @@ struct RESTSource: PluginSource {
             if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: .cancelled)) }
             return .error(
                 SourceError(
-                    message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanText)",
+                    message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanReadable)",
                     code: .timeout))
         }
     }
@@ -332,16 +332,6 @@ private func nioDeadline(_ deadline: ContinuousClock.Instant) -> NIODeadline {
     let (seconds, attoseconds) = remaining.components
     let nanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     return .now() + .nanoseconds(nanoseconds)
-}
-
-extension Duration {
-    /// `2s`, `1.5s`, `250ms`, as the user wrote them in the configuration.
-    var humanText: String {
-        let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
-        if milliseconds < 1000 { return "\(milliseconds)ms" }
-        return "\(Double(milliseconds) / 1000)s"
-    }
 }
 
 extension JSONValue {

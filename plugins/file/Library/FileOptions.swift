@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockCore
 import HammockPluginKit
 
 /// How a file's bytes become content.
@@ -34,7 +35,7 @@ struct FileOptions: Sendable {
     var maxBytes: Int
     var debounce: Duration
 
-    init(_ options: JSONValue, home: String?, workingDirectory: String) throws(InvalidOptions) {
+    init(_ options: JSONValue, home: String?, workingDirectory: String) throws(OptionProblems) {
         var reader = OptionReader(options, known: Self.known, kind: "file")
         let rawPath = reader.string("path", required: true)
         let parse = reader.choice("parse", ParseFormat.allCases.map(\.rawValue)).flatMap(ParseFormat.init(rawValue:))

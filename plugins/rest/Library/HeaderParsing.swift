@@ -55,21 +55,29 @@ func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
     return .milliseconds(Int64((seconds * 1000).rounded(.up)))
 }
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form a server may send today (RFC 9110 §5.6.7),
-/// plus the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`).
+/// An HTTP date in any of its three forms (RFC 9110 §5.6.7): IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`),
+/// the only one a server may send today, and the obsolete RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and
+/// asctime (`Sun Nov  6 08:49:37 1994`) forms, which a recipient must still accept.
 func parseHTTPDate(_ text: String) -> Date? {
     let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-    guard let comma = text.firstIndex(of: ",") else { return nil }
-    let parts = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
-    guard parts.count == 5, parts[4] == "GMT" || parts[4] == "UTC",
-        let day = Int(parts[0]), var year = Int(parts[2]),
-        let month = months.firstIndex(of: parts[1].lowercased())
+    let (dayText, monthText, yearText, clockText): (Substring, Substring, Substring, Substring)
+    if let comma = text.firstIndex(of: ",") {
+        let parts = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
+        guard parts.count == 5, parts[4] == "GMT" || parts[4] == "UTC" else { return nil }
+        (dayText, monthText, yearText, clockText) = (parts[0], parts[1], parts[2], parts[3])
+    } else {
+        // asctime has no zone: it is GMT.
+        let parts = text.split(separator: " ")
+        guard parts.count == 5 else { return nil }
+        (dayText, monthText, yearText, clockText) = (parts[2], parts[1], parts[4], parts[3])
+    }
+    guard let day = Int(dayText), var year = Int(yearText), let month = months.firstIndex(of: monthText.lowercased())
     else { return nil }
-    if parts[2].count == 2 { year += year < 70 ? 2000 : 1900 }
-    // A four-digit year, as both forms have: a year of twenty digits is no date, and the calendar's
+    if yearText.count == 2 { year += year < 70 ? 2000 : 1900 }
+    // A four-digit year, as the forms have: a year of twenty digits is no date, and the calendar's
     // arithmetic on it must not be what finds out.
     guard (1...9999).contains(year) else { return nil }
-    let clock = parts[3].split(separator: ":")
+    let clock = clockText.split(separator: ":")
     guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
         (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
     else { return nil }
@@ -88,7 +96,9 @@ func parseHTTPDate(_ text: String) -> Date? {
 /// The media type of a `Content-Type` value, lowercased, without parameters.
 func mediaType(_ contentType: String?) -> String? {
     guard let contentType else { return nil }
-    let type = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    // Empty pieces kept: in `; charset=utf-8` the type is missing, not `charset=utf-8`.
+    let type = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+        .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
     return type?.isEmpty == false ? type : nil
 }
 

@@ -25,7 +25,7 @@ struct ShellOptions: Sendable {
     static let keys = ["command", "script", "env", "cwd", "parse", "maxBytes", "mode"]
     static let defaultMaxBytes = 10 << 20
 
-    init(_ options: JSONValue) throws(InvalidOptions) {
+    init(_ options: JSONValue) throws(OptionProblems) {
         var reader = OptionReader(options, known: Self.keys, kind: "shell")
         if options.objectValue == nil {
             reader.problem(at: JSONPointer(tokens: []), "the options of a shell source must be a mapping, found \(options.kindName)")

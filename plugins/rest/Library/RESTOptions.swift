@@ -25,7 +25,7 @@ struct RESTOptions: Sendable {
     var followRedirects: Bool
     var paginate: Pagination?
 
-    init(_ options: JSONValue) throws(InvalidOptions) {
+    init(_ options: JSONValue) throws(OptionProblems) {
         var reader = OptionReader(options, known: Self.keys, kind: "rest")
         if options.objectValue == nil {
             reader.problem(at: JSONPointer(tokens: []), "the options of a rest source must be a mapping, found \(options.kindName)")
@@ -38,7 +38,7 @@ struct RESTOptions: Sendable {
             if Self.methods.contains(text.uppercased()) {
                 method = text.uppercased()
             } else {
-                let hint = closestMatch(to: text, among: Self.methods).map { " (did you mean \"\($0)\"?)" } ?? ""
+                let hint = didYouMean(text, among: Self.methods)
                 reader.problem("method", "method must be one of \(Self.methods.joined(separator: ", ")), found \"\(text)\"\(hint)")
             }
         }
@@ -49,8 +49,9 @@ struct RESTOptions: Sendable {
         for header in headers {
             if header.name.isEmpty || !header.name.utf8.allSatisfy(isTokenByte) {
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "\"\(header.name)\" is not a valid HTTP header name")
-            } else if header.value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                // The value itself is never quoted: it may hold a secret.
+            } else if header.value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                // Scalars, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n". The value
+                // itself is never quoted: it may hold a secret.
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "the value of header \(header.name) must be one line")
             }
         }
@@ -110,7 +111,7 @@ struct RESTOptions: Sendable {
             candidate.replaceSubrange(open.lowerBound..<close.upperBound, with: "x")
         }
         guard !candidate.isEmpty else { return "url must not be empty" }
-        if candidate.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
+        if candidate.unicodeScalars.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
             return "url must not contain spaces (write them as %20)"
         }
         if opensWithTemplate { return nil }
@@ -194,7 +195,7 @@ struct Pagination: Sendable {
             }
             return Pagination(style: .page(param: param, start: start, sizeParam: sizeParam, size: size), limit: limit, maxPages: maxPages)
         default:
-            let hint = closestMatch(to: styleName, among: ["link", "page"]).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let hint = didYouMean(styleName, among: ["link", "page"])
             reader.problem(at: at("style"), "paginate.style must be link or page, found \"\(styleName)\"\(hint)")
             return nil
         }

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+@testable import HammockRESTPlugin
+
+/// `Link`, `Retry-After`, HTTP dates and media types, in-process.
+@Suite struct LinkHeaderTests {
+    @Test func theNextTargetAmongOthers() {
+        let github = #"<https://api.github.com/r?page=2>; rel="next", <https://api.github.com/r?page=5>; rel="last""#
+        #expect(nextLink(in: [github]) == "https://api.github.com/r?page=2")
+        let nextLast = #"<https://h/r?page=1>; rel="first", <https://h/r?page=3>; rel="next""#
+        #expect(nextLink(in: [nextLast]) == "https://h/r?page=3")
+    }
+
+    @Test func relationsAreWordsInAnyCaseQuotedOrNot() {
+        #expect(nextLink(in: ["</p2>; rel=next"]) == "/p2")
+        #expect(nextLink(in: [#"</p2>; REL="Next""#]) == "/p2")
+        #expect(nextLink(in: [#"</p2>; rel="prefetch next""#]) == "/p2")
+        #expect(nextLink(in: [#"</p2> ; title="x" ; rel = "next""#]) == "/p2")
+        #expect(nextLink(in: [#"</p2>; rel="nextpage""#]) == nil)
+        #expect(nextLink(in: [#"</p2>; title="next""#]) == nil)
+    }
+
+    @Test func aCommaInsideQuotesDoesNotEndTheLink() {
+        #expect(nextLink(in: [#"</p1>; title="a, <b>"; rel="prev", </p2>; rel="next""#]) == "/p2")
+        #expect(nextLink(in: [#"</p1>; title="x, rel=next", </p3>; rel="last""#]) == nil)
+    }
+
+    @Test func aLinkInALaterHeaderValue() {
+        #expect(nextLink(in: [#"</p0>; rel="prev""#, #"</p2>; rel="next""#]) == "/p2")
+        #expect(nextLink(in: []) == nil)
+    }
+
+    @Test(arguments: ["", "garbage", "<unclosed; rel=next", "rel=next", "</p2>", "</p2>; rel"])
+    func garbageHasNoNextTarget(_ value: String) {
+        #expect(nextLink(in: [value]) == nil)
+    }
+
+    @Test func anEmptyTargetIsGivenAsWritten() {
+        // A reference to the page itself: the walk's visited set is what stops it.
+        #expect(nextLink(in: [#"<>; rel="next""#]) == "")
+    }
+}
+
+@Suite struct HTTPDateTests {
+    /// 1994-11-06T08:49:37Z, the RFC's own example.
+    private let example = Date(timeIntervalSince1970: 784_111_777)
+
+    @Test(arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT",  // IMF-fixdate
+        "Sunday, 06-Nov-94 08:49:37 GMT",  // RFC 850
+        "Sun Nov  6 08:49:37 1994",  // asctime
+        "Sun Nov 6 08:49:37 1994",
+        "Sun, 06 nov 1994 08:49:37 UTC",
+    ])
+    func everyFormOfTheSameInstant(_ text: String) {
+        #expect(parseHTTPDate(text) == example)
+    }
+
+    @Test func twoDigitYearsAreTheNearestCentury() {
+        #expect(parseHTTPDate("Thursday, 01-Jan-70 00:00:00 GMT") == Date(timeIntervalSince1970: 0))
+        #expect(parseHTTPDate("Sunday, 01-Jan-69 00:00:00 GMT") == Date(timeIntervalSince1970: 3_124_224_000))
+    }
+
+    @Test(arguments: [
+        "", "garbage", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Foo 1994 08:49:37 GMT",
+        "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 99999999999999999999 08:49:37 GMT", "Sun, 06 Nov 10000 08:49:37 GMT",
+        "Sun Nov  6 08:49:37", "Sun Nov  6 08:49:37 1994 GMT", "1994-11-06T08:49:37Z", "120",
+    ])
+    func garbageIsNoDate(_ text: String) {
+        #expect(parseHTTPDate(text) == nil)
+    }
+}
+
+@Suite struct RetryAfterTests {
+    private let now = Date(timeIntervalSince1970: 784_111_777)
+
+    @Test func secondsAreSeconds() {
+        #expect(retryAfter("120", now: now) == .seconds(120))
+        #expect(retryAfter(" 0 ", now: now) == .zero)
+    }
+
+    @Test func aLongWaitIsADayAtMost() {
+        #expect(retryAfter("86401", now: now) == .seconds(86_400))
+        #expect(retryAfter("99999999999999999999999", now: now) == .seconds(86_400), "digits past Int's range")
+    }
+
+    @Test func aDateIsTheTimeUntilItNeverLessThanNothing() {
+        #expect(retryAfter("Sun, 06 Nov 1994 08:51:37 GMT", now: now) == .seconds(120))
+        #expect(retryAfter("Sun Nov  6 08:49:38 1994", now: now) == .seconds(1))
+        #expect(retryAfter("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero)
+        #expect(retryAfter("Sun, 06 Nov 2094 08:00:00 GMT", now: now) == .seconds(86_400))
+        #expect(retryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: now.addingTimeInterval(-0.25)) == .milliseconds(250))
+    }
+
+    @Test(arguments: ["", "soon", "-5", "1.5", "5s", "+5", "0x10"])
+    func anythingElseIsNoAdvice(_ text: String) {
+        #expect(retryAfter(text, now: now) == nil)
+    }
+}
+
+@Suite struct MediaTypeTests {
+    @Test func theTypeWithoutParametersLowercased() {
+        #expect(mediaType("Application/JSON; charset=utf-8") == "application/json")
+        #expect(mediaType(" text/plain ") == "text/plain")
+        #expect(mediaType(nil) == nil)
+        #expect(mediaType("") == nil)
+        #expect(mediaType("; charset=utf-8") == nil)
+    }
+
+    @Test func jsonTypes() {
+        for type in ["application/json", "text/json", "application/vnd.github+json", "application/problem+json"] {
+            #expect(isJSONMediaType(type), "\(type)")
+        }
+        for type in ["text/plain", "application/jsonp", "text/html", "application/json-seq"] {
+            #expect(!isJSONMediaType(type), "\(type)")
+        }
+        #expect(!isJSONMediaType(nil))
+    }
+}

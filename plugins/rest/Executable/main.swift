@@ -1,0 +1,7 @@
+// hammock-plugin-rest: the `rest` kind; its logic is in the HammockRESTPlugin library, next door.
+import HammockPluginKit
+import HammockRESTPlugin
+
+await Plugin.run(
+    kinds: RESTPlugin.kinds, version: RESTPlugin.version, onShutdown: RESTPlugin.shutdown,
+    makeSource: RESTPlugin.makeSource)

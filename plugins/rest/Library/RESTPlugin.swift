@@ -1,0 +1,20 @@
+import HammockCore
+import HammockPluginKit
+
+/// The `rest` kind. Each load is one HTTP request (or one per page with `paginate:`), through one HTTP
+/// client shared by every source of the process: connections are pooled and kept alive across sources and
+/// loads, HTTP/2 is used where the server offers it, and TLS trusts the system's roots.
+public enum RESTPlugin {
+    public static let kinds = ["rest"]
+    public static let version = "0.1.0"
+    static let client = SharedHTTPClient()
+
+    public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {
+        RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client)
+    }
+
+    /// Closes the shared client, once every source has stopped.
+    public static func shutdown() async {
+        await client.shutdown()
+    }
+}

@@ -1,0 +1,5 @@
+// hammock-plugin-shell: the `shell` kind; its logic is in the HammockShellPlugin library, next door.
+import HammockPluginKit
+import HammockShellPlugin
+
+await Plugin.run(kinds: ShellPlugin.kinds, version: ShellPlugin.version, makeSource: ShellPlugin.makeSource)

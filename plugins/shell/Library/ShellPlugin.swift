@@ -1,0 +1,18 @@
+import HammockCore
+import HammockPluginKit
+
+/// The `shell` kind. Runs a command per load (`mode: poll`) or keeps one running and turns each line it
+/// prints into new content (`mode: stream`). Every command runs in a process group of its own, which the
+/// plugin ends as a whole on timeout, cancel, remove and shutdown.
+public enum ShellPlugin {
+    public static let kinds = ["shell"]
+    public static let version = "0.1.0"
+
+    public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {
+        let options = try ShellOptions(setup.options)
+        switch options.mode {
+        case .poll: return PollSource(options: options)
+        case .stream: return StreamSource(options: options, push: setup.push)
+        }
+    }
+}
