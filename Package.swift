@@ -118,6 +118,11 @@ let package = Package(
             name: "HammockPluginTests",
             dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
         ),
+        // The engine's edge in memory: stdout's writer over an in-memory transport, stdin's control lines.
+        .testTarget(
+            name: "HammockEngineTests",
+            dependencies: ["HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol"]
+        ),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockJSON"]

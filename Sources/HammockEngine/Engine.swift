@@ -137,8 +137,6 @@ public final class Engine: Sendable {
         }
     }
 
-    /// A control line longer than this is refused rather than buffered.
-    static let maximumControlLineLength = 1 << 20
 
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     ///
@@ -163,6 +161,7 @@ public final class Engine: Sendable {
         let writer = OutputWriter(secrets: standardError.secrets) {
             if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
         }
+        let writing = Task { await writer.run() }
         let reloadWasAsked = signals.route { number in
             switch number {
             case SIGHUP: inbox.yield(.reload)
@@ -175,27 +174,8 @@ public final class Engine: Sendable {
         if reloadWasAsked { inbox.yield(.reload) }
 
         let controls = ControlMailbox()
-        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: Self.maximumControlLineLength, name: "hammock.stdin") {
-            event in
-            let entry: ControlMailbox.Entry
-            var key: String?
-            var cost = 0
-            switch event {
-            case .line(let bytes):
-                cost = bytes.count
-                do throws(ControlLineError) {
-                    let command = try ControlCommand(line: bytes)
-                    entry = .command(command)
-                    key = command.coalescingKey
-                } catch {
-                    entry = .invalid(error.message)
-                }
-            case .tooLong(let length):
-                entry = .invalid("control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored")
-            case .end:
-                return  // the end of stdin is not a reason to stop: the consumer may only read
-            }
-            if controls.put(entry, key: key, cost: cost) { inbox.yield(.controls) }
+        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength, name: "hammock.stdin") {
+            if controls.receive($0) { inbox.yield(.controls) }
         }
 
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
@@ -383,7 +363,9 @@ public final class Engine: Sendable {
         if let stopped {
             logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
-        return finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
+        let status = await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
+        await writing.value
+        return status
     }
 
     /// Writes what is left for the consumer and decides the exit status.
@@ -394,9 +376,9 @@ public final class Engine: Sendable {
     /// number, and stderr says why.
     private func finishOutput(
         _ writer: OutputWriter, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
-    ) -> Int32 {
+    ) async -> Int32 {
         if isFinished {
-            switch writer.finish(with: nil, deadline: nil) {
+            switch await writer.finish(with: nil, deadline: nil) {
             case .complete:
                 return exitStatus
             case .incomplete(let unwritten):
@@ -409,7 +391,7 @@ public final class Engine: Sendable {
             }
         }
         let reason = stopped?.reason ?? "signal"
-        let completion = writer.finish(with: .bye(reason: reason, failed: nil), deadline: options.drainTimeout)
+        let completion = await writer.finish(with: .bye(reason: reason, failed: nil), deadline: options.drainTimeout)
         if completion != .complete && stopped?.reason != "stdout closed" {
             logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
         }
