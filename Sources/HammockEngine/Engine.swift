@@ -144,24 +144,14 @@ public final class Engine: Sendable {
     /// stop (a signal, a closed stdout) is seen before the next input, however many wait before it.
     public func run(signals: SignalRouter) async -> Int32 {
         let inbox = inbox
-        let logger = logger
-        let standardError = standardError
         // A closed stdout (or a plugin's closed stdin) must fail the write with EPIPE, not kill the engine
         // before it can shut its plugins down.
         signal(SIGPIPE, SIG_IGN)
         OrphanReaper.becomeSubreaper()
-        let reaper = Task.detached(priority: .background) {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(2))
-                OrphanReaper.sweep()
-            }
-        }
-        defer { reaper.cancel() }
         let stop = StopRequest()
         let writer = OutputWriter(secrets: standardError.secrets) {
             if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
         }
-        let writing = Task { await writer.run() }
         let reloadWasAsked = signals.route { number in
             switch number {
             case SIGHUP: inbox.yield(.reload)
@@ -170,27 +160,78 @@ public final class Engine: Sendable {
             }
         }
         // A stop signal came during start-up: its own stop is under way, and it exits.
-        guard let reloadWasAsked else { await SignalRouter.parkUntilExit() }
+        guard let reloadWasAsked else { await signals.waitForStartUpStop() }
         if reloadWasAsked { inbox.yield(.reload) }
-
         let controls = ControlMailbox()
-        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength, name: "hammock.stdin") {
-            if controls.receive($0) { inbox.yield(.controls) }
-        }
+        let clock = EngineClock(inbox: inbox)
 
+        // One owner for every part of a run, each a child task: the writer, stdin, the clock and the orphan
+        // sweep here; reload steps and loaders being retired in `serve`'s group. A task group of our own
+        // rather than swift-service-lifecycle's `ServiceGroup`: hammock catches signals from its first
+        // instruction (`SignalRouter`), before any group exists, and its stop has an order of its own
+        // (plugins, then the cache, then the drain with `bye` last) that a graceful shutdown of services in
+        // reverse start order does not express.
+        return await withTaskGroup(of: Void.self) { services in
+            services.addTask { await writer.run() }
+            services.addTask { await clock.run() }
+            services.addTask { await Self.readControls(into: controls, inbox: inbox) }
+            services.addTask { await Self.sweepOrphans() }
+            let status = await withTaskGroup(of: Void.self) { work in
+                await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
+            }
+            // The writer is over (`finish` has returned); the rest runs until told to stop.
+            services.cancelAll()
+            return status
+        }
+    }
+
+    /// Control lines from stdin, until cancelled. Reading blocks, so on a thread of its own; the thread
+    /// waits in `poll` for stdin or for the cancellation.
+    private static func readControls(into controls: ControlMailbox, inbox: EngineInbox) async {
+        let stopping = WakeupPipe()
+        await withTaskCancellationHandler {
+            await onOwnThread(named: "hammock.stdin") {
+                LineReader.read(
+                    descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
+                    stopDescriptor: stopping.readEnd
+                ) {
+                    if controls.receive($0) { inbox.yield(.controls) }
+                }
+            }
+        } onCancel: {
+            stopping.wake()
+            controls.close()  // a reader waiting for room lets go of its line
+        }
+    }
+
+    /// A backstop: hammock is a subreaper, so an orphan that a plugin's guard missed comes to it, and is
+    /// ended here within 2 s. A timer, until cancelled.
+    private static func sweepOrphans() async {
+        while (try? await Task.sleep(for: .seconds(2))) != nil { OrphanReaper.sweep() }
+    }
+
+    /// The engine loop, then the stop; returns the exit status. Reload steps and retiring loaders are
+    /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
+    /// wait on one): a reload stuck on a plugin never holds up a stop.
+    private func serve(
+        writer: OutputWriter, controls: ControlMailbox, clock: EngineClock, stop: StopRequest, signals: SignalRouter,
+        work: inout TaskGroup<Void>
+    ) async -> Int32 {
+        let inbox = inbox
+        let logger = logger
+        let standardError = standardError
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
-        let timer = EngineClock(inbox: inbox)
         var current = loaded
         var loaders = self.loaders
         var reloading = Reloading()
-        /// Loaders being shut down in the background (replaced or dropped by a reload); the exit waits for them.
-        var retiring: [Task<Void, Never>] = []
 
         var exitStatus: Int32 = 0
         var isFinished = false
         let cache = CacheStore(
             configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
+        // A child of the loop's own task: the stop waits for it to write what waits.
+        async let caching: Void = cache.run()
         var cachedSources = Set(loaded.configuration.sources.filter(\.cache).map(\.id))
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
@@ -217,10 +258,10 @@ public final class Engine: Sendable {
             return true
         }
 
-        /// Shuts `loader` down without waiting for it here.
+        /// Shuts `loader` down without waiting for it here; the stop waits for it.
         func retire(_ loader: (any SourceLoader)?) {
             guard let loader else { return }
-            retiring.append(Task { await loader.shutdown() })
+            work.addTask { await loader.shutdown() }
         }
 
         func startReload() {
@@ -230,9 +271,7 @@ public final class Engine: Sendable {
             }
             reloading.isRunning = true
             let file = current.file
-            // Unstructured, like the validation below: a reload stuck on a plugin must not hold up the stop,
-            // which shuts every loader down (ending any wait on one) and does not wait for the reload.
-            Task { inbox.yield(.reloadStep(.read(Self.readConfiguration(file)))) }
+            work.addTask { inbox.yield(.reloadStep(.read(Self.readConfiguration(file)))) }
         }
 
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
@@ -270,7 +309,7 @@ public final class Engine: Sendable {
                 let changed = next.configuration.sources.filter { source in
                     current.configuration.sources.first { $0.id == source.id } != source
                 }
-                Task { [checking] in
+                work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
                     inbox.yield(.reloadStep(.validated(next, validation)))
                 }
@@ -300,7 +339,7 @@ public final class Engine: Sendable {
 
         let restored = await cache.restore(Array(cachedSources))
         var running = await perform(core.start(now: .current, restored: restored))
-        timer.schedule(core.nextDeadline)
+        clock.schedule(core.nextDeadline)
         if running {
             inputs: for await input in inputs {
                 if stop.isRequested { break }
@@ -343,11 +382,10 @@ public final class Engine: Sendable {
                 }
                 running = await perform(actions)
                 if !running { break }
-                timer.schedule(core.nextDeadline)
+                clock.schedule(core.nextDeadline)
             }
         }
 
-        timer.cancel()
         controls.close()
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
@@ -357,15 +395,15 @@ public final class Engine: Sendable {
         }
         let stopped = stop.current
         await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values))
-        for task in retiring { await task.value }
+        // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
+        await work.waitForAll()
         OrphanReaper.sweep()
-        await cache.flush()
+        cache.finish()
+        await caching
         if let stopped {
             logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
-        let status = await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
-        await writing.value
-        return status
+        return await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
     }
 
     /// Writes what is left for the consumer and decides the exit status.
@@ -451,8 +489,11 @@ public final class SignalRouter: Sendable {
         var engines: [Engine] = []
         var standardError: StandardError?
         var reloadWasAsked = false
+        /// The stop of a start-up, which ends in `exit`.
+        var startUpStop: Task<Void, Never>?
     }
 
+    /// A `Mutex`: the signal thread and the command's task both read and move the phase, for a few loads.
     private let state = Mutex(State())
     private let exitStatus: @Sendable (Int32) -> Int32
 
@@ -469,7 +510,7 @@ public final class SignalRouter: Sendable {
     }
 
     /// A stop during start-up stops `engine`'s plugins. False when such a stop is already under way: the
-    /// caller must start nothing more (`parkUntilExit`).
+    /// caller must start nothing more (`waitForStartUpStop`).
     public func stopsDuringStartUp(_ engine: Engine) -> Bool {
         state.withLock { state in
             guard case .startingUp = state.phase else { return false }
@@ -489,23 +530,23 @@ public final class SignalRouter: Sendable {
         }
     }
 
-    /// Waits for the exit that a start-up stop under way will make.
-    public static func parkUntilExit() async -> Never {
-        while true { try? await Task.sleep(for: .seconds(3600)) }
+    /// Waits for the start-up stop under way, which exits.
+    public func waitForStartUpStop() async -> Never {
+        await state.withLock { $0.startUpStop }?.value
+        fatalError("hammock: the start-up stop ended without exiting")
     }
 
-    /// Parks (for good) when a start-up stop is under way: what a step of start-up found out once the stop
+    /// Waits for good when a start-up stop is under way: what a step of start-up found out once the stop
     /// ended its plugins (they "failed") must not be reported, nor the run go on.
-    public func parkIfStopping() async {
+    public func waitIfStopping() async {
         let stopping = state.withLock { state in
             if case .stoppingStartUp = state.phase { true } else { false }
         }
-        if stopping { await Self.parkUntilExit() }
+        if stopping { await waitForStartUpStop() }
     }
 
     private enum Action {
         case route(@Sendable (Int32) -> Void)
-        case stopStartUp([Engine], StandardError?)
         case exitNow
         case nothing
     }
@@ -520,7 +561,9 @@ public final class SignalRouter: Sendable {
                 return .nothing
             case .startingUp:
                 state.phase = .stoppingStartUp
-                return .stopStartUp(state.engines, state.standardError)
+                state.startUpStop = Self.stopStartUp(
+                    state.engines, log: state.standardError, signal: number, status: exitStatus(number))
+                return .nothing
             case .stoppingStartUp:
                 return number == SIGHUP ? .nothing : .exitNow
             }
@@ -528,21 +571,28 @@ public final class SignalRouter: Sendable {
         switch action {
         case .route(let handler):
             handler(number)
-        case .stopStartUp(let engines, let standardError):
-            let status = exitStatus(number)
-            Task.detached {
-                standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
-                await withTaskGroup(of: Void.self) { group in
-                    for engine in engines { group.addTask { await engine.shutdownLoaders() } }
-                }
-                OrphanReaper.sweep()
-                standardError?.flush(timeout: .milliseconds(500))
-                exit(status)
-            }
         case .exitNow:
             exit(exitStatus(number))
         case .nothing:
             break
+        }
+    }
+}
+
+extension SignalRouter {
+    /// Stops the plugins of `engines`, then exits. Its own task, not a child of the start-up it ends: that
+    /// start-up is the task it stops, waiting in `waitForStartUpStop`.
+    fileprivate static func stopStartUp(
+        _ engines: [Engine], log standardError: StandardError?, signal number: Int32, status: Int32
+    ) -> Task<Void, Never> {
+        Task.detached {
+            standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
+            await withTaskGroup(of: Void.self) { group in
+                for engine in engines { group.addTask { await engine.shutdownLoaders() } }
+            }
+            OrphanReaper.sweep()
+            standardError?.flush(timeout: .milliseconds(500))
+            exit(status)
         }
     }
 }

@@ -70,9 +70,9 @@ struct ConfigurationArguments: ParsableArguments {
         let engine = Engine(
             configuration: loaded, options: RunOptions(), logger: logger, standardError: standardError,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
+        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
         let validation = await engine.validatePlugins()
-        await signals.parkIfStopping()
+        await signals.waitIfStopping()
         await engine.shutdownLoaders()
         return validation
     }
@@ -138,12 +138,12 @@ struct Run: AsyncParsableCommand {
         let engine = Engine(
             configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
             standardError: standardError, pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
+        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
         // Plugins check their own options first, so a typo stops hammock with its line and column instead of
         // turning into a source error at run time. A plugin that fails to start is not a configuration
         // error: supervision restarts it and its sources show why.
         let validation = await engine.validatePlugins()
-        await signals.parkIfStopping()
+        await signals.waitIfStopping()
         if !validation.optionProblems.isEmpty {
             await engine.shutdownLoaders()
             arguments.report(

@@ -167,4 +167,24 @@ struct ControlMailboxTests {
         #expect(content == .number(19_999))
         // ends[0] stays open: the reader thread may still be about to read its end of input.
     }
+
+    @Test("stdin's reader ends when its owner asks, though stdin stays open, and says end of input")
+    func readerStopsWhenAsked() async {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        let stopping = WakeupPipe()
+        let events = Counter()
+        let reading = Task { [ends] in
+            await onOwnThread(named: "test.stdin") {
+                LineReader.read(descriptor: ends[0], maximumLineLength: 100, stopDescriptor: stopping.readEnd) { event in
+                    if case .end = event { events.add() }
+                }
+            }
+        }
+        stopping.wake()
+        await reading.value
+        #expect(events.value == 1)
+        close(ends[0])
+        close(ends[1])
+    }
 }
