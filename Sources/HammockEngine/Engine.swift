@@ -25,6 +25,8 @@ public struct RunOptions: Sendable {
 /// carries out what it asks for. All state lives in `EngineCore`; this type only does I/O.
 public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
+    /// Where `loaded` came from; a reload reads it again.
+    private let source: ConfigurationSource
     private let options: RunOptions
     private let logger: Logger
     private let inputs: AsyncStream<EngineInput>
@@ -35,10 +37,11 @@ public final class Engine: Sendable {
     /// - Parameter standardError: shared with the logger, so that one set of secrets (grown by reloads) is
     ///   redacted from everything hammock writes.
     public init(
-        configuration: LoadedConfiguration, options: RunOptions, logger: Logger, standardError: StandardError,
-        pluginResolver: PluginResolver
+        configuration: LoadedConfiguration, from source: ConfigurationSource, options: RunOptions, logger: Logger,
+        standardError: StandardError, pluginResolver: PluginResolver
     ) {
         self.loaded = configuration
+        self.source = source
         self.options = options
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
@@ -111,14 +114,6 @@ public final class Engine: Sendable {
         var isWanted = false
         /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
         var fresh: [String: any SourceLoader] = [:]
-    }
-
-    private static func readConfiguration(_ file: String) -> Result<LoadedConfiguration, ConfigurationError> {
-        let searching = PluginResolver()
-        let configurationLoader = ConfigurationLoader(
-            kindIsAvailable: { searching.command(for: $0) != nil },
-            pluginSearchDescription: { searching.searchDescription(for: $0) })
-        return configurationLoader.load(file: file)
     }
 
     private func rejectionActions(_ error: ConfigurationError) -> [EngineAction] {
@@ -232,17 +227,15 @@ public final class Engine: Sendable {
             configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
         // A child of the loop's own task: the stop waits for it to write what waits.
         async let caching: Void = cache.run()
-        var cachedSources = Set(loaded.configuration.sources.filter(\.cache).map(\.id))
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
                 switch action {
                 case .emit(let line):
                     writer.send(line)
-                    if case .source(let id, .newData(_, let origin)?, let state) = line, cachedSources.contains(id),
-                        origin != .cache
-                    {
-                        await cache.save(id, content: origin == .wipe ? nil : state.content)
-                    }
+                case .persist(let source, let content):
+                    await cache.save(source, content: content)
+                case .reload:
+                    startReload()
                 case .startLoad(let request):
                     await loaders[request.kind]?.start(request)
                 case .cancelLoad(let source, let kind, let loadID):
@@ -270,8 +263,8 @@ public final class Engine: Sendable {
                 return
             }
             reloading.isRunning = true
-            let file = current.file
-            work.addTask { inbox.yield(.reloadStep(.read(Self.readConfiguration(file)))) }
+            let source = source
+            work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
         }
 
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
@@ -325,7 +318,6 @@ public final class Engine: Sendable {
                 }
                 reloading.fresh = [:]
                 current = next
-                cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
                 let actions = core.reconfigure(next.configuration, now: .current)
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
@@ -337,7 +329,7 @@ public final class Engine: Sendable {
             }
         }
 
-        let restored = await cache.restore(Array(cachedSources))
+        let restored = await cache.restore(core.cachedSourceIDs)
         var running = await perform(core.start(now: .current, restored: restored))
         clock.schedule(core.nextDeadline)
         if running {
@@ -359,8 +351,6 @@ public final class Engine: Sendable {
                         switch entry {
                         case .invalid(let message):
                             running = await perform([.emit(.error(message: message))])
-                        case .command(.reload):
-                            startReload()
                         case .command(let command):
                             running = await perform(core.handle(command, now: .current))
                         }
@@ -403,6 +393,8 @@ public final class Engine: Sendable {
         if let stopped {
             logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
+        // The core says the last word: `bye`, unless `--once` said it already.
+        for case .emit(let line) in core.stop(reason: stopped?.reason ?? "signal") { writer.send(line) }
         return await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
     }
 
@@ -428,8 +420,7 @@ public final class Engine: Sendable {
                 return 128 + signal
             }
         }
-        let reason = stopped?.reason ?? "signal"
-        let completion = await writer.finish(with: .bye(reason: reason, failed: nil), deadline: options.drainTimeout)
+        let completion = await writer.finish(with: nil, deadline: options.drainTimeout)
         if completion != .complete && stopped?.reason != "stdout closed" {
             logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
         }
