@@ -159,6 +159,11 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The engine's edge in memory: stdout's writer over an in-memory transport, stdin's control lines.
+        .testTarget(
+            name: "HammockEngineTests",
+            dependencies: ["HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol"]
+        ),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockTestSupport", "HammockJSON"]

@@ -11,6 +11,12 @@ public enum EngineAction: Sendable {
     /// The source is gone from the configuration: its loader forgets it (stops watching, ends its command).
     case removeSource(source: String, kind: String)
     case emit(OutputLine)
+    /// A `cache: true` source's content changed (by a load, a push, an override or a wipe): the offline
+    /// cache keeps `content` (`nil`: forgets it), to show at the next start.
+    case persist(source: String, content: JSONValue?)
+    /// `{"op":"reload"}`: read the configuration file again. Reading it and asking the plugins about it is
+    /// I/O, so the runtime does it, then hands the result to `reconfigure`.
+    case reload
     /// `--once` is done: write nothing more and exit with this status.
     case finish(exitStatus: Int32)
 }
@@ -93,6 +99,9 @@ public struct EngineCore: Sendable {
     }
 
     public var sourceIDs: [String] { configuration.sources.map(\.id) }
+
+    /// The sources whose content the offline cache keeps, and `start` shows when given.
+    public var cachedSourceIDs: [String] { configuration.sources.filter(\.cache).map(\.id) }
 
     public func state(of source: String) -> SourceState? { sources[source]?.state }
 
@@ -295,6 +304,14 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// hammock stops (a signal, a closed stdout): the last line, `bye`, unless `--once` has already said it.
+    /// Nothing is emitted after it.
+    public mutating func stop(reason: String) -> [EngineAction] {
+        emit(.bye(reason: reason, failed: nil))
+        isFinished = true
+        return takeActions()
+    }
+
     /// When `tick` must run next, or `nil` when nothing is scheduled.
     public var nextDeadline: MonotonicInstant? {
         guard !isFinished else { return nil }
@@ -348,7 +365,7 @@ public struct EngineCore: Sendable {
         case .snapshot:
             for line in snapshot() { emit(line) }
         case .reload:
-            throw ControlLineError("reload is carried out by the runtime, not the core")
+            actions.append(.reload)
         }
     }
 
@@ -511,6 +528,9 @@ public struct EngineCore: Sendable {
         sources[id]!.lastEvent = event
         staleViews.formUnion(viewsBySource[id] ?? [])
         emit(.source(id: id, event: event, state: sources[id]!.state))
+        if case .newData(_, let origin) = event, origin != .cache, sources[id]!.definition.cache, !isFinished {
+            actions.append(.persist(source: id, content: origin == .wipe ? nil : sources[id]!.state.content))
+        }
         if sources[id]!.state.content != contentBefore { inputChanged(id, now: now) }
     }
 

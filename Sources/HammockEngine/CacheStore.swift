@@ -6,8 +6,9 @@ import HammockJSON
 ///
 /// One file per source, replaced by writing a temporary file, syncing it and renaming it over the old one:
 /// a rename is atomic, so a reader (the next start) sees the old content or the new, never a torn write,
-/// whenever the engine is killed. Writes happen off the engine loop; when a source changes faster than the
-/// disk keeps up, only its newest content is written.
+/// whenever the engine is killed. Writes happen off the engine loop, in `run()`, the only writer, each on a
+/// thread of its own (`fsync` blocks); when a source changes faster than the disk keeps up, only its
+/// newest content is written.
 ///
 /// What is stored is what the consumer was shown: content with every secret redacted, never the clear text.
 actor CacheStore {
@@ -15,7 +16,9 @@ actor CacheStore {
     private let secrets: Secrets
     private let warn: @Sendable (String) -> Void
     private var pending: [String: JSONValue?] = [:]
-    private var writing = false
+    /// One element waits at most: "something is pending".
+    private let saved: AsyncStream<Void>
+    private let announce: AsyncStream<Void>.Continuation
 
     /// A cached content came through a 16 MiB protocol line: a file much larger is not one this store
     /// wrote, and reading it whole would only cost memory.
@@ -39,10 +42,15 @@ actor CacheStore {
         }
         let absolute = URL(fileURLWithPath: configurationFile).standardizedFileURL.path
         directory = base.appendingPathComponent(fnv1a(absolute))
+        (saved, announce) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// The cached content of each source that has some. Unreadable files are skipped, never fatal.
-    func restore(_ sources: [String]) -> [String: JSONValue] {
+    nonisolated func restore(_ sources: [String]) async -> [String: JSONValue] {
+        await onOwnThread(named: "hammock.cache") { [self] in readCacheFiles(sources) }
+    }
+
+    private nonisolated func readCacheFiles(_ sources: [String]) -> [String: JSONValue] {
         var restored: [String: JSONValue] = [:]
         for source in sources {
             guard let bytes = readCacheFile(file(for: source).path),
@@ -55,7 +63,7 @@ actor CacheStore {
 
     /// The file's bytes, or nil when there is none to use: missing, a symlink (someone else's file), not a
     /// regular file, or larger than any content this store writes (then with a warning).
-    private func readCacheFile(_ path: String) -> [UInt8]? {
+    private nonisolated func readCacheFile(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -79,29 +87,26 @@ actor CacheStore {
     /// Queues the newest content of a source (`nil` forgets it).
     func save(_ source: String, content: JSONValue?) {
         pending[source] = .some(content)
-        guard !writing else { return }
-        writing = true
-        Task { await drain() }
+        announce.yield()
     }
 
-    /// Writes whatever still waits; called as the engine stops.
-    func flush() {
+    /// Writes what is saved, as it comes, until `finish()`; then what still waits, and returns.
+    func run() async {
+        for await _ in saved { await writePending() }
+        await writePending()
+    }
+
+    /// No more saves: `run()` writes what waits and returns.
+    nonisolated func finish() { announce.finish() }
+
+    private func writePending() async {
         while let (source, content) = pending.first {
             pending[source] = nil
-            write(source, content)
+            await onOwnThread(named: "hammock.cache") { [self] in write(source, content) }
         }
     }
 
-    private func drain() async {
-        while let (source, content) = pending.first {
-            pending[source] = nil
-            write(source, content)
-            await Task.yield()
-        }
-        writing = false
-    }
-
-    private func write(_ source: String, _ content: JSONValue?) {
+    private nonisolated func write(_ source: String, _ content: JSONValue?) {
         let target = file(for: source)
         guard let content else {
             unlink(target.path)
@@ -137,7 +142,7 @@ actor CacheStore {
         if complete && synced { rename(temporary, target.path) } else { unlink(temporary) }
     }
 
-    private func file(for source: String) -> URL {
+    private nonisolated func file(for source: String) -> URL {
         directory.appendingPathComponent(source + ".json")
     }
 }

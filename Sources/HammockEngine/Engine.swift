@@ -25,6 +25,8 @@ public struct RunOptions: Sendable {
 /// carries out what it asks for. All state lives in `EngineCore`; this type only does I/O.
 public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
+    /// Where `loaded` came from; a reload reads it again.
+    private let source: ConfigurationSource
     private let options: RunOptions
     private let logger: Logger
     private let inputs: AsyncStream<EngineInput>
@@ -35,10 +37,11 @@ public final class Engine: Sendable {
     /// - Parameter standardError: shared with the logger, so that one set of secrets (grown by reloads) is
     ///   redacted from everything hammock writes.
     public init(
-        configuration: LoadedConfiguration, options: RunOptions, logger: Logger, standardError: StandardError,
-        pluginResolver: PluginResolver
+        configuration: LoadedConfiguration, from source: ConfigurationSource, options: RunOptions, logger: Logger,
+        standardError: StandardError, pluginResolver: PluginResolver
     ) {
         self.loaded = configuration
+        self.source = source
         self.options = options
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
@@ -113,14 +116,6 @@ public final class Engine: Sendable {
         var fresh: [String: any SourceLoader] = [:]
     }
 
-    private static func readConfiguration(_ file: String) -> Result<LoadedConfiguration, ConfigurationError> {
-        let searching = PluginResolver()
-        let configurationLoader = ConfigurationLoader(
-            kindIsAvailable: { searching.command(for: $0) != nil },
-            pluginSearchDescription: { searching.searchDescription(for: $0) })
-        return configurationLoader.load(file: file)
-    }
-
     private func rejectionActions(_ error: ConfigurationError) -> [EngineAction] {
         for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
         return [.emit(.error(message: "reload failed, the running configuration goes on:\n\(error.description)"))]
@@ -137,8 +132,6 @@ public final class Engine: Sendable {
         }
     }
 
-    /// A control line longer than this is refused rather than buffered.
-    static let maximumControlLineLength = 1 << 20
 
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     ///
@@ -146,19 +139,10 @@ public final class Engine: Sendable {
     /// stop (a signal, a closed stdout) is seen before the next input, however many wait before it.
     public func run(signals: SignalRouter) async -> Int32 {
         let inbox = inbox
-        let logger = logger
-        let standardError = standardError
         // A closed stdout (or a plugin's closed stdin) must fail the write with EPIPE, not kill the engine
         // before it can shut its plugins down.
         signal(SIGPIPE, SIG_IGN)
         OrphanReaper.becomeSubreaper()
-        let reaper = Task.detached(priority: .background) {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(2))
-                OrphanReaper.sweep()
-            }
-        }
-        defer { reaper.cancel() }
         let stop = StopRequest()
         let writer = OutputWriter(secrets: standardError.secrets) {
             if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
@@ -171,57 +155,87 @@ public final class Engine: Sendable {
             }
         }
         // A stop signal came during start-up: its own stop is under way, and it exits.
-        guard let reloadWasAsked else { await SignalRouter.parkUntilExit() }
+        guard let reloadWasAsked else { await signals.waitForStartUpStop() }
         if reloadWasAsked { inbox.yield(.reload) }
-
         let controls = ControlMailbox()
-        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: Self.maximumControlLineLength, name: "hammock.stdin") {
-            event in
-            let entry: ControlMailbox.Entry
-            var key: String?
-            var cost = 0
-            switch event {
-            case .line(let bytes):
-                cost = bytes.count
-                do throws(ControlLineError) {
-                    let command = try ControlCommand(line: bytes)
-                    entry = .command(command)
-                    key = command.coalescingKey
-                } catch {
-                    entry = .invalid(error.message)
-                }
-            case .tooLong(let length):
-                entry = .invalid("control line of \(length) bytes is longer than the limit of \(Self.maximumControlLineLength) bytes; ignored")
-            case .end:
-                return  // the end of stdin is not a reason to stop: the consumer may only read
-            }
-            if controls.put(entry, key: key, cost: cost) { inbox.yield(.controls) }
-        }
+        let clock = EngineClock(inbox: inbox)
 
+        // One owner for every part of a run, each a child task: the writer, stdin, the clock and the orphan
+        // sweep here; reload steps and loaders being retired in `serve`'s group. A task group of our own
+        // rather than swift-service-lifecycle's `ServiceGroup`: hammock catches signals from its first
+        // instruction (`SignalRouter`), before any group exists, and its stop has an order of its own
+        // (plugins, then the cache, then the drain with `bye` last) that a graceful shutdown of services in
+        // reverse start order does not express.
+        return await withTaskGroup(of: Void.self) { services in
+            services.addTask { await writer.run() }
+            services.addTask { await clock.run() }
+            services.addTask { await Self.readControls(into: controls, inbox: inbox) }
+            services.addTask { await Self.sweepOrphans() }
+            let status = await withTaskGroup(of: Void.self) { work in
+                await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
+            }
+            // The writer is over (`finish` has returned); the rest runs until told to stop.
+            services.cancelAll()
+            return status
+        }
+    }
+
+    /// Control lines from stdin, until cancelled. Reading blocks, so on a thread of its own; the thread
+    /// waits in `poll` for stdin or for the cancellation.
+    private static func readControls(into controls: ControlMailbox, inbox: EngineInbox) async {
+        let stopping = WakeupPipe()
+        await withTaskCancellationHandler {
+            await onOwnThread(named: "hammock.stdin") {
+                LineReader.read(
+                    descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
+                    stopDescriptor: stopping.readEnd
+                ) {
+                    if controls.receive($0) { inbox.yield(.controls) }
+                }
+            }
+        } onCancel: {
+            stopping.wake()
+            controls.close()  // a reader waiting for room lets go of its line
+        }
+    }
+
+    /// A backstop: hammock is a subreaper, so an orphan that a plugin's guard missed comes to it, and is
+    /// ended here within 2 s. A timer, until cancelled.
+    private static func sweepOrphans() async {
+        while (try? await Task.sleep(for: .seconds(2))) != nil { OrphanReaper.sweep() }
+    }
+
+    /// The engine loop, then the stop; returns the exit status. Reload steps and retiring loaders are
+    /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
+    /// wait on one): a reload stuck on a plugin never holds up a stop.
+    private func serve(
+        writer: OutputWriter, controls: ControlMailbox, clock: EngineClock, stop: StopRequest, signals: SignalRouter,
+        work: inout TaskGroup<Void>
+    ) async -> Int32 {
+        let inbox = inbox
+        let logger = logger
+        let standardError = standardError
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
         var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
-        let timer = EngineClock(inbox: inbox)
         var current = loaded
         var loaders = self.loaders
         var reloading = Reloading()
-        /// Loaders being shut down in the background (replaced or dropped by a reload); the exit waits for them.
-        var retiring: [Task<Void, Never>] = []
 
         var exitStatus: Int32 = 0
         var isFinished = false
         let cache = CacheStore(
             configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
-        var cachedSources = Set(loaded.configuration.sources.filter(\.cache).map(\.id))
+        // A child of the loop's own task: the stop waits for it to write what waits.
+        async let caching: Void = cache.run()
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
                 switch action {
                 case .emit(let line):
                     writer.send(line)
-                    if case .source(let id, .newData(_, let origin)?, let state) = line, cachedSources.contains(id),
-                        origin != .cache
-                    {
-                        await cache.save(id, content: origin == .wipe ? nil : state.content)
-                    }
+                case .persist(let source, let content):
+                    await cache.save(source, content: content)
+                case .reload:
+                    startReload()
                 case .startLoad(let request):
                     await loaders[request.kind]?.start(request)
                 case .cancelLoad(let source, let kind, let loadID):
@@ -237,10 +251,10 @@ public final class Engine: Sendable {
             return true
         }
 
-        /// Shuts `loader` down without waiting for it here.
+        /// Shuts `loader` down without waiting for it here; the stop waits for it.
         func retire(_ loader: (any SourceLoader)?) {
             guard let loader else { return }
-            retiring.append(Task { await loader.shutdown() })
+            work.addTask { await loader.shutdown() }
         }
 
         func startReload() {
@@ -249,10 +263,8 @@ public final class Engine: Sendable {
                 return
             }
             reloading.isRunning = true
-            let file = current.file
-            // Unstructured, like the validation below: a reload stuck on a plugin must not hold up the stop,
-            // which shuts every loader down (ending any wait on one) and does not wait for the reload.
-            Task { inbox.yield(.reloadStep(.read(Self.readConfiguration(file)))) }
+            let source = source
+            work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
         }
 
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
@@ -290,7 +302,7 @@ public final class Engine: Sendable {
                 let changed = next.configuration.sources.filter { source in
                     current.configuration.sources.first { $0.id == source.id } != source
                 }
-                Task { [checking] in
+                work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
                     inbox.yield(.reloadStep(.validated(next, validation)))
                 }
@@ -306,7 +318,6 @@ public final class Engine: Sendable {
                 }
                 reloading.fresh = [:]
                 current = next
-                cachedSources = Set(current.configuration.sources.filter(\.cache).map(\.id))
                 let actions = core.reconfigure(next.configuration, now: .current)
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
@@ -318,9 +329,9 @@ public final class Engine: Sendable {
             }
         }
 
-        let restored = await cache.restore(Array(cachedSources))
+        let restored = await cache.restore(core.cachedSourceIDs)
         var running = await perform(core.start(now: .current, restored: restored))
-        timer.schedule(core.nextDeadline)
+        clock.schedule(core.nextDeadline)
         if running {
             inputs: for await input in inputs {
                 if stop.isRequested { break }
@@ -340,8 +351,6 @@ public final class Engine: Sendable {
                         switch entry {
                         case .invalid(let message):
                             running = await perform([.emit(.error(message: message))])
-                        case .command(.reload):
-                            startReload()
                         case .command(let command):
                             running = await perform(core.handle(command, now: .current))
                         }
@@ -363,11 +372,10 @@ public final class Engine: Sendable {
                 }
                 running = await perform(actions)
                 if !running { break }
-                timer.schedule(core.nextDeadline)
+                clock.schedule(core.nextDeadline)
             }
         }
 
-        timer.cancel()
         controls.close()
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
@@ -377,13 +385,17 @@ public final class Engine: Sendable {
         }
         let stopped = stop.current
         await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values))
-        for task in retiring { await task.value }
+        // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
+        await work.waitForAll()
         OrphanReaper.sweep()
-        await cache.flush()
+        cache.finish()
+        await caching
         if let stopped {
             logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
-        return finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
+        // The core says the last word: `bye`, unless `--once` said it already.
+        for case .emit(let line) in core.stop(reason: stopped?.reason ?? "signal") { writer.send(line) }
+        return await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
     }
 
     /// Writes what is left for the consumer and decides the exit status.
@@ -394,9 +406,9 @@ public final class Engine: Sendable {
     /// number, and stderr says why.
     private func finishOutput(
         _ writer: OutputWriter, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
-    ) -> Int32 {
+    ) async -> Int32 {
         if isFinished {
-            switch writer.finish(with: nil, deadline: nil) {
+            switch await writer.finish(with: nil, deadline: nil) {
             case .complete:
                 return exitStatus
             case .incomplete(let unwritten):
@@ -408,8 +420,7 @@ public final class Engine: Sendable {
                 return 128 + signal
             }
         }
-        let reason = stopped?.reason ?? "signal"
-        let completion = writer.finish(with: .bye(reason: reason, failed: nil), deadline: options.drainTimeout)
+        let completion = await writer.finish(with: nil, deadline: options.drainTimeout)
         if completion != .complete && stopped?.reason != "stdout closed" {
             logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
         }
@@ -469,8 +480,11 @@ public final class SignalRouter: Sendable {
         var engines: [Engine] = []
         var standardError: StandardError?
         var reloadWasAsked = false
+        /// The stop of a start-up, which ends in `exit`.
+        var startUpStop: Task<Void, Never>?
     }
 
+    /// A `Mutex`: the signal thread and the command's task both read and move the phase, for a few loads.
     private let state = Mutex(State())
     private let exitStatus: @Sendable (Int32) -> Int32
 
@@ -487,7 +501,7 @@ public final class SignalRouter: Sendable {
     }
 
     /// A stop during start-up stops `engine`'s plugins. False when such a stop is already under way: the
-    /// caller must start nothing more (`parkUntilExit`).
+    /// caller must start nothing more (`waitForStartUpStop`).
     public func stopsDuringStartUp(_ engine: Engine) -> Bool {
         state.withLock { state in
             guard case .startingUp = state.phase else { return false }
@@ -507,23 +521,23 @@ public final class SignalRouter: Sendable {
         }
     }
 
-    /// Waits for the exit that a start-up stop under way will make.
-    public static func parkUntilExit() async -> Never {
-        while true { try? await Task.sleep(for: .seconds(3600)) }
+    /// Waits for the start-up stop under way, which exits.
+    public func waitForStartUpStop() async -> Never {
+        await state.withLock { $0.startUpStop }?.value
+        fatalError("hammock: the start-up stop ended without exiting")
     }
 
-    /// Parks (for good) when a start-up stop is under way: what a step of start-up found out once the stop
+    /// Waits for good when a start-up stop is under way: what a step of start-up found out once the stop
     /// ended its plugins (they "failed") must not be reported, nor the run go on.
-    public func parkIfStopping() async {
+    public func waitIfStopping() async {
         let stopping = state.withLock { state in
             if case .stoppingStartUp = state.phase { true } else { false }
         }
-        if stopping { await Self.parkUntilExit() }
+        if stopping { await waitForStartUpStop() }
     }
 
     private enum Action {
         case route(@Sendable (Int32) -> Void)
-        case stopStartUp([Engine], StandardError?)
         case exitNow
         case nothing
     }
@@ -538,7 +552,9 @@ public final class SignalRouter: Sendable {
                 return .nothing
             case .startingUp:
                 state.phase = .stoppingStartUp
-                return .stopStartUp(state.engines, state.standardError)
+                state.startUpStop = Self.stopStartUp(
+                    state.engines, log: state.standardError, signal: number, status: exitStatus(number))
+                return .nothing
             case .stoppingStartUp:
                 return number == SIGHUP ? .nothing : .exitNow
             }
@@ -546,21 +562,28 @@ public final class SignalRouter: Sendable {
         switch action {
         case .route(let handler):
             handler(number)
-        case .stopStartUp(let engines, let standardError):
-            let status = exitStatus(number)
-            Task.detached {
-                standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
-                await withTaskGroup(of: Void.self) { group in
-                    for engine in engines { group.addTask { await engine.shutdownLoaders() } }
-                }
-                OrphanReaper.sweep()
-                standardError?.flush(timeout: .milliseconds(500))
-                exit(status)
-            }
         case .exitNow:
             exit(exitStatus(number))
         case .nothing:
             break
+        }
+    }
+}
+
+extension SignalRouter {
+    /// Stops the plugins of `engines`, then exits. Its own task, not a child of the start-up it ends: that
+    /// start-up is the task it stops, waiting in `waitForStartUpStop`.
+    fileprivate static func stopStartUp(
+        _ engines: [Engine], log standardError: StandardError?, signal number: Int32, status: Int32
+    ) -> Task<Void, Never> {
+        Task.detached {
+            standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
+            await withTaskGroup(of: Void.self) { group in
+                for engine in engines { group.addTask { await engine.shutdownLoaders() } }
+            }
+            OrphanReaper.sweep()
+            standardError?.flush(timeout: .milliseconds(500))
+            exit(status)
         }
     }
 }

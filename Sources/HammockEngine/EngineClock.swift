@@ -10,6 +10,8 @@ import Synchronization
 /// library that fakes the wall clock) can leave the engine waiting for a deadline that never comes. The
 /// same thread compares the clocks every `checkInterval`: wall minus monotonic changes when the wall clock is
 /// set, boot time minus monotonic when the machine slept; either, beyond `jumpThreshold`, is `.clockJumped`.
+/// Not `Task.sleep`: its timers are absolute deadlines (a `timerfd` under libdispatch), which libfaketime
+/// shifts, and the tests run hammock under libfaketime.
 final class EngineClock: Sendable {
     static let checkInterval: Duration = .seconds(2)
     /// Less than this is NTP slewing or scheduling noise, not a jump.
@@ -20,25 +22,23 @@ final class EngineClock: Sendable {
         var isCancelled = false
     }
 
-    /// A `Mutex` because the engine loop arms it and the clock thread reads it; each hold is a few loads.
+    /// A `Mutex` because the engine loop arms it and the clock's thread reads it; each hold is a few loads.
     private let state = Mutex(State())
-    /// A pipe written to wake the thread when the deadline changes or the clock is cancelled.
-    private let wakeupRead: Int32
-    private let wakeupWrite: Int32
+    /// Written to wake the thread when the deadline changes or the clock is cancelled.
+    private let wakeup = WakeupPipe()
     private let inbox: EngineInbox
 
     init(inbox: EngineInbox) {
         self.inbox = inbox
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 { fatalError("hammock: cannot create a pipe: \(String(cString: strerror(errno)))") }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+    }
+
+    /// Ticks until cancelled. The wait is `poll`'s, on a thread of its own (see the type's comment).
+    func run() async {
+        await withTaskCancellationHandler {
+            await onOwnThread(named: "hammock.clock") { [self] in wakeAtDeadlines() }
+        } onCancel: {
+            cancel()
         }
-        (wakeupRead, wakeupWrite) = (ends[0], ends[1])
-        let thread = Thread { [self] in run() }
-        thread.name = "hammock.clock"
-        thread.start()
     }
 
     /// Arms the next tick (`nil`: none). The engine calls it after every input, so a tick that found
@@ -48,26 +48,19 @@ final class EngineClock: Sendable {
             defer { state.deadline = deadline }
             return state.deadline != deadline
         }
-        if changed { wake() }
+        if changed { wakeup.wake() }
     }
 
-    func cancel() {
+    private func cancel() {
         state.withLock { $0.isCancelled = true }
-        wake()
+        wakeup.wake()
     }
 
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeupWrite, &byte, 1)
-    }
-
-    private func run() {
+    private func wakeAtDeadlines() {
         var lastOffsets = ClockOffsets.now
         var nextCheck = MonotonicInstant.current + Self.checkInterval
         while true {
             let (deadline, isCancelled) = state.withLock { ($0.deadline, $0.isCancelled) }
-            // The pipe stays open: a `wake()` racing with the end must write into it, never into a descriptor
-            // number that a close here would free for someone else. One engine, one pipe, for the process's life.
             if isCancelled { return }
             let now = MonotonicInstant.current
             if let deadline, deadline <= now {
@@ -83,12 +76,9 @@ final class EngineClock: Sendable {
                 nextCheck = now + Self.checkInterval
             }
             let until = min(deadline ?? nextCheck, nextCheck)
-            var descriptor = pollfd(fd: wakeupRead, events: Int16(POLLIN), revents: 0)
+            var descriptor = pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0)
             let wait = max(0, min((until - now).milliseconds + 1, Int64(Int32.max)))
-            if poll(&descriptor, 1, Int32(wait)) > 0 {
-                var drained = [UInt8](repeating: 0, count: 64)
-                while read(wakeupRead, &drained, drained.count) > 0 {}
-            }
+            if poll(&descriptor, 1, Int32(wait)) > 0 { wakeup.drain() }
         }
     }
 }

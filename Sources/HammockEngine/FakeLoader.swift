@@ -28,8 +28,9 @@ actor FakeLoader: SourceLoader {
             case .data: outcome = .newData(options.content)
             case .error: outcome = .error(options.error)
             case .loading:
-                // Stay loading until cancelled (or until the engine's own timeout gives up on the load).
-                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                // Stay loading until cancelled (or until the engine's own timeout gives up on the load): one
+                // sleep longer than any run, which the cancellation ends.
+                try? await Task.sleep(for: .seconds(1 << 30))
                 return
             }
             inbox.yield(.loadFinished(source: request.source, loadID: request.loadID, outcome: outcome))

@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockProtocol
 import Synchronization
 
 /// Something that loads the sources of one kind: the built-in `fake` kind, or a plugin process.
@@ -92,6 +93,8 @@ final class ControlMailbox: @unchecked Sendable {
 
     static let maximumEntries = 1024
     static let maximumBytes = 8 << 20
+    /// A control line longer than this is refused rather than buffered.
+    static let maximumLineLength = 1 << 20
 
     private let condition = NSCondition()
     private var entries = CoalescingQueue<(entry: Entry, cost: Int)>()
@@ -116,6 +119,25 @@ final class ControlMailbox: @unchecked Sendable {
         bytes += cost
         defer { isAnnounced = true }
         return !isAnnounced
+    }
+
+    /// Puts in what stdin's reader read: a command, or the reason a line is not one. Returns whether the
+    /// engine must be told (as `put`).
+    func receive(_ event: LineReader.Event) -> Bool {
+        switch event {
+        case .line(let bytes):
+            do throws(ControlLineError) {
+                let command = try ControlCommand(line: bytes)
+                return put(.command(command), key: command.coalescingKey, cost: bytes.count)
+            } catch {
+                return put(.invalid(error.message), key: nil, cost: bytes.count)
+            }
+        case .tooLong(let length):
+            let message = "control line of \(length) bytes is longer than the limit of \(Self.maximumLineLength) bytes; ignored"
+            return put(.invalid(message), key: nil, cost: 0)
+        case .end:
+            return false  // the end of stdin is not a reason to stop: the consumer may only read
+        }
     }
 
     /// Everything that waits, oldest first; the next `put` announces itself again.

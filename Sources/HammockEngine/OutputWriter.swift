@@ -1,7 +1,7 @@
 import Foundation
 import HammockCore
 
-/// Writes output lines to a file descriptor (stdout) from a thread of its own.
+/// Writes output lines to stdout (any `OutputTransport`) from a thread of its own.
 ///
 /// A consumer that stops reading must never stall the engine nor make it grow without bound, so lines wait
 /// here in a queue where a newer state of a source or view *replaces* the older one still waiting: memory is
@@ -14,10 +14,11 @@ import HammockCore
 ///
 /// A line is never cut in half, even when hammock exits while the consumer is not reading: lines go out in
 /// writes that are atomic on a pipe (whole lines, at most `PIPE_BUF` bytes), and a longer line is written
-/// only once the pipe is empty and large enough to take it whole (see `LineSink`). So whenever the writer
-/// waits for the consumer, what is in the pipe ends at a line's end, and exiting then loses whole lines only.
+/// only once the pipe is empty and large enough to take it whole (`OutputTransport.waitUntilEmpty`). So
+/// whenever the writer waits for the consumer, what is in the pipe ends at a line's end, and exiting then
+/// loses whole lines only.
 public final class OutputWriter: @unchecked Sendable {
-    private let sink: LineSink
+    private let transport: any OutputTransport
     private let secrets: Secrets
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
@@ -25,11 +26,10 @@ public final class OutputWriter: @unchecked Sendable {
     /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
     private var uncoalescedCount = 0
     private var droppedErrorLines = 0
-    private var seq = 0
     private var isClosing = false
     private var isDone = false
     /// After this, no new write is begun (`finish`'s deadline); `nil`: none.
-    private var stopStartingAt: Date?
+    private var stopStartingAt: MonotonicInstant?
     /// `interrupt()`: stop at once.
     private var isInterrupted = false
     /// Lines that were queued and will never be written (the consumer left, or the deadline passed).
@@ -39,23 +39,57 @@ public final class OutputWriter: @unchecked Sendable {
     /// The writer has taken lines out of the queue and not finished writing them.
     private var holdsBatch = false
     private var onClosed: (@Sendable () -> Void)?
+    /// The writer is done, or `finish` gave up on it: `run()` returns.
+    private var isEnded = false
+    private var endWaiter: CheckedContinuation<Void, Never>?
 
     /// Error lines beyond this many waiting are dropped (and counted), so a flood of bad control lines to a
     /// consumer that does not read cannot grow the queue.
     static let maximumWaitingUncoalescedLines = 1000
 
-    public init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
-        self.sink = LineSink(descriptor: descriptor)
-        self.secrets = secrets
-        self.onClosed = onClosed
-        let thread = Thread { [self] in run() }
-        thread.name = "hammock.stdout"
-        thread.start()
-        let watcher = Thread { [self] in watchForClosedConsumer() }
-        watcher.name = "hammock.stdout.watch"
-        watcher.start()
+    public convenience init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
+        self.init(transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, onClosed: onClosed)
     }
 
+    init(transport: any OutputTransport, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
+        self.transport = transport
+        self.secrets = secrets
+        self.onClosed = onClosed
+    }
+
+    /// Writes lines as they come until `finish` is done with them or the consumer is gone.
+    ///
+    /// The writing thread is not awaited: a consumer that never reads can keep it in `write` for good, and
+    /// only the exit ends that. Once `finish` has returned (or the consumer left), this returns.
+    public func run() async {
+        let writing = Thread { [self] in
+            writeLines()
+            end()
+        }
+        writing.name = "hammock.stdout"
+        writing.start()
+        async let watching: Void = onOwnThread(named: "hammock.stdout.watch") { [self] in
+            // Notices a consumer that closed its end while nothing is being written: a failed write notices
+            // it too, but an engine with nothing new to say would otherwise run on for nobody.
+            if transport.waitForClosedConsumer() { consumerIsGone(unwritten: 0) }
+        }
+        await withCheckedContinuation { continuation in
+            condition.lock()
+            if isEnded { continuation.resume() } else { endWaiter = continuation }
+            condition.unlock()
+        }
+        transport.stopWatching()
+        await watching
+    }
+
+    private func end() {
+        condition.lock()
+        isEnded = true
+        let waiter = endWaiter
+        endWaiter = nil
+        condition.unlock()
+        waiter?.resume()
+    }
     public func send(_ line: OutputLine) {
         condition.lock()
         defer { condition.unlock() }
@@ -89,24 +123,36 @@ public final class OutputWriter: @unchecked Sendable {
     /// consumer that does not read must not keep hammock from exiting), no write is begun after it, and the
     /// wait ends at the first line boundary after it; without one (`--once`), the wait lasts as long as the
     /// consumer takes to read. Either way it ends when the consumer closes its end, or at `interrupt()`.
-    public func finish(with last: OutputLine?, deadline timeout: Duration?) -> Completion {
+    /// Then `run()` returns.
+    public func finish(with last: OutputLine?, deadline timeout: Duration?) async -> Completion {
         if let last { send(last) }
+        // The wait is a condition variable's, shared with the writing thread: on a thread of its own.
+        let completion = await onOwnThread(named: "hammock.stdout.finish") { [self] in waitForEnd(timeout) }
+        end()
+        return completion
+    }
+
+    private func waitForEnd(_ timeout: Duration?) -> Completion {
         condition.lock()
         defer { condition.unlock() }
         isClosing = true
-        let deadline = timeout.map { Date().addingTimeInterval(Double($0.milliseconds) / 1000) }
+        let deadline = timeout.map { MonotonicInstant.current + $0 }
         stopStartingAt = deadline
         condition.broadcast()
         while true {
             if isInterrupted { return .interrupted }
             if isDone { return unwritten == 0 ? .complete : .incomplete(unwritten: unwritten) }
-            if let deadline, Date() >= deadline, !isMidLine {
+            let now = MonotonicInstant.current
+            if let deadline, now >= deadline, !isMidLine {
                 // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
                 // those after it are lost whole.
                 return .incomplete(unwritten: unwritten + pending.count + 1)
             }
             if let deadline {
-                _ = condition.wait(until: max(deadline, Date().addingTimeInterval(0.01)))
+                // A timeout relative to the monotonic clock, recomputed each time round: a stepped wall clock
+                // neither shortens nor stretches the drain.
+                let seconds = Double(max((deadline - now).milliseconds, 10)) / 1000
+                _ = condition.wait(until: Date().addingTimeInterval(seconds))
             } else {
                 condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
             }
@@ -128,7 +174,8 @@ public final class OutputWriter: @unchecked Sendable {
         return pending.count
     }
 
-    private func run() {
+    private func writeLines() {
+        var seq = 0
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var ends: [Int] = []
@@ -191,18 +238,18 @@ public final class OutputWriter: @unchecked Sendable {
         while line < lineEnds.count {
             // As many whole lines as fit in one atomic write, or one line longer than that alone.
             var last = line
-            while last + 1 < lineEnds.count && lineEnds[last + 1] - start <= LineSink.atomicWrite { last += 1 }
+            while last + 1 < lineEnds.count && lineEnds[last + 1] - start <= transport.atomicWrite { last += 1 }
             let end = lineEnds[last]
-            let isLong = end - start > LineSink.atomicWrite
-            if isLong && sink.isPipe {
+            let isLong = end - start > transport.atomicWrite
+            if isLong && transport.knowsUnreadBytes {
                 // Waits (outside the lock) until the pipe can take the line whole, so that a consumer who
                 // stops reading mid-line cannot leave half of it in the pipe.
-                let ready = sink.waitForRoom(end - start) { [self] in shouldStop() }
+                let ready = transport.waitUntilEmpty(room: end - start) { [self] in shouldStop() }
                 if !ready { return shouldStop() ? .stopped(remaining: lineEnds.count - line) : .failed(remaining: lineEnds.count - line) }
             }
             if shouldStop() { return .stopped(remaining: lineEnds.count - line) }
             setMidLine(isLong)
-            let written = buffer.withUnsafeBytes { sink.writeAll(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+            let written = buffer.withUnsafeBytes { transport.writeAll(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
             setMidLine(false)
             guard written else { return .failed(remaining: lineEnds.count - line) }
             start = end
@@ -215,7 +262,7 @@ public final class OutputWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if isInterrupted { return true }
-        if let stopStartingAt, Date() >= stopStartingAt { return true }
+        if let stopStartingAt, MonotonicInstant.current >= stopStartingAt { return true }
         return false
     }
 
@@ -238,20 +285,6 @@ public final class OutputWriter: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Notices a consumer that closed its end while nothing is being written: a failed write notices it too,
-    /// but an engine with nothing new to say would otherwise run on for nobody. `poll` with no requested
-    /// events sleeps until `POLLERR` (a pipe whose read end is closed) or `POLLHUP` (a socket or terminal
-    /// hung up); for a regular file it sleeps for ever.
-    private func watchForClosedConsumer() {
-        var watched = pollfd(fd: sink.descriptor, events: 0, revents: 0)
-        while true {
-            let ready = poll(&watched, 1, -1)
-            if ready < 0 && errno == EINTR { continue }
-            if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { consumerIsGone(unwritten: 0) }
-            return
-        }
-    }
-
     /// Drops whatever waits, stops accepting lines and tells the engine, once. While the writer holds lines,
     /// it is the one to say it is done (its next write fails), so that they are counted as unwritten.
     private func consumerIsGone(unwritten remaining: Int, byWriter: Bool = false) {
@@ -270,51 +303,3 @@ public final class OutputWriter: @unchecked Sendable {
     }
 }
 
-/// The descriptor lines are written to, and what it takes to never leave half a line in it.
-struct LineSink: Sendable {
-    let descriptor: Int32
-    /// A pipe (or FIFO), whose free room can be known; other outputs (a file, a terminal, a socket) are
-    /// written as they come.
-    let isPipe: Bool
-
-    /// Writes of at most this many bytes are atomic on a pipe: all of it goes in, or (while it blocks)
-    /// nothing does.
-    static let atomicWrite = Int(PIPE_BUF)
-
-    /// `fcntl` commands of Linux's <fcntl.h> (F_LINUX_SPECIFIC_BASE + 7 and + 8) that Glibc's module map
-    /// does not bring into Swift.
-    private static let setPipeSize: Int32 = 1031
-    private static let getPipeSize: Int32 = 1032
-
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
-        var status = stat()
-        isPipe = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
-    }
-
-    /// Waits until the pipe is empty and large enough to take `count` bytes in one write without blocking
-    /// (growing it if it is smaller, as far as the system allows), or `stop()` says to give up, or the
-    /// consumer is gone. The wait polls, since `poll` says when one page is free, not when all are.
-    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool {
-        let capacity = fcntl(descriptor, Self.getPipeSize)
-        if capacity > 0 && capacity < count {
-            // Rounded up to a power of two by the kernel; refused beyond /proc/sys/fs/pipe-max-size, in which
-            // case the line is written as the consumer reads it, the one case where it can be left cut.
-            _ = fcntl(descriptor, Self.setPipeSize, Int32(clamping: count))
-        }
-        var pause: UInt32 = 200
-        while true {
-            var queued: Int32 = 0
-            if ioctl(descriptor, UInt(FIONREAD), &queued) != 0 || queued == 0 { return true }
-            var watched = pollfd(fd: descriptor, events: 0, revents: 0)
-            if poll(&watched, 1, 0) > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { return false }
-            if stop() { return false }
-            usleep(pause)
-            pause = min(pause * 2, 20_000)
-        }
-    }
-
-    func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        writeFully(descriptor, bytes)
-    }
-}

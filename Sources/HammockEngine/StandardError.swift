@@ -5,7 +5,9 @@ import Logging
 /// hammock's stderr, shared by its logs and its plugins' stderr: best-effort, so that a consumer that never
 /// reads it can neither stall the engine nor make it grow.
 ///
-/// Lines wait in a bounded queue and are written by a thread of their own; whoever logs (the engine loop, a
+/// It lives as long as the command, not the engine (`check`, a start-up stop and the last words use it too),
+/// so it is no child of the engine's task group. Lines wait in a bounded queue and are written by a thread
+/// of their own; whoever logs (the engine loop, a
 /// plugin's stderr task) only appends. When the queue is full, new lines are dropped and counted, and once
 /// stderr takes lines again one line says how many were lost. Every line passes the redactor just before it
 /// is written, so a secret added by a reload is kept out of lines that were already waiting.

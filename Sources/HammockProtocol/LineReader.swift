@@ -1,6 +1,7 @@
 import Foundation
 
-/// Reads newline-terminated lines from a file descriptor on a thread of its own, because `read` blocks.
+/// Reads newline-terminated lines from a file descriptor, blocking, so on a thread that is not the Swift
+/// concurrency pool's.
 ///
 /// Both ends of hammock's pipes use it: the engine for control lines on stdin, plugins for the engine's
 /// messages on theirs.
@@ -13,28 +14,46 @@ public enum LineReader {
         case end
     }
 
+    /// Reads on a thread of its own until the end of input.
     public static func start(
         descriptor: Int32, maximumLineLength: Int, name: String, deliver: @escaping @Sendable (Event) -> Void
     ) {
-        let thread = Thread {
-            var splitter = LineSplitter(maximumLineLength: maximumLineLength)
-            let forward: (LineSplitter.Piece) -> Void = { piece in
-                switch piece {
-                case .line(let bytes): deliver(.line(bytes))
-                case .tooLong(let length, _): deliver(.tooLong(length))
-                }
-            }
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), emit: forward) }
-            }
-            splitter.finish(emit: forward)
-            deliver(.end)
-        }
+        let thread = Thread { read(descriptor: descriptor, maximumLineLength: maximumLineLength, deliver: deliver) }
         thread.name = name
         thread.start()
+    }
+
+    /// Reads on the calling thread until the end of input, or until `stopDescriptor` (the read end of a
+    /// pipe) becomes readable; then delivers `.end` and returns. Waits in `poll` for either, so that an
+    /// owner can end the reading without closing the descriptor read from.
+    public static func read(
+        descriptor: Int32, maximumLineLength: Int, stopDescriptor: Int32? = nil,
+        deliver: @Sendable (Event) -> Void
+    ) {
+        var splitter = LineSplitter(maximumLineLength: maximumLineLength)
+        func forward(_ piece: LineSplitter.Piece) {
+            switch piece {
+            case .line(let bytes): deliver(.line(bytes))
+            case .tooLong(let length, _): deliver(.tooLong(length))
+            }
+        }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        reading: while true {
+            if let stopDescriptor {
+                var watched = [
+                    pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: stopDescriptor, events: Int16(POLLIN), revents: 0),
+                ]
+                let ready = poll(&watched, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                if watched[1].revents != 0 { break reading }
+            }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), emit: forward) }
+        }
+        splitter.finish(emit: forward)
+        deliver(.end)
     }
 }

@@ -28,6 +28,9 @@ struct ConfigurationArguments: ParsableArguments {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
+    /// The configuration file, read here at start and by the engine at every reload.
+    var source: ConfigurationSource { ConfigurationSource(file: config) }
+
     /// Logs go to stderr only, with `secrets` redacted; the engine shares the same `StandardError`.
     func makeLogger(secrets: Secrets) -> (Logger, StandardError) {
         let level = logLevel
@@ -42,11 +45,7 @@ struct ConfigurationArguments: ParsableArguments {
     func load(
         signals: SignalRouter, pluginFailuresAreErrors: Bool
     ) async throws -> (loaded: LoadedConfiguration, logger: Logger, standardError: StandardError) {
-        let resolver = PluginResolver()
-        let loader = ConfigurationLoader(
-            kindIsAvailable: { resolver.command(for: $0) != nil },
-            pluginSearchDescription: { resolver.searchDescription(for: $0) })
-        let outcome = loader.load(file: config)
+        let outcome = source.read()
         let secrets = Secrets()
         let (logger, standardError) = makeLogger(secrets: secrets)
         signals.log(to: standardError)
@@ -68,11 +67,11 @@ struct ConfigurationArguments: ParsableArguments {
         _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError, signals: SignalRouter
     ) async -> Engine.PluginValidation {
         let engine = Engine(
-            configuration: loaded, options: RunOptions(), logger: logger, standardError: standardError,
+            configuration: loaded, from: source, options: RunOptions(), logger: logger, standardError: standardError,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
+        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
         let validation = await engine.validatePlugins()
-        await signals.parkIfStopping()
+        await signals.waitIfStopping()
         await engine.shutdownLoaders()
         return validation
     }
@@ -136,14 +135,15 @@ struct Run: AsyncParsableCommand {
         // hammock's last words, without waiting long for a consumer that does not read stderr.
         defer { standardError.flush(timeout: .milliseconds(500)) }
         let engine = Engine(
-            configuration: loaded, options: RunOptions(once: once, onceDeadline: onceDeadline), logger: logger,
-            standardError: standardError, pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        guard signals.stopsDuringStartUp(engine) else { await SignalRouter.parkUntilExit() }
+            configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline),
+            logger: logger, standardError: standardError,
+            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
         // Plugins check their own options first, so a typo stops hammock with its line and column instead of
         // turning into a source error at run time. A plugin that fails to start is not a configuration
         // error: supervision restarts it and its sources show why.
         let validation = await engine.validatePlugins()
-        await signals.parkIfStopping()
+        await signals.waitIfStopping()
         if !validation.optionProblems.isEmpty {
             await engine.shutdownLoaders()
             arguments.report(

@@ -61,6 +61,8 @@ extension EngineAction {
         case .cancelLoad(let source, _, let loadID): "cancelLoad \(source) #\(loadID)"
         case .removeSource(let source, _): "removeSource \(source)"
         case .emit(let line): line.summary
+        case .persist(let source, let content): content == nil ? "persist \(source) nil" : "persist \(source)"
+        case .reload: "reload"
         case .finish(let status): "finish \(status)"
         }
     }

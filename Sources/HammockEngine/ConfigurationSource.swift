@@ -1,0 +1,17 @@
+import HammockConfig
+
+/// The configuration file, read the same way at start (`hammock run`, `hammock check`) and at every reload:
+/// which kinds are available is what `PluginResolver` finds, and a missing one says where it looked.
+public struct ConfigurationSource: Sendable {
+    public let file: String
+
+    public init(file: String) { self.file = file }
+
+    public func read() -> Result<LoadedConfiguration, ConfigurationError> {
+        let searching = PluginResolver()
+        let loader = ConfigurationLoader(
+            kindIsAvailable: { searching.command(for: $0) != nil },
+            pluginSearchDescription: { searching.searchDescription(for: $0) })
+        return loader.load(file: file)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+/// Where `OutputWriter` puts its bytes: stdout in hammock (`DescriptorOutput`), memory in tests, so that a
+/// slow consumer, a consumer that leaves mid-line or a drain timeout is tested in milliseconds.
+///
+/// Every call but `stopWatching` may block: the writer calls them from a thread of its own.
+protocol OutputTransport: Sendable {
+    /// Writes of at most this many bytes go in whole or (while they block) not at all, as on a pipe.
+    var atomicWrite: Int { get }
+    /// Whether `waitUntilEmpty` can know what the consumer has not read (a pipe); other outputs (a file, a
+    /// terminal, a socket) are written as they come.
+    var knowsUnreadBytes: Bool { get }
+    /// Writes some of `bytes` (all of them when they fit in `atomicWrite`), blocking while the consumer does
+    /// not read; `nil` when the consumer is gone (EPIPE).
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int?
+    /// Waits until nothing is left unread and one write of `count` bytes would go in whole (growing the
+    /// room if it can), or `stop()` says to give up, or the consumer is gone; true in the first case only.
+    func waitUntilEmpty(room count: Int, stop: () -> Bool) -> Bool
+    /// Waits until the consumer closes its end (true), or `stopWatching()` is called (false).
+    func waitForClosedConsumer() -> Bool
+    /// Ends a `waitForClosedConsumer`, now or when it begins.
+    func stopWatching()
+}
+
+extension OutputTransport {
+    /// Writes all of `bytes`; false when the consumer is gone.
+    func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            guard let written = write(UnsafeRawBufferPointer(rebasing: bytes[offset...])) else { return false }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// A file descriptor (stdout), and what it takes to never leave half a line in it.
+final class DescriptorOutput: OutputTransport {
+    let descriptor: Int32
+    let knowsUnreadBytes: Bool
+    var atomicWrite: Int { Int(PIPE_BUF) }
+    /// Written by `stopWatching` to end the closed-consumer watch, which waits in `poll`.
+    private let wakeup: WakeupPipe
+
+    /// `fcntl` commands of Linux's <fcntl.h> (F_LINUX_SPECIFIC_BASE + 7 and + 8) that Glibc's module map
+    /// does not bring into Swift.
+    private static let setPipeSize: Int32 = 1031
+    private static let getPipeSize: Int32 = 1032
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        var status = stat()
+        knowsUnreadBytes = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
+        wakeup = WakeupPipe()
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        while true {
+            let written = Glibc.write(descriptor, bytes.baseAddress!, bytes.count)
+            if written >= 0 { return written }
+            if errno == EINTR { continue }
+            if errno == EAGAIN {
+                // A descriptor someone else made non-blocking: wait for room rather than spin.
+                var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&ready, 1, 100)
+                continue
+            }
+            return nil
+        }
+    }
+
+    /// The wait polls with a growing pause: `poll` says when one page of a pipe is free, and nothing says
+    /// when all are.
+    func waitUntilEmpty(room count: Int, stop: () -> Bool) -> Bool {
+        let capacity = fcntl(descriptor, Self.getPipeSize)
+        if capacity > 0 && capacity < count {
+            // Rounded up to a power of two by the kernel; refused beyond /proc/sys/fs/pipe-max-size, in which
+            // case the line is written as the consumer reads it, the one case where it can be left cut.
+            _ = fcntl(descriptor, Self.setPipeSize, Int32(clamping: count))
+        }
+        var pause: UInt32 = 200
+        while true {
+            var queued: Int32 = 0
+            if ioctl(descriptor, UInt(FIONREAD), &queued) != 0 || queued == 0 { return true }
+            var watched = pollfd(fd: descriptor, events: 0, revents: 0)
+            if poll(&watched, 1, 0) > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { return false }
+            if stop() { return false }
+            usleep(pause)
+            pause = min(pause * 2, 20_000)
+        }
+    }
+
+    /// `poll` with no requested events sleeps until `POLLERR` (a pipe whose read end is closed) or `POLLHUP`
+    /// (a socket or terminal hung up); for a regular file only `stopWatching` ends it.
+    func waitForClosedConsumer() -> Bool {
+        var watched = [
+            pollfd(fd: descriptor, events: 0, revents: 0),
+            pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&watched, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if watched[1].revents != 0 || ready < 0 { return false }
+            return watched[0].revents & Int16(POLLERR | POLLHUP) != 0
+        }
+    }
+
+    func stopWatching() { wakeup.wake() }
+}
+
+/// A pipe that wakes a thread waiting in `poll` on its read end.
+///
+/// Never closed: a `wake()` racing with the end of its owner must write into it, never into a descriptor
+/// number that a close would free for someone else. An engine makes a handful, once.
+struct WakeupPipe: Sendable {
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 { fatalError("hammock: cannot create a pipe: \(String(cString: strerror(errno)))") }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        (readEnd, writeEnd) = (ends[0], ends[1])
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Empties the pipe, so that the next `poll` sleeps until the next `wake()`.
+    func drain() {
+        var drained = [UInt8](repeating: 0, count: 64)
+        while read(readEnd, &drained, drained.count) > 0 {}
+    }
+}
+
+/// Runs blocking work (a `write` to a consumer that does not read, a `poll`) on a thread of its own and
+/// waits for it without holding one of the cooperative pool's threads (two on this machine), which a
+/// blocked call would take away from every task.
+func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.name = name
+        thread.start()
+    }
+}
