@@ -213,7 +213,13 @@ public struct EngineCore: Sendable {
     /// Switches to a new configuration (hot reload). Sources whose definition is unchanged keep their state,
     /// their loads and their timers; changed ones keep their content and load again with the new definition;
     /// removed ones are dropped with a `removed` line; new ones load.
-    public mutating func reconfigure(_ new: Configuration, now: EngineTime) -> [EngineAction] {
+    ///
+    /// - Parameter replacingKinds: kinds whose plugin the reload replaced (its command changed). Their
+    ///   sources count as changed even when their definitions are not: the new plugin has never been told
+    ///   of them, and the old one, which served them, is going away.
+    public mutating func reconfigure(
+        _ new: Configuration, replacingKinds: Set<String> = [], now: EngineTime
+    ) -> [EngineAction] {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
@@ -244,7 +250,7 @@ public struct EngineCore: Sendable {
                 load(definition.id, now: now)
                 continue
             }
-            guard before != definition else { continue }
+            guard before != definition || replacingKinds.contains(definition.kind) else { continue }
             let runtime = sources[definition.id]!
             for loadID in runtime.inFlight.keys.sorted() {
                 actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: loadID))

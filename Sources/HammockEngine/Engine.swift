@@ -114,6 +114,9 @@ public final class Engine: Sendable {
         var isWanted = false
         /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
         var fresh: [String: any SourceLoader] = [:]
+        /// Loaders started only to check the changed sources of a kind whose running plugin stays: checking
+        /// configures a plugin, and the running one must not serve options the reload may yet refuse.
+        var checkers: [String: any SourceLoader] = [:]
     }
 
     private func rejectionActions(_ error: ConfigurationError) -> [EngineAction] {
@@ -268,7 +271,7 @@ public final class Engine: Sendable {
         }
 
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
-            for loader in reloading.fresh.values { retire(loader) }
+            for loader in Array(reloading.fresh.values) + Array(reloading.checkers.values) { retire(loader) }
             let again = reloading.isWanted
             reloading = Reloading()
             if again { startReload() }
@@ -302,6 +305,12 @@ public final class Engine: Sendable {
                 let changed = next.configuration.sources.filter { source in
                     current.configuration.sources.first { $0.id == source.id } != source
                 }
+                for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] is PluginHost {
+                    let checker = LoaderFactory.makeLoader(
+                        kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
+                    reloading.checkers[kind] = checker
+                    checking[kind] = checker
+                }
                 work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
                     inbox.yield(.reloadStep(.validated(next, validation)))
@@ -312,13 +321,16 @@ public final class Engine: Sendable {
                     return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
                 }
                 logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
+                for checker in reloading.checkers.values { retire(checker) }
+                reloading.checkers = [:]
                 for (kind, fresh) in reloading.fresh {
                     retire(loaders[kind])
                     loaders[kind] = fresh
                 }
+                let replacedKinds = Set(reloading.fresh.keys)
                 reloading.fresh = [:]
                 current = next
-                let actions = core.reconfigure(next.configuration, now: .current)
+                let actions = core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
                 }
@@ -384,7 +396,7 @@ public final class Engine: Sendable {
             writer.interrupt()
         }
         let stopped = stop.current
-        await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values))
+        await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values) + Array(reloading.checkers.values))
         // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
         await work.waitForAll()
         OrphanReaper.sweep()

@@ -586,6 +586,26 @@ struct Failure: Error {
         // The unchanged view's line did not change, so it is not written again.
         #expect(!actions.summaries.contains { $0.hasPrefix("view v") })
     }
+
+    /// A kind whose plugin the reload replaced: its unchanged sources load again, on the new plugin, and
+    /// keep their content meanwhile (the same request, so nothing is wiped); other kinds' are untouched.
+    @Test func unchangedSourcesOfAReplacedKindLoadAgainKeepingTheirContent() {
+        let shell = SourceDefinition(id: "s", kind: "shell", options: ["command": ["date"]])
+        let fake = SourceDefinition(id: "f", kind: "fake", options: ["content": 1])
+        let configuration = Configuration(sources: [shell, fake])
+        var engine = EngineCore(configuration: configuration)
+        for request in engine.start(now: at(ms: 0)).loads {
+            _ = engine.loadFinished(
+                source: request.source, loadID: request.loadID, outcome: .newData(.string("loaded")), now: at(ms: 10))
+        }
+        let actions = engine.reconfigure(configuration, replacingKinds: ["shell"], now: at(ms: 20))
+
+        #expect(actions.loads.map(\.source) == ["s"])
+        #expect(!actions.summaries.contains { $0.contains("wipe") })
+        #expect(engine.state(of: "s")?.content == .string("loaded"))
+        #expect(engine.state(of: "s")?.isLoading == true)
+        #expect(engine.state(of: "f")?.isLoading == false)
+    }
 }
 
 /// Issue 10: a different request is a different resource; retry only where it helps; a push cures an

@@ -100,14 +100,10 @@ struct DocumentedBehaviourReloadTests {
     }
 
     /// A refused reload must not reach the running sources either: a plugin that checks the new options
-    /// is not left serving them. It is today: the reload has the running file plugin check f's new options
-    /// with `configure`, the plugin takes them (it watches new.txt from then on), the reload is refused for
-    /// another source, and f, still declared with old.txt, shows new.txt's content as a push
-    /// (`"origin":"push","state":{"content":"new-2"…}` right after the refusal) while old.txt's edits go
-    /// unseen until its next load.
-    @Test(
-        "a refused reload leaves a watched file source watching its old file",
-        .disabled("the refused reload's options are configured into the running plugin, which then serves them"))
+    /// is not left serving them. (It was: the running file plugin checked f's new options with `configure`
+    /// and watched new.txt from then on, though the reload was refused for another source. Now a plugin
+    /// started for the check alone sees them.)
+    @Test("a refused reload leaves a watched file source watching its old file")
     func refusedReloadKeepsTheRunningWatch() async throws {
         try await Documented.Folder.with { folder in
             let plugin = try folder.fixturePlugin()
@@ -174,12 +170,10 @@ struct DocumentedBehaviourReloadTests {
     }
 
     /// A source that the plugin keeps fresh by pushing (a watched file, a stream) must not fall silent when
-    /// its plugin's command changes: the old process that pushed ends with the reload. It does fall silent
-    /// today: the source is unchanged, so it keeps its state and is neither configured nor loaded on the new
-    /// plugin; after `reloaded` no line about it comes until something loads it (10 s waited).
-    @Test(
-        "a changed plugin command on reload: a source kept fresh by pushes goes on being pushed, by the new command",
-        .disabled("an unchanged source is not configured or loaded on its kind's new plugin; its pushes stop"))
+    /// its plugin's command changes: the old process that pushed ends with the reload. (It did: unchanged,
+    /// the source was neither configured nor loaded on the new plugin. Now a replaced kind's sources load
+    /// again on the new one.)
+    @Test("a changed plugin command on reload: a source kept fresh by pushes goes on being pushed, by the new command")
     func changedPluginCommandKeepsPushing() async throws {
         try await Documented.Folder.with { folder in
             let plugin = try folder.fixturePlugin()
