@@ -118,6 +118,14 @@ let package = Package(
             name: "HammockPluginTests",
             dependencies: ["HammockJSON", "HammockProtocol", "HammockCore"]
         ),
+        // The engine's edges in memory: the plugin host over an in-memory transport and a manual clock.
+        .testTarget(
+            name: "HammockEngineTests",
+            dependencies: [
+                "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockJSON"]
