@@ -106,10 +106,13 @@ struct ProcessTransport: PluginTransport {
             platformOptions: platformOptions)
         let (lines, control) = (input.stream, control.continuation)
         let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
+        // Known from the spawn, so that an error after it still names the guard that ended.
+        var spawned: pid_t?
         do {
             let result = try await Subprocess.run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
                 execution in
                 let pid = execution.processIdentifier.value
+                spawned = pid
                 LivePlugins.shared.started(pid, spawn: spawn)
                 control.yield(.started(pid))
                 await withTaskGroup(of: Void.self) { group in
@@ -159,7 +162,7 @@ struct ProcessTransport: PluginTransport {
             }
         } catch {
             inputContinuation.finish()
-            return (.couldNotStart("(\(commandLine)): \(error)"), nil)
+            return (.couldNotStart("(\(commandLine)): \(error)"), spawned)
         }
     }
 }
