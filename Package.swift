@@ -164,6 +164,14 @@ let package = Package(
             name: "HammockEngineTests",
             dependencies: ["HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol"]
         ),
+        // The engine's edges in memory: the plugin host over an in-memory transport and a manual clock.
+        .testTarget(
+            name: "HammockEngineTests",
+            dependencies: [
+                "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockTestSupport", "HammockJSON"]

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,12 +12,29 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 int hammock_become_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+int hammock_reap_child_within(pid_t pid, int timeout_ms) {
+    int status;
+    pid_t reaped = waitpid(pid, &status, WNOHANG);
+    if (reaped != 0) return reaped == pid ? 1 : -1;
+    // syscall, not glibc's pidfd_open: that one is only in glibc 2.36 and later.
+    int descriptor = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (descriptor >= 0) {
+        struct pollfd exit_event = {.fd = descriptor, .events = POLLIN};
+        while (poll(&exit_event, 1, timeout_ms) < 0 && errno == EINTR) {
+        }
+        close(descriptor);
+    }
+    reaped = waitpid(pid, &status, WNOHANG);
+    return reaped == pid ? 1 : (reaped == 0 ? 0 : -1);
 }
 
 // MARK: - The parent's death

@@ -1,9 +1,10 @@
 import CHammockSystem
 import Foundation
+import Synchronization
 
 /// Ends the processes that reach hammock as orphans.
 ///
-/// Each plugin runs below a guard (see `runPluginProcess`), which keeps whatever the plugin starts below
+/// Each plugin runs below a guard (see `ProcessTransport`), which keeps whatever the plugin starts below
 /// it and ends it all, so orphans rarely reach hammock. One does when a guard is itself killed (hammock
 /// kills a guard's group that did not end in time; someone may `kill -9` it): the guard's plugin dies with
 /// it (its parent-death signal), and what the plugin started is re-parented. So hammock makes itself a
@@ -30,79 +31,74 @@ enum OrphanReaper {
     /// One look at hammock's children; returns how many it killed.
     private static func sweepOnce() -> Int {
         let me = getpid()
-        let myGroup = getpgrp()
         let plugins = LivePlugins.shared.snapshot()
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
         var orphans: [pid_t] = []
         for entry in entries {
             guard let pid = pid_t(entry), pid != me, !plugins.guards.contains(pid),
-                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let closing = stat.lastIndex(of: ")")
+                let stat = ProcessStat(pid: pid), stat.parent == me
             else { continue }
-            // Fields after the command name: state (3), ppid (4), pgrp (5), ..., starttime (22).
-            let fields = stat[stat.index(after: closing)...].split(separator: " ")
-            guard fields.count > 19, pid_t(fields[1]) == me else { continue }
-            if fields[0] == "Z" {
-                var status: Int32 = 0
-                _ = waitpid(pid, &status, WNOHANG)
+            if stat.state == "Z" {
+                reapChild(pid, within: .zero)
                 continue
             }
             // A guard being spawned right now is a child whose pid is not known yet: spare whatever started
             // since the oldest spawn in flight began; an orphan among them is ended by the next sweep.
-            if let spawnStart = plugins.oldestSpawnStart, let started = UInt64(fields[19]), started + 1 >= spawnStart {
-                continue
-            }
-            if let group = pid_t(fields[2]), group != myGroup, group > 1, !plugins.guards.contains(group) {
-                kill(-group, SIGKILL)
-            }
+            if let spawnStart = plugins.oldestSpawnStart, stat.startTime + 1 >= spawnStart { continue }
+            if !plugins.guards.contains(stat.group) { killProcessGroup(stat.group) }
             kill(pid, SIGKILL)
             orphans.append(pid)
         }
-        // Reap exactly these pids: a blanket wait would steal the exit status of a guard.
-        for pid in orphans {
-            var status: Int32 = 0
-            for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(10_000) }
-        }
+        // Reap exactly these pids, each as it dies, within a second for them all.
+        let deadline = SuspendingClock.now + .seconds(1)
+        for pid in orphans { reapChild(pid, within: deadline - .now) }
         return orphans.count
     }
 }
 
 /// The plugins' guards running now, across all kinds, and the spawns of guards in flight: what the orphan
 /// sweep must never touch.
-final class LivePlugins: @unchecked Sendable {  // every field is behind `lock`
+///
+/// A lock, not an actor: the sweep that reads it is synchronous (it runs from the host's `exited`, the
+/// engine's timer and the exit), and each hold is a few loads.
+final class LivePlugins: Sendable {
     static let shared = LivePlugins()
-    private let lock = NSLock()
-    private var guards: Set<pid_t> = []
-    /// When each spawn in flight began, in clock ticks since boot (the unit of /proc/PID/stat's starttime).
-    private var spawns: [Int: UInt64] = [:]
-    private var nextSpawn = 0
+
+    private struct State {
+        var guards: Set<pid_t> = []
+        /// When each spawn in flight began, in clock ticks since boot (the unit of /proc/PID/stat's starttime).
+        var spawns: [Int: UInt64] = [:]
+        var nextSpawn = 0
+    }
+
+    private let state = Mutex(State())
 
     /// A spawn is about to begin; pass what this returns to `started` and `ended`.
     func spawning() -> Int {
         let now = Self.ticksSinceBoot()
-        return lock.withLock {
-            nextSpawn += 1
-            spawns[nextSpawn] = now
-            return nextSpawn
+        return state.withLock { state in
+            state.nextSpawn += 1
+            state.spawns[state.nextSpawn] = now
+            return state.nextSpawn
         }
     }
 
     func started(_ pid: pid_t, spawn: Int) {
-        lock.withLock {
-            guards.insert(pid)
-            spawns[spawn] = nil
+        state.withLock { state in
+            state.guards.insert(pid)
+            state.spawns[spawn] = nil
         }
     }
 
     func ended(_ pid: pid_t?, spawn: Int) {
-        lock.withLock {
-            if let pid { guards.remove(pid) }
-            spawns[spawn] = nil
+        state.withLock { state in
+            if let pid { state.guards.remove(pid) }
+            state.spawns[spawn] = nil
         }
     }
 
     func snapshot() -> (guards: Set<pid_t>, oldestSpawnStart: UInt64?) {
-        lock.withLock { (guards, spawns.values.min()) }
+        state.withLock { ($0.guards, $0.spawns.values.min()) }
     }
 
     /// CLOCK_BOOTTIME in clock ticks, rounded down, as the kernel counts a process's start time.

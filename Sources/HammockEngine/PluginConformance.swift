@@ -2,7 +2,6 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
-import Synchronization
 
 /// Drives any plugin through the protocol, as the engine would, and says where it breaks it:
 /// `hammock plugin check -- COMMAND [ARGS...]`.
@@ -58,9 +57,20 @@ public enum PluginConformance {
 
     /// Runs every check and returns the results, calling `report` with each as soon as it is known.
     public static func run(_ settings: Settings, report: @escaping @Sendable (Result) -> Void = { _ in }) async -> [Result] {
-        var checker = Checker(settings: settings, report: report)
-        await checker.runAll()
-        return checker.results
+        guard !settings.command.isEmpty else {
+            let result = Result(verdict: .fail, name: "start", detail: "no command given")
+            report(result)
+            return [result]
+        }
+        let session = PluginSession(command: settings.command)
+        // The plugin runs beside the checks, and is gone when they return.
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.serve() }
+            var checker = Checker(settings: settings, report: report, session: session)
+            await checker.runAll()
+            session.kill()
+            return checker.results
+        }
     }
 }
 
@@ -73,11 +83,12 @@ private struct Checker {
     var results: [Result] = []
     /// Why the remaining checks cannot run (no handshake, the plugin exited).
     var blocked: String?
-    var session: PluginSession!
+    let session: PluginSession
 
-    init(settings: PluginConformance.Settings, report: @escaping @Sendable (Result) -> Void) {
+    init(settings: PluginConformance.Settings, report: @escaping @Sendable (Result) -> Void, session: PluginSession) {
         self.settings = settings
         self.report = report
+        self.session = session
     }
 
     mutating func record(_ verdict: Result.Verdict, _ name: String, _ detail: String = "") {
@@ -96,12 +107,6 @@ private struct Checker {
     }
 
     mutating func runAll() async {
-        guard !settings.command.isEmpty else {
-            record(.fail, "start", "no command given")
-            return
-        }
-        session = PluginSession.launch(settings.command)
-        defer { session.kill() }
         await check("handshake") { await $0.handshake() }
         await check("configure valid") { await $0.configureValid() }
         await check("configure invalid") { await $0.configureInvalid() }
@@ -110,7 +115,7 @@ private struct Checker {
         await check("load unconfigured") { await $0.loadUnconfigured() }
         await check("push") { await $0.push() }
         await check("shutdown") { await $0.shutdown() }
-        protocolLines()
+        await protocolLines()
     }
 
     // MARK: Each check
@@ -189,7 +194,7 @@ private struct Checker {
         guard await wait("cancel", for: "\(expected) within \(within.humanReadable)", within: within, { $0.loadID == id }) != nil else { return }
         // The first one came; a second one may still be on its way.
         try? await Task.sleep(for: PluginConformance.secondAnswerWait)
-        let about = session.allLines.filter { $0.loadID == id }
+        let about = await session.allLines.filter { $0.loadID == id }
         if about.count == 1 {
             record(.ok, "cancel", "answered with \(about[0].type)")
         } else {
@@ -212,13 +217,13 @@ private struct Checker {
     mutating func push() async {
         let source = PluginConformance.validSource
         guard let within = settings.expectPush else {
-            let pushes = session.allLines.filter { $0.pushSource != nil }.count
+            let pushes = await session.allLines.filter { $0.pushSource != nil }.count
             record(.skip, "push", pushes == 0 ? "not asked for (--expect-push SECONDS)" : "not asked for; saw \(pushes) push(es)")
             return
         }
         let expected = "a push (newData or error with \"source\": \"\(source)\" and no id)"
         // A push may have come already, during the checks above.
-        if let early = session.allLines.first(where: { $0.pushSource == source }) {
+        if let early = await session.allLines.first(where: { $0.pushSource == source }) {
             record(.ok, "push", "got \(early.type)")
             return
         }
@@ -242,8 +247,8 @@ private struct Checker {
 
     /// Every line was protocol; no load was answered twice; nothing answered a load never sent; pushes name
     /// a configured source. Runs even after a failure, over everything the plugin wrote.
-    mutating func protocolLines() {
-        let lines = session.allLines
+    mutating func protocolLines() async {
+        let lines = await session.allLines
         var problems: [String] = []
         for line in lines {
             if let error = line.error { problems.append("not protocol (\(error.message)): \(line.excerpt)") }
@@ -277,7 +282,7 @@ private struct Checker {
     /// Waits for the next line that `matches`; records a failure and returns nil on a line that is not
     /// protocol, an exit or a timeout (and blocks the remaining checks on an exit).
     mutating func wait(
-        _ name: String, for expected: String, within timeout: Duration, _ matches: (ReceivedLine) -> Bool
+        _ name: String, for expected: String, within timeout: Duration, _ matches: @escaping @Sendable (ReceivedLine) -> Bool
     ) async -> ReceivedLine? {
         switch await session.next(within: timeout, matches) {
         case .line(let line) where line.error != nil:
@@ -285,7 +290,7 @@ private struct Checker {
         case .line(let line):
             return line
         case .exited(let status):
-            record(.fail, name, "expected \(expected), got nothing: the plugin \(status)\(session.stderrExcerpt)")
+            record(.fail, name, "expected \(expected), got nothing: the plugin \(status)\(await session.stderrExcerpt)")
             blocked = "the plugin \(status)"
         case .timedOut(let others):
             let seen = others.isEmpty ? "nothing" : "only " + others.prefix(3).map(\.excerpt).joined(separator: ", ")
@@ -346,7 +351,11 @@ struct ReceivedLine: Sendable {
 // MARK: - The plugin process
 
 /// One plugin process: lines to its stdin, every line from its stdout kept in order, the tail of its stderr.
-final class PluginSession: Sendable {
+///
+/// An actor the checks wait on: each arrival (a line, the exit) wakes the one wait in progress, which
+/// otherwise ends at its deadline. `serve` runs the process; `PluginConformance.run` runs it beside the
+/// checks, in one task group.
+actor PluginSession {
     static let maximumLineLength = maximumPluginLineLength
 
     enum Next {
@@ -356,100 +365,122 @@ final class PluginSession: Sendable {
         case timedOut([ReceivedLine])
     }
 
-    private struct State {
-        var lines: [ReceivedLine] = []
-        var cursor = 0
-        var stderrTail: [UInt8] = []
-        var pid: pid_t?
-        var exitStatus: String?
+    private var lines: [ReceivedLine] = []
+    private var cursor = 0
+    private var stderrTail: [UInt8] = []
+    private var exitStatus: String?
+    /// The wait in progress (`changed(before:)`), resumed with true by an arrival, false at its deadline.
+    private var waiter: (wait: Int, continuation: CheckedContinuation<Bool, Never>)?
+    private var waits = 0
+    private nonisolated let transport: ProcessTransport
+    /// Its stderr's lines, on their way to `stderrTail`; only the newest matter.
+    private nonisolated let standardError = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(64))
+    private let clock = SupervisionClock.system
+
+    init(command: [String]) {
+        let standardError = standardError.continuation
+        transport = ProcessTransport(command: command, maximumLineLength: Self.maximumLineLength, reapsOrphans: false) {
+            standardError.yield($0)
+        }
     }
 
-    private let state = Mutex(State())
-    private let outgoing: AsyncStream<[UInt8]>.Continuation
-
-    private init(outgoing: AsyncStream<[UInt8]>.Continuation) {
-        self.outgoing = outgoing
-    }
-
-    static func launch(_ command: [String]) -> PluginSession {
+    /// Runs the process until it exits.
+    func serve() async {
         // A plugin that dies makes our next write to it raise SIGPIPE; the write's error is enough.
         signal(SIGPIPE, SIG_IGN)
-        let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
-        let session = PluginSession(outgoing: outgoing)
-        Task { await session.drive(command, lines: lines) }
-        return session
+        let status = await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await line in self.standardError.stream { await self.keepStandardError(line) }
+            }
+            let receive: @Sendable (LineSplitter.Piece) async -> Void = { await self.received($0) }
+            let status = await transport.run(receive: receive)
+            standardError.continuation.finish()
+            return status
+        }
+        exitStatus = status.description
+        wake()
     }
 
-    private func drive(_ command: [String], lines: AsyncStream<[UInt8]>) async {
-        let status = await runPluginProcess(
-            command, input: lines, inputContinuation: outgoing, maximumLineLength: Self.maximumLineLength,
-            started: { pid in state.withLock { $0.pid = pid } },
-            standardErrorLine: { line in
-                self.state.withLock { state in
-                    state.stderrTail.append(contentsOf: line + [UInt8(ascii: "\n")])
-                    if state.stderrTail.count > 2048 { state.stderrTail.removeFirst(state.stderrTail.count - 2048) }
-                }
-            },
-            receive: { piece in
-                let line =
-                    switch piece {
-                    case .line(let bytes): ReceivedLine(bytes: bytes)
-                    case .tooLong(let length, _): ReceivedLine(tooLong: length)
-                    }
-                self.state.withLock { $0.lines.append(line) }
-            })
-        state.withLock { $0.exitStatus = status }
+    private func received(_ piece: LineSplitter.Piece) {
+        let line =
+            switch piece {
+            case .line(let bytes): ReceivedLine(bytes: bytes)
+            case .tooLong(let length, _): ReceivedLine(tooLong: length)
+            }
+        lines.append(line)
+        wake()
     }
 
-    func send(_ message: EngineMessage) { outgoing.yield(message.line) }
+    private func keepStandardError(_ line: [UInt8]) {
+        stderrTail.append(contentsOf: line + [UInt8(ascii: "\n")])
+        if stderrTail.count > 2048 { stderrTail.removeFirst(stderrTail.count - 2048) }
+    }
 
-    func closeInput() { outgoing.finish() }
+    nonisolated func send(_ message: EngineMessage) { transport.send(message) }
 
-    var allLines: [ReceivedLine] { state.withLock { $0.lines } }
+    nonisolated func closeInput() { transport.closeInput() }
+
+    /// Ends it if it still runs: its guard kills it and whatever it started (see `ProcessTransport`).
+    nonisolated func kill() { transport.kill() }
+
+    var allLines: [ReceivedLine] { lines }
 
     /// `; its stderr ends: ...`, or nothing when it wrote none.
     var stderrExcerpt: String {
-        let tail = state.withLock { $0.stderrTail }
-        let text = String(decoding: tail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return "" }
         return "; its stderr ends: " + text.split(separator: "\n").suffix(3).joined(separator: " | ")
     }
 
     /// The next line after the previous match that `matches` (or is not protocol), the exit, or a timeout.
-    func next(within timeout: Duration, _ matches: (ReceivedLine) -> Bool) async -> Next {
-        let deadline = ContinuousClock.now + timeout
+    func next(within timeout: Duration, _ matches: @Sendable (ReceivedLine) -> Bool) async -> Next {
+        let deadline = clock.now() + timeout
         var others: [ReceivedLine] = []
         while true {
-            let (found, status) = state.withLock { state -> (ReceivedLine?, String?) in
-                while state.cursor < state.lines.count {
-                    let line = state.lines[state.cursor]
-                    state.cursor += 1
-                    if line.error != nil || matches(line) { return (line, nil) }
-                    others.append(line)
-                }
-                return (nil, state.exitStatus)
+            while cursor < lines.count {
+                let line = lines[cursor]
+                cursor += 1
+                if line.error != nil || matches(line) { return .line(line) }
+                others.append(line)
             }
-            if let found { return .line(found) }
-            if let status { return .exited(status) }
-            if ContinuousClock.now >= deadline { return .timedOut(others) }
-            try? await Task.sleep(for: .milliseconds(5))
+            if let exitStatus { return .exited(exitStatus) }
+            guard await changed(before: deadline) else { return .timedOut(others) }
         }
     }
 
     /// How it exited, if it did within `timeout`.
     func waitForExit(timeout: Duration) async -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = state.withLock({ $0.exitStatus }) { return status }
-            try? await Task.sleep(for: .milliseconds(5))
+        let deadline = clock.now() + timeout
+        while exitStatus == nil {
+            guard await changed(before: deadline) else { break }
         }
-        return state.withLock { $0.exitStatus }
+        return exitStatus
     }
 
-    /// Ends it if it still runs: its guard kills it and whatever it started (see `runPluginProcess`).
-    func kill() {
-        let (pid, exited) = state.withLock { ($0.pid, $0.exitStatus != nil) }
-        guard let pid, !exited else { return }
-        endGuardedPlugin(pid)
+    /// Waits for the next arrival; false when `deadline` comes first.
+    private func changed(before deadline: SupervisionClock.Instant) async -> Bool {
+        waits += 1
+        let wait = waits
+        let clock = clock
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                if await clock.sleep(until: deadline) { await self.timeUp(wait) }
+            }
+            // Registered before the timer can reach the actor, which this body holds until it waits.
+            let changed = await withCheckedContinuation { waiter = (wait, $0) }
+            group.cancelAll()
+            return changed
+        }
+    }
+
+    private func timeUp(_ wait: Int) {
+        guard let waiter, waiter.wait == wait else { return }
+        self.waiter = nil
+        waiter.continuation.resume(returning: false)
+    }
+
+    private func wake() {
+        waiter?.continuation.resume(returning: true)
+        waiter = nil
     }
 }

@@ -12,15 +12,20 @@ import Logging
 /// sources keep their content), it is restarted with backoff and its sources are configured again; after
 /// `maximumCrashes` crashes within `crashWindow` it is given up and its sources say so.
 ///
-/// Every wait on the plugin has a deadline: the handshake and each `configure` 5 s, a load its source's
-/// timeout (kept by the engine), the exit after `shutdown` 2 s. A line too long to read fails the load or
-/// source it names, not the plugin (see `skipped`).
+/// Every wait on the plugin has a deadline on `clock`: the handshake and each `configure` 5 s, a load its
+/// source's timeout (kept by the engine), the exit after `shutdown` 2 s. A line too long to read fails the
+/// load or source it names, not the plugin (see `skipped`).
+///
+/// Every task the host starts (each process and each deadline) is a child of one task group, which
+/// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
 actor PluginHost: SourceLoader {
     let kind: String
     let command: [String]
     private let logger: Logger
     private let inbox: EngineInbox
-    private let standardError: StandardError
+    private let makeTransport: PluginTransportFactory
+    private let clock: SupervisionClock
+    private var supervision = Supervision()
 
     static let handshakeTimeout: Duration = .seconds(5)
     static let configureTimeout: Duration = .seconds(5)
@@ -46,7 +51,11 @@ actor PluginHost: SourceLoader {
 
     private var phase = Phase.stopped
     private var generation = 0
-    private var process: PluginProcessHandle?
+    /// The running process, if any; `nil` once `exited` reported its end.
+    private var process: (any PluginTransport)?
+    /// Whoever waits for the running process to end (`waitForExit`), by wait.
+    private var exitWaiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+    private var exitWaits = 0
     /// Why the current process is being ended, when the host ended it; reported instead of its exit status.
     private var failureReason: String?
     /// The options the engine wants for each source, and those the running process was last sent.
@@ -57,7 +66,7 @@ actor PluginHost: SourceLoader {
     private var pendingLoads: [Int: String] = [:]
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
-    private var crashTimes: [ContinuousClock.Instant] = []
+    private var crashTimes: [SupervisionClock.Instant] = []
     private var readinessWaiters: [CheckedContinuation<String?, Never>] = []
     /// What `validate` waits for, by source: its waiters, and an answer that came before anyone waited.
     private var validationWaiters: [String: [CheckedContinuation<ValidationAnswer, Never>]] = [:]
@@ -70,7 +79,7 @@ actor PluginHost: SourceLoader {
     /// last answered one: a plugin that works through many of them is given `configureTimeout` for each,
     /// and one that answered a later one has moved past an earlier one it left unanswered.
     private var newestConfigureAnswered = 0
-    private var lastConfigureAnswer = ContinuousClock.now
+    private var lastConfigureAnswer: SupervisionClock.Instant
     private var configureWatchArmed = false
     /// The running process is being ended because a `configure` went unanswered (see `configureWatchFired`).
     private var endedOverConfigure = false
@@ -82,7 +91,7 @@ actor PluginHost: SourceLoader {
     private var skippedLines = 0
 
     private struct SentConfigure {
-        let at: ContinuousClock.Instant
+        let at: SupervisionClock.Instant
         let order: Int
     }
 
@@ -102,12 +111,25 @@ actor PluginHost: SourceLoader {
         case pluginFailed(String)
     }
 
+    /// A host of real plugin processes, each started from `command` below hammock's guard.
     init(kind: String, command: [String], inbox: EngineInbox, logger: Logger, standardError: StandardError) {
+        self.init(kind: kind, command: command, inbox: inbox, logger: logger, clock: .system) {
+            ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
+        }
+    }
+
+    /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
+    init(
+        kind: String, command: [String], inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
+        makeTransport: @escaping PluginTransportFactory
+    ) {
         self.kind = kind
-        self.standardError = standardError
         self.command = command
         self.inbox = inbox
         self.logger = logger
+        self.clock = clock
+        self.makeTransport = makeTransport
+        lastConfigureAnswer = clock.now()
     }
 
     // MARK: SourceLoader
@@ -150,13 +172,37 @@ actor PluginHost: SourceLoader {
         for waiter in readinessWaiters { waiter.resume(returning: "hammock is shutting down") }
         readinessWaiters.removeAll()
         for source in Array(validationWaiters.keys) { settleValidation(source, .pluginFailed("hammock is shutting down")) }
-        guard let process else { return }
-        process.send(.shutdown)
-        process.closeInput()
-        if await process.waitForExit(timeout: Self.shutdownGrace) { return }
-        logger.warning("the \(kind) plugin did not exit within \(Self.shutdownGrace.humanReadable) of shutdown; killing it")
-        process.kill()
-        _ = await process.waitForExit(timeout: Self.killGrace + .seconds(2))
+        var exited = true
+        if let process {
+            process.send(.shutdown)
+            process.closeInput()
+            exited = await waitForExit(within: Self.shutdownGrace)
+            if !exited {
+                logger.warning("the \(kind) plugin did not exit within \(Self.shutdownGrace.humanReadable) of shutdown; killing it")
+                process.kill()
+                exited = await waitForExit(within: Self.killGrace + .seconds(2))
+            }
+        }
+        // The deadlines still armed end with it. A process that outlived even its kill stays with its task
+        // rather than hold hammock's exit (as before: the kernel owes it a death that never came).
+        let supervision = supervision
+        await supervision.end(waitingForChildren: exited)
+    }
+
+    /// Whether the running process ended within `timeout`.
+    private func waitForExit(within timeout: Duration) async -> Bool {
+        guard process != nil else { return true }
+        exitWaits += 1
+        let wait = exitWaits
+        let deadline = clock.now() + timeout
+        return await withCheckedContinuation { continuation in
+            exitWaiters[wait] = continuation
+            after(deadline) { $0.exitWaitTimedOut(wait) }
+        }
+    }
+
+    private func exitWaitTimedOut(_ wait: Int) {
+        exitWaiters.removeValue(forKey: wait)?.resume(returning: false)
     }
 
     // MARK: Validation
@@ -211,9 +257,6 @@ actor PluginHost: SourceLoader {
     // MARK: The process
 
     private func launch() {
-        // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
-        // (`Engine.run` asks too, but `check` and the start-up validation come before it).
-        OrphanReaper.becomeSubreaper()
         generation += 1
         let generation = generation
         phase = .starting
@@ -223,12 +266,23 @@ actor PluginHost: SourceLoader {
         newestConfigureAnswered = configuresSent
         configureWatchArmed = false
         endedOverConfigure = false
-        process = PluginProcessHandle.launch(
-            command: command, kind: kind, host: self, generation: generation, standardError: standardError)
-        process?.send(.hello(protocol: pluginProtocolVersion))
-        Task {
-            try? await Task.sleep(for: Self.handshakeTimeout)
-            self.handshakeTimedOut(generation)
+        let process = makeTransport()
+        self.process = process
+        process.send(.hello(protocol: pluginProtocolVersion))
+        supervision.start { [self] in
+            let exit = await process.run { await self.received($0, generation: generation) }
+            await exited(generation: generation, exit: exit)
+        }
+        after(clock.now() + Self.handshakeTimeout) { $0.handshakeTimedOut(generation) }
+    }
+
+    /// Calls `action` on the host at `deadline`, unless supervision ends first. The deadline is taken when
+    /// the host asks, not when the timer's task starts.
+    private func after(_ deadline: SupervisionClock.Instant, _ action: @escaping @Sendable (isolated PluginHost) -> Void) {
+        let clock = clock
+        supervision.start { [self] in
+            guard await clock.sleep(until: deadline) else { return }
+            await action(self)
         }
     }
 
@@ -244,7 +298,7 @@ actor PluginHost: SourceLoader {
         process?.kill()
     }
 
-    func received(_ piece: LineSplitter.Piece, generation: Int) {
+    private func received(_ piece: LineSplitter.Piece, generation: Int) {
         guard generation == self.generation else { return }
         let message: PluginMessage
         switch piece {
@@ -386,7 +440,9 @@ actor PluginHost: SourceLoader {
         configuresSent += 1
         // Options that changed while the former ones were unanswered: the plugin has had a `configure` of
         // this source to answer since the first.
-        if unansweredConfigures[source] == nil { unansweredConfigures[source] = SentConfigure(at: .now, order: configuresSent) }
+        if unansweredConfigures[source] == nil {
+            unansweredConfigures[source] = SentConfigure(at: clock.now(), order: configuresSent)
+        }
         process?.send(line: line)
         armConfigureWatch()
     }
@@ -398,7 +454,7 @@ actor PluginHost: SourceLoader {
     }
 
     private func configureAnswered(_ source: String) {
-        lastConfigureAnswer = .now
+        lastConfigureAnswer = clock.now()
         if let sent = unansweredConfigures.removeValue(forKey: source) {
             newestConfigureAnswered = max(newestConfigureAnswered, sent.order)
         }
@@ -408,7 +464,7 @@ actor PluginHost: SourceLoader {
 
     /// When the oldest unanswered `configure` is due: `configureTimeout` after it was sent, or after the
     /// plugin last answered one, whichever is later.
-    private var nextConfigureDeadline: ContinuousClock.Instant? {
+    private var nextConfigureDeadline: SupervisionClock.Instant? {
         guard let oldest = unansweredConfigures.values.map(\.at).min() else { return nil }
         return max(oldest, lastConfigureAnswer) + Self.configureTimeout
     }
@@ -417,10 +473,7 @@ actor PluginHost: SourceLoader {
         guard !configureWatchArmed, let deadline = nextConfigureDeadline else { return }
         configureWatchArmed = true
         let generation = generation
-        Task {
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            self.configureWatchFired(generation)
-        }
+        after(deadline) { $0.configureWatchFired(generation) }
     }
 
     /// A `configure` left unanswered past its deadline holds its source back. The plugin is killed (and
@@ -430,7 +483,7 @@ actor PluginHost: SourceLoader {
         guard generation == self.generation else { return }
         configureWatchArmed = false
         guard case .ready = phase, let deadline = nextConfigureDeadline else { return }
-        guard deadline <= .now else {
+        guard deadline <= clock.now() else {
             armConfigureWatch()
             return
         }
@@ -473,16 +526,16 @@ actor PluginHost: SourceLoader {
         }
     }
 
-    func exited(generation: Int, status: String) {
+    private func exited(generation: Int, exit: PluginExit) {
         guard generation == self.generation else { return }
         process = nil
-        // Its guard ended what it left; if the guard was killed too, the orphans came to hammock: end them.
-        OrphanReaper.sweep()
+        for waiter in exitWaiters.values { waiter.resume(returning: true) }
+        exitWaiters.removeAll()
         if case .shuttingDown = phase { return }
         // What it pushed before it ended comes before the news of its end.
         pushMailboxes.removeAll()
-        let reason = "the \(kind) plugin \(failureReason ?? status)"
-        let now = ContinuousClock.now
+        let reason = "the \(kind) plugin \(failureReason ?? exit.description)"
+        let now = clock.now()
         crashTimes = crashTimes.filter { now - $0 < Self.crashWindow } + [now]
 
         for (loadID, source) in pendingLoads.sorted(by: { $0.key < $1.key }) {
@@ -516,13 +569,15 @@ actor PluginHost: SourceLoader {
         // The engine retries them by its own backoff.
         for request in queuedLoads { fail(request, message: reason, code: .pluginFailed) }
         queuedLoads.removeAll()
-        let delay = Duration.milliseconds(250 * (1 << min(crashTimes.count - 1, 7)))
+        let delay = Self.restartDelay(afterCrashes: crashTimes.count)
         logger.error("\(reason); restarting it in \(delay.humanReadable)")
         phase = .waitingToRestart
-        Task {
-            try? await Task.sleep(for: delay)
-            self.restart(after: generation)
-        }
+        after(now + delay) { $0.restart(after: generation) }
+    }
+
+    /// 250 ms after the first crash within `crashWindow`, doubling with each one after it, up to 32 s.
+    static func restartDelay(afterCrashes crashes: Int) -> Duration {
+        .milliseconds(250 * (1 << min(max(crashes, 1) - 1, 7)))
     }
 
     private func restart(after generation: Int) {
@@ -535,97 +590,34 @@ actor PluginHost: SourceLoader {
     }
 }
 
-/// One running plugin process: its stdin as a queue of lines, its stdout and stderr read by tasks.
-final class PluginProcessHandle: Sendable {
-    private let outgoing: AsyncStream<[UInt8]>.Continuation
-    /// Filled in by the launching task once the process exists.
-    private let processID: ProcessIDBox
-    /// Set once the process has exited and its end has been reported.
-    private let finished: FinishedFlag
-    private let task: Task<Void, Never>
+/// The task group under which a host runs every task it starts, and the one task that runs it.
+///
+/// A group's children can only be added from inside it, so the host hands each child over a stream that the
+/// group's own task reads. That task is the host's one unstructured task, started with the first child and
+/// awaited by `end`: everything below it ends with the host.
+private struct Supervision {
+    typealias Child = @Sendable () async -> Void
+    private let children = AsyncStream.makeStream(of: Child.self)
+    private var owner: Task<Void, Never>?
 
-    private init(
-        outgoing: AsyncStream<[UInt8]>.Continuation, task: Task<Void, Never>, processID: ProcessIDBox, finished: FinishedFlag
-    ) {
-        self.outgoing = outgoing
-        self.task = task
-        self.processID = processID
-        self.finished = finished
-    }
-
-    static func launch(
-        command: [String], kind: String, host: PluginHost, generation: Int, standardError: StandardError
-    ) -> PluginProcessHandle {
-        let (lines, outgoing) = AsyncStream.makeStream(of: [UInt8].self)
-        let pid = ProcessIDBox()
-        let spawn = LivePlugins.shared.spawning()
-        let finished = FinishedFlag()
-        let task = Task {
-            let status = await runPluginProcess(
-                command, input: lines, inputContinuation: outgoing, maximumLineLength: PluginHost.maximumLineLength,
-                started: { started in
-                    pid.value = started
-                    LivePlugins.shared.started(started, spawn: spawn)
-                },
-                standardErrorLine: { standardError.write(prefix: kind, line: $0) },
-                receive: { await host.received($0, generation: generation) })
-            LivePlugins.shared.ended(pid.value, spawn: spawn)
-            await host.exited(generation: generation, status: status)
-            finished.value = true
+    mutating func start(_ child: @escaping Child) {
+        if owner == nil {
+            let children = children.stream
+            owner = Task {
+                await withDiscardingTaskGroup { group in
+                    for await child in children { group.addTask(operation: child) }
+                    // Ended: the deadlines still armed are let go.
+                    group.cancelAll()
+                }
+            }
         }
-        return PluginProcessHandle(outgoing: outgoing, task: task, processID: pid, finished: finished)
+        children.continuation.yield(child)
     }
 
-    func send(_ message: EngineMessage) { outgoing.yield(message.line) }
-
-    /// Sends a message already encoded (one line, `\n` included).
-    func send(line: [UInt8]) { outgoing.yield(line) }
-
-    func closeInput() { outgoing.finish() }
-
-    /// Ends the plugin now: its guard kills it and everything below it (see `endGuardedPlugin`). A guard
-    /// that has not ended after `PluginHost.killGrace` has its whole process group killed.
-    func kill() {
-        guard let pid = processID.value, pid > 0 else { return }
-        endGuardedPlugin(pid)
-        let finished = finished
-        Task {
-            try? await Task.sleep(for: PluginHost.killGrace)
-            if !finished.value { killGuardGroup(pid) }
-        }
-    }
-
-    /// Whether it exited within `timeout`.
-    ///
-    /// Polls a flag rather than racing `task.value` against a timer in a task group: `Task.value` ignores
-    /// cancellation, so the group would wait for the process however long it runs, and a plugin that ignores
-    /// shutdown would hold hammock forever instead of being killed after the grace period.
-    func waitForExit(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !finished.value {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-}
-
-/// Whether the plugin's task has ended, written once by that task and read by whoever waits for it.
-private final class FinishedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored = false
-    var value: Bool {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}
-
-/// The plugin's pid, written once by the task that starts it and read by whoever must kill it.
-private final class ProcessIDBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: pid_t?
-    var value: pid_t? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+    /// Takes no more children and cancels those that wait; with `waitingForChildren`, returns when all
+    /// have ended.
+    func end(waitingForChildren: Bool) async {
+        children.continuation.finish()
+        if waitingForChildren { await owner?.value }
     }
 }

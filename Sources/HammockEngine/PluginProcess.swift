@@ -5,100 +5,166 @@ import HammockProtocol
 import Subprocess
 import SystemPackage
 
-/// Runs a plugin program the way hammock runs every plugin, for the plugin host and for
-/// `hammock plugin check` alike.
+/// A plugin run the way hammock runs every plugin, for the plugin host and for `hammock plugin check`
+/// alike: the transport outside tests.
 ///
 /// The plugin runs below a guard (`HAMMOCK_GUARD_FLAG` in hammock_system.h): hammock's own executable,
 /// which keeps everything the plugin starts below it and ends it all when the plugin exits, when hammock
 /// dies however it dies, or on `endGuardedPlugin`. The guard gets a process group of its own, which the
-/// plugin shares (a terminal's Ctrl-C is hammock's to handle). The plugin's stdin is fed from `input`; its
-/// stderr is cut into lines for `standardErrorLine`; its stdout is cut into protocol lines (at most
-/// `maximumLineLength` bytes) for `receive`. When its stdout closes the plugin is ending, so `input` is
-/// finished and nothing more is written to it. Returns how it ended, in words: "exited with status 3".
-func runPluginProcess(
-    _ command: [String], input: AsyncStream<[UInt8]>, inputContinuation: AsyncStream<[UInt8]>.Continuation,
-    maximumLineLength: Int, started: (pid_t) -> Void,
-    standardErrorLine: @escaping @Sendable ([UInt8]) -> Void,
-    receive: (LineSplitter.Piece) async -> Void
-) async -> String {
-    guard let program = command.first, let path = executablePath(program) else {
-        inputContinuation.finish()
-        return "could not be started (\(command.joined(separator: " "))): no executable \"\(command.first ?? "")\" was found"
+/// plugin shares (a terminal's Ctrl-C is hammock's to handle). Its stderr is cut into lines for
+/// `standardErrorLine`; its stdout into protocol lines of at most `maximumLineLength` bytes. When its stdout
+/// closes the plugin is ending, so its input is finished and nothing more is written to it.
+struct ProcessTransport: PluginTransport {
+    let command: [String]
+    let maximumLineLength: Int
+    /// Whether hammock takes in the orphans of its plugins and ends them (`OrphanReaper`): the engine does;
+    /// `hammock plugin check` has nothing else running to protect.
+    let reapsOrphans: Bool
+    let standardErrorLine: @Sendable ([UInt8]) async -> Void
+    private let input = AsyncStream.makeStream(of: [UInt8].self)
+    /// What the task that enforces a kill hears: the guard's pid once it is spawned, and kill requests.
+    private let control = AsyncStream.makeStream(of: Control.self)
+
+    private enum Control {
+        case started(pid_t)
+        case kill
     }
-    var platformOptions = PlatformOptions()
-    platformOptions.processGroupID = 0
-    // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
-    // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch);
-    // the guard checks the same.
-    let environment = Environment.inherit.updating(["HAMMOCK_ENGINE_PID": String(getpid())])
-    // /proc/self/exe, not a path: in the child it still names this executable, even one replaced on disk.
-    let configuration = Configuration(
-        executable: .path(FilePath("/proc/self/exe")),
-        arguments: Arguments([HAMMOCK_GUARD_FLAG, path] + command), environment: environment,
-        platformOptions: platformOptions)
-    do {
-        let result = try await run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
-            execution in
-            started(execution.processIdentifier.value)
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        for await line in input { _ = try await execution.standardInputWriter.write(line) }
-                        try await execution.standardInputWriter.finish()
-                    } catch {
-                        // The plugin closed its stdin or died; its exit is reported below.
+
+    init(
+        command: [String], maximumLineLength: Int = PluginHost.maximumLineLength, reapsOrphans: Bool,
+        standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
+    ) {
+        self.command = command
+        self.maximumLineLength = maximumLineLength
+        self.reapsOrphans = reapsOrphans
+        self.standardErrorLine = standardErrorLine
+    }
+
+    func send(line: [UInt8]) { input.continuation.yield(line) }
+
+    func closeInput() { input.continuation.finish() }
+
+    /// Its guard kills it and everything below it (see `endGuardedPlugin`); a guard that has not ended
+    /// after `PluginHost.killGrace` has its whole process group killed.
+    func kill() { control.continuation.yield(.kill) }
+
+    func run(receive: (LineSplitter.Piece) async -> Void) async -> PluginExit {
+        // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
+        // (`Engine.run` asks too, but `check` and the start-up validation come before it).
+        if reapsOrphans { OrphanReaper.becomeSubreaper() }
+        let spawn = LivePlugins.shared.spawning()
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { [control] in await Self.enforceKill(control.stream) }
+            let (exit, pid) = await runProcess(spawn: spawn, receive: receive)
+            LivePlugins.shared.ended(pid, spawn: spawn)
+            // Its guard ended what it left; if the guard was killed too, the orphans came to hammock: end them.
+            if reapsOrphans { OrphanReaper.sweep() }
+            // A kill's grace period ends with the process.
+            control.continuation.finish()
+            group.cancelAll()
+            return exit
+        }
+    }
+
+    /// Carries out a kill once the guard's pid is known: `endGuardedPlugin`, then the group's SIGKILL if
+    /// the process has not ended within `killGrace` (the task is cancelled when it ends).
+    private static func enforceKill(_ events: AsyncStream<Control>) async {
+        var pid: pid_t?
+        var isWanted = false
+        for await event in events {
+            switch event {
+            case .started(let started): pid = started
+            case .kill: isWanted = true
+            }
+            guard isWanted, let pid else { continue }
+            endGuardedPlugin(pid)
+            let clock = SupervisionClock.system
+            guard await clock.sleep(until: clock.now() + PluginHost.killGrace) else { return }
+            killGuardGroup(pid)
+            return
+        }
+    }
+
+    /// Runs the process to its end; returns how it ended and the guard's pid, if it was spawned.
+    private func runProcess(spawn: Int, receive: (LineSplitter.Piece) async -> Void) async -> (PluginExit, pid_t?) {
+        let inputContinuation = input.continuation
+        let commandLine = command.joined(separator: " ")
+        guard let program = command.first, let path = executablePath(program) else {
+            inputContinuation.finish()
+            return (.couldNotStart("(\(commandLine)): no executable \"\(command.first ?? "")\" was found"), nil)
+        }
+        var platformOptions = PlatformOptions()
+        platformOptions.processGroupID = 0
+        // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
+        // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch);
+        // the guard checks the same.
+        let environment = Environment.inherit.updating(["HAMMOCK_ENGINE_PID": String(getpid())])
+        // /proc/self/exe, not a path: in the child it still names this executable, even one replaced on disk.
+        let configuration = Configuration(
+            executable: .path(FilePath("/proc/self/exe")),
+            arguments: Arguments([HAMMOCK_GUARD_FLAG, path] + command), environment: environment,
+            platformOptions: platformOptions)
+        let (lines, control) = (input.stream, control.continuation)
+        let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
+        // Known from the spawn, so that an error after it still names the guard that ended.
+        var spawned: pid_t?
+        do {
+            let result = try await Subprocess.run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
+                execution in
+                let pid = execution.processIdentifier.value
+                spawned = pid
+                LivePlugins.shared.started(pid, spawn: spawn)
+                control.yield(.started(pid))
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        do {
+                            for await line in lines { _ = try await execution.standardInputWriter.write(line) }
+                            try await execution.standardInputWriter.finish()
+                        } catch {
+                            // The plugin closed its stdin or died; its exit is reported below.
+                        }
                     }
-                }
-                group.addTask {
-                    var splitter = LineSplitter(maximumLineLength: 64 << 10)
-                    let forward: (LineSplitter.Piece) -> Void = { piece in
-                        if case .line(let bytes) = piece { standardErrorLine(bytes) }
+                    group.addTask {
+                        var splitter = LineSplitter(maximumLineLength: 64 << 10)
+                        var lines: [[UInt8]] = []
+                        let collect: (LineSplitter.Piece) -> Void = { piece in
+                            if case .line(let bytes) = piece { lines.append(bytes) }
+                        }
+                        do {
+                            for try await buffer in execution.standardError {
+                                buffer.withUnsafeBytes { splitter.feed($0, emit: collect) }
+                                for line in lines { await standardErrorLine(line) }
+                                lines.removeAll()
+                            }
+                        } catch {}
+                        splitter.finish(emit: collect)
+                        for line in lines { await standardErrorLine(line) }
                     }
+                    // Of a line too long the head is kept: it names the load or source that fails for it.
+                    var splitter = LineSplitter(maximumLineLength: maximumLineLength, headLength: pluginLineHeadLength)
                     do {
-                        for try await buffer in execution.standardError {
-                            buffer.withUnsafeBytes { splitter.feed($0, emit: forward) }
+                        for try await buffer in execution.standardOutput {
+                            var pieces: [LineSplitter.Piece] = []
+                            buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
+                            for piece in pieces { await receive(piece) }
                         }
                     } catch {}
-                    splitter.finish(emit: forward)
+                    var last: [LineSplitter.Piece] = []
+                    splitter.finish { last.append($0) }
+                    for piece in last { await receive(piece) }
+                    inputContinuation.finish()
                 }
-                // Of a line too long the head is kept: it names the load or source that fails for it.
-                var splitter = LineSplitter(maximumLineLength: maximumLineLength, headLength: pluginLineHeadLength)
-                do {
-                    for try await buffer in execution.standardOutput {
-                        var pieces: [LineSplitter.Piece] = []
-                        buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
-                        for piece in pieces { await receive(piece) }
-                    }
-                } catch {}
-                var last: [LineSplitter.Piece] = []
-                splitter.finish { last.append($0) }
-                for piece in last { await receive(piece) }
-                inputContinuation.finish()
             }
+            let pid = result.processIdentifier.value
+            switch result.terminationStatus {
+            case .exited(let code): return (.exited(code), pid)
+            case .signaled(let signal): return (.killed(signal: signal), pid)
+            }
+        } catch {
+            inputContinuation.finish()
+            return (.couldNotStart("(\(commandLine)): \(error)"), spawned)
         }
-        switch result.terminationStatus {
-        case .exited(let code): return "exited with status \(code)"
-        case .signaled(let signal): return "was killed by signal \(signal)"
-        }
-    } catch {
-        inputContinuation.finish()
-        return "could not be started (\(command.joined(separator: " "))): \(error)"
     }
-}
-
-/// Ends a plugin started by `runPluginProcess` now: its guard kills it and everything below it, then
-/// exits as killed by SIGKILL. `guardID` is the pid `started` was given.
-func endGuardedPlugin(_ guardID: pid_t) {
-    guard guardID > 0 else { return }
-    kill(guardID, SIGUSR1)
-}
-
-/// SIGKILL to the guard's process group (the guard, its plugin and what stayed in their group): for a
-/// guard that did not end in time, which leaves any orphans to hammock's sweep.
-func killGuardGroup(_ guardID: pid_t) {
-    guard guardID > 0 else { return }
-    kill(-guardID, SIGKILL)
-    kill(guardID, SIGKILL)
 }
 
 /// Where `program` is: itself when it holds a slash, else the first executable of that name on `PATH`, as

@@ -7,6 +7,12 @@
 /// re-parented to it instead of init. prctl is variadic, which Swift cannot call directly. Returns 0 on success.
 int hammock_become_child_subreaper(void);
 
+/// Waits at most `timeout_ms` for the child `pid` to end, and reaps it. Returns 1 when it was reaped, 0 when
+/// it still runs at the timeout, -1 with errno set (ECHILD: not a child of this process). The wait is on a
+/// pidfd (Linux 5.3 and later), which the kernel makes readable at the exit: nothing polls. A kernel
+/// without pidfd gets one look, no wait.
+int hammock_reap_child_within(pid_t pid, int timeout_ms);
+
 /// Asks the kernel to say when `parent` stops being this process's parent (it died, and this process was
 /// re-parented), with nothing polling. Returns a descriptor that becomes readable then, or -1 with errno set.
 /// Call it once.

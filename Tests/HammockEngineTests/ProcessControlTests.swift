@@ -1,0 +1,37 @@
+import Glibc
+import Testing
+
+@testable import HammockEngine
+
+@Suite struct ProcessControlTests {
+    @Test func statFieldsComeAfterTheLastParenthesisOfTheName() throws {
+        let text = "4242 (a (weird) name) S 17 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
+        let stat = try #require(ProcessStat(Array(text.utf8)))
+        #expect(stat == ProcessStat(Array("1 (x) S 17 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 987654 0".utf8)))
+        #expect(stat.state == "S" && stat.parent == 17 && stat.group == 4242 && stat.startTime == 987654)
+        #expect(ProcessStat(Array("4242 (cut short) S 17".utf8)) == nil)
+    }
+
+    @Test func ourOwnStatNamesOurParentAndGroup() throws {
+        let stat = try #require(ProcessStat(pid: getpid()))
+        #expect(stat.parent == getppid() && stat.group == getpgrp() && stat.state != "Z")
+    }
+
+    @Test func aKilledChildIsReapedAsItDiesAndALiveOneIsNotWaitedPastTheDeadline() throws {
+        var pid: pid_t = 0
+        let arguments = ["/bin/sleep", "30"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        #expect(posix_spawn(&pid, "/bin/sleep", nil, nil, &argv, environ) == 0)
+        #expect(!reapChild(pid, within: .milliseconds(50)))
+        let stat = try #require(ProcessStat(pid: pid))
+        #expect(stat.parent == getpid() && stat.state != "Z")
+        kill(pid, SIGKILL)
+        let start = ContinuousClock.now
+        #expect(reapChild(pid, within: .seconds(30)))
+        #expect(ContinuousClock.now - start < .seconds(20))
+        #expect(ProcessStat(pid: pid) == nil)
+        // Not a child (any more): no wait, no success.
+        #expect(!reapChild(pid, within: .seconds(30)))
+    }
+}
