@@ -159,12 +159,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // The engine's edge in memory: stdout's writer over an in-memory transport, stdin's control lines.
-        .testTarget(
-            name: "HammockEngineTests",
-            dependencies: ["HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol"]
-        ),
-        // The engine's edges in memory: the plugin host over an in-memory transport and a manual clock.
+        // The engine's edges in memory: stdout's writer and stdin's control lines over in-memory transports,
+        // the plugin host over an in-memory plugin and a manual clock.
         .testTarget(
             name: "HammockEngineTests",
             dependencies: [

@@ -147,23 +147,12 @@ extension Documented {
 
     /// Starts `hammock run CONFIGPATH` (a file the test rewrites), runs `body`, and stops hammock however `body`
     /// ends: before the test returns, not in a task that may outlive it.
-    static func run<Result>(
+    static func run<Result: Sendable>(
         configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
-        let hammock = try HammockProcess.launch(configPath: configPath, environment: environment, sourceLocation: sourceLocation)
-        let result: Result
-        do {
-            result = try await body(hammock)
-        } catch {
-            await hammock.stop()
-            throw error
-        }
-        await hammock.stop()
-        #expect(
-            hammock.malformedLines.isEmpty, "stdout lines that are not JSON objects: \(hammock.malformedLines)",
-            sourceLocation: sourceLocation)
-        return result
+        try await HammockProcess.withRunning(
+            configPath: configPath, environment: environment, sourceLocation: sourceLocation, body)
     }
 
     /// Whether process `pid` still exists (a zombie counts as gone).

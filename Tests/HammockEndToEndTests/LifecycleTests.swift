@@ -119,8 +119,8 @@ struct LifecycleTests {
               fine: { kind: fake, content: 1, delay: 20ms }
               stuck: { kind: fake, state: loading }
             """
-        let started = ContinuousClock.now
         try await HammockProcess.withRunning(config: config, arguments: ["--once", "--deadline", "1s"]) { hammock in
+            let started = hammock.launchedAt
             #expect(try await hammock.waitForExit(timeout: .seconds(12)) == .exited(1))
             let elapsed = ContinuousClock.now - started
             // Well under the default deadline of 30 s, with room for a machine busy running the other tests.

@@ -115,6 +115,9 @@ public final class HammockProcess: Sendable {
     private let stdoutIsJSON: Bool
     /// Where the test started the process: `stop()` reports stdout lines that are not JSON there.
     private let startedAt: SourceLocation
+    /// Just before the process was started: what a test measures hammock's own times from (a test may wait
+    /// for a `RunSlots` slot before that).
+    public let launchedAt = ContinuousClock.now
     /// Set by the first `stop()`, so its checks run once.
     private let stopped = Mutex(false)
 
@@ -189,18 +192,20 @@ public final class HammockProcess: Sendable {
         sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
-        let hammock = try launch(
-            config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
-            readingStderr: readingStderr, launcher: launcher, sourceLocation: sourceLocation)
-        let result: Result
-        do {
-            result = try await body(hammock)
-        } catch {
+        try await RunSlots.withSlot {
+            let hammock = try launch(
+                config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
+                readingStderr: readingStderr, launcher: launcher, sourceLocation: sourceLocation)
+            let result: Result
+            do {
+                result = try await body(hammock)
+            } catch {
+                await hammock.stop()
+                throw error
+            }
             await hammock.stop()
-            throw error
+            return result
         }
-        await hammock.stop()
-        return result
     }
 
     /// `withRunning` on a configuration file the test keeps (to run the same file several times, or to change
@@ -210,16 +215,18 @@ public final class HammockProcess: Sendable {
         configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
-        let hammock = try launch(configPath: configPath, environment: environment, sourceLocation: sourceLocation)
-        let result: Result
-        do {
-            result = try await body(hammock)
-        } catch {
+        try await RunSlots.withSlot {
+            let hammock = try launch(configPath: configPath, environment: environment, sourceLocation: sourceLocation)
+            let result: Result
+            do {
+                result = try await body(hammock)
+            } catch {
+                await hammock.stop()
+                throw error
+            }
             await hammock.stop()
-            throw error
+            return result
         }
-        await hammock.stop()
-        return result
     }
 
     /// Starts `hammock run CONFIG ARGUMENTS...` with `config` written to a fresh temporary folder. Prefer
