@@ -21,6 +21,8 @@ final class ProcessGroupHandle: Sendable {
         var reason: EndReason?
         var ending: Task<Void, Never>?
         var finished = false
+        /// `end` calls that came while the command was being spawned: `attach` or `finish` resumes them.
+        var waitingForStart: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -31,10 +33,13 @@ final class ProcessGroupHandle: Sendable {
 
     /// Called once the command is running. An end asked for while it was starting begins now.
     func attach(_ groupID: pid_t) {
-        state.withLock { state in
+        let waiting = state.withLock { state in
             state.groupID = groupID
             if state.reason != nil && state.ending == nil { state.ending = Self.startEnding(groupID) }
+            defer { state.waitingForStart = [] }
+            return state.waitingForStart
         }
+        for waiter in waiting { waiter.resume() }
     }
 
     /// Asks the group to end (TERM, then KILL after the grace period), and waits until it is gone.
@@ -44,22 +49,22 @@ final class ProcessGroupHandle: Sendable {
     }
 
     private func endAndWait(_ reason: EndReason) async {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while true {
-            let (ending, starting): (Task<Void, Never>?, Bool) = state.withLock { state in
+        // Still being spawned: `attach` will start the end, or `finish` say there is nothing left to end.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isStarted = state.withLock { state in
                 if state.reason == nil { state.reason = reason }
-                if state.finished { return (nil, false) }
-                guard let groupID = state.groupID else { return (nil, true) }
-                if state.ending == nil { state.ending = Self.startEnding(groupID) }
-                return (state.ending, false)
+                guard !state.finished && state.groupID == nil else { return true }
+                state.waitingForStart.append(continuation)
+                return false
             }
-            // Still being spawned: `attach` will start the end; wait for it to be there to wait on.
-            guard starting, ContinuousClock.now < deadline else {
-                await ending?.value
-                return
-            }
-            try? await Task.sleep(for: .milliseconds(10))
+            if isStarted { continuation.resume() }
         }
+        let ending: Task<Void, Never>? = state.withLock { state in
+            guard !state.finished, let groupID = state.groupID else { return nil }
+            if state.ending == nil { state.ending = Self.startEnding(groupID) }
+            return state.ending
+        }
+        await ending?.value
     }
 
     /// Asks the group to end without waiting, for callers that must not block (the output reader).
@@ -78,7 +83,12 @@ final class ProcessGroupHandle: Sendable {
             return state.ending
         }
         await ending?.value
-        state.withLock { $0.finished = true }
+        let waiting = state.withLock { state in
+            state.finished = true
+            defer { state.waitingForStart = [] }
+            return state.waitingForStart
+        }
+        for waiter in waiting { waiter.resume() }
     }
 
     /// An unstructured task, so that a cancelled caller cannot cut the sequence short and leave a
@@ -97,6 +107,8 @@ func terminateGroup(_ groupID: pid_t, grace: Duration) async {
     _ = await waitUntilGroupIsGone(groupID, within: .seconds(5))
 }
 
+/// Polls, for want of an event: the group's members need not be the plugin's children (a script's
+/// background job, a daemon that forked), so neither a pidfd nor `waitpid` can say when the last one is gone.
 private func waitUntilGroupIsGone(_ groupID: pid_t, within limit: Duration) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while groupHasLiveMembers(groupID) {
