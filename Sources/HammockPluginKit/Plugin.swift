@@ -162,6 +162,8 @@ public func pluginLog(_ message: String) {
 /// grow six-fold: a NUL byte is `\u0000`) is never written: the engine would skip it. What goes instead
 /// is a small `tooLarge` error for the same load or source, so the failure is that source's alone.
 final class PluginOutput: Sendable {
+    /// A lock around each whole line's write: answers and pushes come from many tasks, and a line must not
+    /// interleave with another; the write is a blocking syscall, which must not hold an actor's executor.
     private let lock = NSLock()
     /// Where each whole line goes: stdout, or a test's list of lines.
     private let writeLine: @Sendable ([UInt8]) -> Void

@@ -23,6 +23,8 @@ import Synchronization
 final class FileWatcher: Sendable {
     static let shared = FileWatcher()
 
+    /// A `Mutex`: the inotify thread and the sources' tasks each hold it for a few map updates, and the
+    /// thread, blocked in `poll`, cannot await an actor.
     private let state = Mutex(State())
 
     /// `changed` is called on the watcher's thread, with the watcher's lock held: it must only hand off

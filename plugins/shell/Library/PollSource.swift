@@ -11,6 +11,7 @@ final class PollSource: PluginSource {
         var running: [ObjectIdentifier: ProcessGroupHandle] = [:]
         var stopped = false
     }
+    /// A `Mutex`: `load`, `cancel` and `stop` touch it for a dictionary update each, from any task.
     private let state = Mutex(State())
 
     init(options: ShellOptions) {

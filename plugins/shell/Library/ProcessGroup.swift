@@ -25,6 +25,8 @@ final class ProcessGroupHandle: Sendable {
         var waitingForStart: [CheckedContinuation<Void, Never>] = []
     }
 
+    /// A `Mutex`, not an actor: `end` may come from any task while the command's own task attaches and
+    /// finishes, each hold is a few loads, and `endSoon` must not wait (it is called from the output reader).
     private let state = Mutex(State())
     static let gracePeriod: Duration = .seconds(2)
 
