@@ -32,4 +32,31 @@ struct TemplateRulesCheckTests {
                 "\(path):6:5: source \"user\": a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
             ], "\(run.stderr)")
     }
+
+    @Test("reload: a template inside `script:` refuses the reload at its line and column")
+    func templateInsideAScriptOnReload() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func config(script: String) -> String {
+            """
+            version: 1
+            sources:
+              post: { kind: fake, content: { id: 1 } }
+              user:
+                kind: shell
+                script: "\(script)"
+            """
+        }
+        let path = try HammockProcess.writeConfig(config(script: "echo 1"), in: directory)
+        try await HammockProcess.withRunning(configPath: path) { hammock in
+            try await hammock.waitFor(type: "source", id: "user") { $0.event == "newData" }
+            _ = try HammockProcess.writeConfig(config(script: "echo {{ post.id }}"), in: directory)
+            try hammock.send(controlLine: #"{"op":"reload"}"#)
+            let error = try await hammock.waitFor(type: "error", timeout: .seconds(15))
+            let message = error["message"]?.stringValue ?? ""
+            #expect(message.contains("reload failed"), "\(message)")
+            #expect(
+                message.contains("\(path):6:5: source \"user\": a template inside `script:` is not allowed"), "\(message)")
+        }
+    }
 }
