@@ -233,8 +233,8 @@ private struct ConfigurationReader {
         }
         definition.options = options
         definition.templates = readTemplates(
-            in: .object(options), pointer: JSONPointer(tokens: []), kind: kind, marks: marks,
-            sourceMark: keyMark, references: &references)
+            in: .object(options), pointer: JSONPointer(tokens: []), marks: marks, sourceMark: keyMark,
+            references: &references)
 
         if kind == "fake" {
             do throws(OptionProblems) {
@@ -315,7 +315,7 @@ private struct ConfigurationReader {
     }
 
     mutating func readTemplates(
-        in value: JSONValue, pointer: JSONPointer, kind: String, marks: [JSONPointer: YAMLMark],
+        in value: JSONValue, pointer: JSONPointer, marks: [JSONPointer: YAMLMark],
         sourceMark: YAMLMark, references: inout [(TemplateReference, YAMLMark)]
     ) -> [TemplatedOption] {
         let mark = OptionPositions(source: sourceMark, marks: marks).mark(for: pointer)
@@ -329,25 +329,20 @@ private struct ConfigurationReader {
                 return []
             }
             guard let template else { return [] }
-            if kind == "shell" && pointer.tokens.first == "script" {
-                problem(
-                    mark,
-                    "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
-                )
-                return []
-            }
             references += template.references.map { ($0, mark) }
-            return [TemplatedOption(pointer: pointer, template: template, percentEncode: pointer.tokens == ["url"])]
+            // Which options may hold templates, and which are URL-encoded, is the kind's plugin's to say
+            // (`TemplateRules`, in its hello): the engine applies its rules when the plugin checks the sources.
+            return [TemplatedOption(pointer: pointer, template: template, percentEncode: false)]
         case .array(let items):
             return items.indices.flatMap { index in
                 readTemplates(
-                    in: items[index], pointer: pointer.appending(String(index)), kind: kind, marks: marks,
-                    sourceMark: sourceMark, references: &references)
+                    in: items[index], pointer: pointer.appending(String(index)), marks: marks, sourceMark: sourceMark,
+                    references: &references)
             }
         case .object(let object):
             return object.flatMap { key, item in
                 readTemplates(
-                    in: item, pointer: pointer.appending(key), kind: kind, marks: marks, sourceMark: sourceMark,
+                    in: item, pointer: pointer.appending(key), marks: marks, sourceMark: sourceMark,
                     references: &references)
             }
         default:

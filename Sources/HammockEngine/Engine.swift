@@ -75,9 +75,9 @@ public final class Engine: Sendable {
         let answers = await withTaskGroup(of: [String: PluginHost.ValidationAnswer].self) { group in
             for (kind, loader) in loaders {
                 guard let host = loader as? PluginHost else { continue }
-                let ofKind = sources.filter { $0.kind == kind }.map { (id: $0.id, options: JSONValue.object($0.options)) }
+                let ofKind = sources.filter { $0.kind == kind }
                 guard !ofKind.isEmpty else { continue }
-                group.addTask { await host.validate(ofKind) }
+                group.addTask { await validate(ofKind, with: host) }
             }
             return await group.reduce(into: [:]) { $0.merge($1) { first, _ in first } }
         }
@@ -96,6 +96,42 @@ public final class Engine: Sendable {
         return validation
     }
 
+    /// The plugin's answers for its sources, with the problems its template rules find (a template where
+    /// the plugin's hello refused one) joined to them.
+    static func validate(
+        _ sources: [SourceDefinition], with host: PluginHost
+    ) async -> [String: PluginHost.ValidationAnswer] {
+        var answers = await host.validate(sources.map { (id: $0.id, options: JSONValue.object($0.options)) })
+        // No hello, no rules: its sources are answered `.pluginFailed` anyway.
+        guard let rules = await host.templateRules, !rules.isEmpty else { return answers }
+        for source in sources {
+            let problems = rules.apply(to: source).problems
+            guard !problems.isEmpty else { continue }
+            switch answers[source.id] {
+            case .invalid(let own): answers[source.id] = .invalid(own + problems)
+            case .valid, nil: answers[source.id] = .invalid(problems)
+            case .pluginFailed: break
+            }
+        }
+        return answers
+    }
+
+    /// The configuration the core runs with: each source's templates percent-encoded where its plugin's hello
+    /// said (`TemplateRules`). A plugin whose hello never came (it failed to start) has no rules: its sources'
+    /// templates stay unencoded, and those sources fail anyway while their plugin is down.
+    static func applyingTemplateRules(
+        to configuration: Configuration, from loaders: [String: any SourceLoader]
+    ) async -> Configuration {
+        var rules: [String: TemplateRules] = [:]
+        for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
+            guard let host = loaders[kind] as? PluginHost else { continue }
+            rules[kind] = await host.templateRulesStartingIfNeeded()
+        }
+        var configuration = configuration
+        configuration.sources = configuration.sources.map { rules[$0.kind]?.apply(to: $0).definition ?? $0 }
+        return configuration
+    }
+
     // MARK: Reload
 
     /// The steps of a reload that run off the loop, each handed back to it as an input: reading a large file
@@ -103,8 +139,9 @@ public final class Engine: Sendable {
     enum ReloadStep: Sendable {
         /// The file was read again.
         case read(Result<LoadedConfiguration, ConfigurationError>)
-        /// The plugins said what they think of the changed sources.
-        case validated(LoadedConfiguration, PluginValidation)
+        /// The plugins said what they think of the changed sources; `Configuration` is the new one with their
+        /// template rules applied, for the core.
+        case validated(LoadedConfiguration, Configuration, PluginValidation)
     }
 
     /// What the loop knows of the reload under way.
@@ -219,7 +256,9 @@ public final class Engine: Sendable {
         let logger = logger
         let standardError = standardError
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
-        var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+        // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
+        let configuration = await Self.applyingTemplateRules(to: loaded.configuration, from: self.loaders)
+        var core = EngineCore(configuration: configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
         var current = loaded
         var loaders = self.loaders
         var reloading = Reloading()
@@ -313,10 +352,11 @@ public final class Engine: Sendable {
                 }
                 work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
-                    inbox.yield(.reloadStep(.validated(next, validation)))
+                    let configuration = await Self.applyingTemplateRules(to: next.configuration, from: checking)
+                    inbox.yield(.reloadStep(.validated(next, configuration, validation)))
                 }
                 return []
-            case .validated(let next, let validation):
+            case .validated(let next, let configuration, let validation):
                 if !validation.optionProblems.isEmpty {
                     return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
                 }
@@ -330,7 +370,7 @@ public final class Engine: Sendable {
                 let replacedKinds = Set(reloading.fresh.keys)
                 reloading.fresh = [:]
                 current = next
-                let actions = core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
+                let actions = core.reconfigure(configuration, replacingKinds: replacedKinds, now: .current)
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
                 }

@@ -71,6 +71,8 @@ actor PluginHost: SourceLoader {
     /// What `validate` waits for, by source: its waiters, and an answer that came before anyone waited.
     private var validationWaiters: [String: [CheckedContinuation<ValidationAnswer, Never>]] = [:]
     private var earlyValidationAnswers: [String: ValidationAnswer] = [:]
+    /// What the plugin's hello declared about templates in this kind's options; `nil` until a hello came.
+    private(set) var templateRules: TemplateRules?
 
     /// `configure`s sent to the running process and not answered yet, by source.
     private var unansweredConfigures: [String: SentConfigure] = [:]
@@ -235,6 +237,14 @@ actor PluginHost: SourceLoader {
         return answers
     }
 
+    /// The rules of the plugin's hello, starting the plugin if it never was (a kind whose plugin command
+    /// changed on reload, with no changed source to check): its sources are about to load on it. `nil` when
+    /// no hello came: the plugin failed to start, or is waiting to restart.
+    func templateRulesStartingIfNeeded() async -> TemplateRules? {
+        if case .stopped = phase { _ = await ready() }
+        return templateRules
+    }
+
     /// Hands `answer` to whoever validates `source`, or keeps it for the `validate` about to wait for it.
     private func settleValidation(_ source: String, _ answer: ValidationAnswer) {
         guard let waiters = validationWaiters.removeValue(forKey: source) else { return }
@@ -321,7 +331,7 @@ actor PluginHost: SourceLoader {
             }
         }
         if case .starting = phase {
-            guard case .hello(let version, let kinds, let pluginVersion) = message else {
+            guard case .hello(let version, let kinds, let pluginVersion, let templates) = message else {
                 fail(generation, "sent \"\(message.type)\" before answering hello")
                 return
             }
@@ -334,6 +344,7 @@ actor PluginHost: SourceLoader {
                 return
             }
             logger.debug("plugin ready", metadata: ["kind": "\(kind)", "version": "\(pluginVersion)"])
+            templateRules = templates[kind] ?? TemplateRules()
             phase = .ready
             for source in desiredOptions.keys.sorted() { configureIfNeeded(source) }
             let queued = queuedLoads

@@ -22,11 +22,14 @@ import HammockProtocol
 /// The plugin exits when the engine says `shutdown`, when its stdin closes, on SIGTERM, or when the engine
 /// dies (even with the plugin's stdin still open elsewhere), after stopping every source, so no command it
 /// started outlives it.
+/// `templates` declares, per kind, which options may hold no `{{ }}` template and which are URLs whose
+/// template values the engine percent-encodes (see `TemplateRules`); a kind left out has no such rules.
 /// `onShutdown` runs after that, just before the exit: the place to close what the sources share (an
 /// HTTP client, a connection pool).
 public enum Plugin {
     public static func run(
-        kinds: [String], version: String, onShutdown: @escaping @Sendable () async -> Void = {},
+        kinds: [String], version: String, templates: [String: TemplateRules] = [:],
+        onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async -> Never {
         let parentAtStart = getppid()
@@ -34,7 +37,8 @@ public enum Plugin {
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         let output = PluginOutput()
-        let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
+        let dispatcher = PluginDispatcher(
+            kinds: kinds, version: version, templates: templates, output: output, makeSource: makeSource)
         let (messages, inbox) = AsyncStream.makeStream(of: LineReader.Event.self)
         LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
@@ -224,6 +228,7 @@ final class PluginOutput: Sendable {
 actor PluginDispatcher {
     let kinds: [String]
     let version: String
+    let templates: [String: TemplateRules]
     let output: PluginOutput
     let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
@@ -235,11 +240,12 @@ actor PluginDispatcher {
     static let maximumHeldPushes = 1024
 
     init(
-        kinds: [String], version: String, output: PluginOutput,
+        kinds: [String], version: String, templates: [String: TemplateRules] = [:], output: PluginOutput,
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) {
         self.kinds = kinds
         self.version = version
+        self.templates = templates
         self.output = output
         self.makeSource = makeSource
     }
@@ -247,7 +253,7 @@ actor PluginDispatcher {
     func handle(_ message: EngineMessage) async {
         switch message {
         case .hello:
-            output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version))
+            output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version, templates: templates))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(OptionProblems) {

@@ -32,7 +32,10 @@ public enum EngineMessage: Sendable, Equatable {
 
 /// A message from a plugin to the engine.
 public enum PluginMessage: Sendable, Equatable {
-    case hello(protocol: Int, kinds: [String], version: String)
+    /// `templates`: per kind, its rules for `{{ }}` templates in its sources' options (see `TemplateRules`);
+    /// a kind without any has none. On the wire an optional
+    /// `{"shell": {"refused": {"/script": "reason"}, "urlEncoded": ["/url"]}}`.
+    case hello(protocol: Int, kinds: [String], version: String, templates: [String: TemplateRules] = [:])
     case configured(source: String)
     case invalid(source: String, errors: [OptionProblem])
     /// The answer to load `id`. `source` is the plugin's to add; the engine goes by the id.
@@ -245,17 +248,18 @@ extension EngineMessage: Codable {
 
 extension PluginMessage: Codable {
     private enum Field: String, CodingKey {
-        case type, `protocol`, kinds, version, source, errors, id, content, etag, lastModified, error
+        case type, `protocol`, kinds, version, templates, source, errors, id, content, etag, lastModified, error
     }
 
     public func encode(to encoder: any Encoder) throws {
         var fields = encoder.container(keyedBy: Field.self)
         try fields.encode(type, forKey: .type)
         switch self {
-        case .hello(let version, let kinds, let pluginVersion):
+        case .hello(let version, let kinds, let pluginVersion, let templates):
             try fields.encode(version, forKey: .protocol)
             try fields.encode(kinds, forKey: .kinds)
             try fields.encode(pluginVersion, forKey: .version)
+            if !templates.isEmpty { try fields.encode(WireTemplates(templates), forKey: .templates) }
         case .configured(let source):
             try fields.encode(source, forKey: .source)
         case .invalid(let source, let errors):
@@ -290,9 +294,14 @@ extension PluginMessage: Codable {
             guard !kinds.isEmpty else {
                 throw DecodingError.dataCorruptedError(forKey: .kinds, in: fields, debugDescription: "must be a non-empty list of strings")
             }
+            let templates = try fields.decodeIfPresent(WireTemplates.self, forKey: .templates)?.rules ?? [:]
+            if let stray = templates.keys.sorted().first(where: { !kinds.contains($0) }) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .templates, in: fields, debugDescription: "names kind \"\(stray)\", which is not in \"kinds\"")
+            }
             self = .hello(
                 protocol: try fields.decode(Int.self, forKey: .protocol), kinds: kinds,
-                version: try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown")
+                version: try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown", templates: templates)
         case "configured":
             self = .configured(source: try fields.decode(String.self, forKey: .source))
         case "invalid":
@@ -359,6 +368,65 @@ private struct WireProblem: Codable {
         var fields = encoder.container(keyedBy: Field.self)
         try fields.encode(problem.pointer, forKey: .path)
         try fields.encode(problem.message, forKey: .message)
+    }
+}
+
+/// `hello`'s `templates`: `{kind: {"refused": {pointer: reason}, "urlEncoded": [pointer]}}`, both members
+/// optional. Written with sorted keys, so a hello's line is always the same.
+private struct WireTemplates: Codable {
+    var rules: [String: TemplateRules]
+
+    init(_ rules: [String: TemplateRules]) { self.rules = rules }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private enum Field: String, CodingKey { case refused, urlEncoded }
+
+    init(from decoder: any Decoder) throws {
+        let kinds = try decoder.container(keyedBy: Key.self)
+        rules = [:]
+        for kind in kinds.allKeys {
+            let fields = try kinds.nestedContainer(keyedBy: Field.self, forKey: kind)
+            var kindRules = TemplateRules()
+            for (text, reason) in try fields.decodeIfPresent([String: String].self, forKey: .refused) ?? [:] {
+                kindRules.refused[try Self.pointer(text, forKey: .refused, in: fields)] = reason
+            }
+            for text in try fields.decodeIfPresent([String].self, forKey: .urlEncoded) ?? [] {
+                kindRules.urlEncoded.insert(try Self.pointer(text, forKey: .urlEncoded, in: fields))
+            }
+            rules[kind.stringValue] = kindRules
+        }
+    }
+
+    private static func pointer(
+        _ text: String, forKey key: Field, in fields: KeyedDecodingContainer<Field>
+    ) throws -> JSONPointer {
+        guard let pointer = JSONPointer(text), !text.isEmpty else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: fields, debugDescription: "must hold JSON Pointers to options (like \"/url\"), got \"\(text)\"")
+        }
+        return pointer
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var kinds = encoder.container(keyedBy: Key.self)
+        for (kind, kindRules) in rules.sorted(by: { $0.key < $1.key }) {
+            var fields = kinds.nestedContainer(keyedBy: Field.self, forKey: Key(stringValue: kind))
+            if !kindRules.refused.isEmpty {
+                var refused = fields.nestedContainer(keyedBy: Key.self, forKey: .refused)
+                for (pointer, reason) in kindRules.refused.sorted(by: { $0.key.description < $1.key.description }) {
+                    try refused.encode(reason, forKey: Key(stringValue: pointer.description))
+                }
+            }
+            if !kindRules.urlEncoded.isEmpty {
+                try fields.encode(kindRules.urlEncoded.map(\.description).sorted(), forKey: .urlEncoded)
+            }
+        }
     }
 }
 

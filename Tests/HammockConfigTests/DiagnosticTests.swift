@@ -212,7 +212,10 @@ import Testing
         #expect(problems(text) == [#"5:5: unclosed "{{" in template (expected "}}")"#])
     }
 
-    @Test func templateInsideAShellScript() {
+    /// Refusing a template inside a shell `script:` is the shell plugin's rule, declared in its hello: the
+    /// reader lets it through, and `hammock check` reports it at its line and column (see "check: a template
+    /// inside `script:` is refused ..." in HammockEndToEndTests).
+    @Test func templateInsideAShellScriptIsLeftToThePlugin() {
         let text = """
             sources:
               post: { kind: fake }
@@ -220,10 +223,7 @@ import Testing
                 kind: shell
                 script: "curl http://x/{{ post.id }} | jq ."
             """
-        #expect(
-            problems(text) == [
-                "5:5: a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
-            ])
+        #expect(problems(text) == [])
     }
 
     @Test func invalidFakeOptions() {

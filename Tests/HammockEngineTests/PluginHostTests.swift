@@ -300,6 +300,71 @@ import Testing
         await harness.finish()
     }
 
+    /// The template rules of the plugin's hello join its own verdicts, and set the encoding the core runs with.
+    @Test func theHellosTemplateRulesReachValidationAndTheConfiguration() async throws {
+        let harness = HostHarness()
+        func templated(_ pointer: String) throws -> TemplatedOption {
+            TemplatedOption(
+                pointer: try #require(JSONPointer(pointer)), template: try #require(try Template.parse("{{ x.y }}")),
+                percentEncode: false)
+        }
+        let scripted = SourceDefinition(id: "scripted", kind: "test", options: ["script": "{{ x.y }}"], templates: [try templated("/script")])
+        let fetched = SourceDefinition(id: "fetched", kind: "test", options: ["url": "{{ x.y }}"], templates: [try templated("/url")])
+        let both = SourceDefinition(
+            id: "both", kind: "test", options: ["script": "{{ x.y }}", "k": 2], templates: [try templated("/script")])
+        async let answers = Engine.validate([scripted, fetched, both], with: harness.host)
+        let plugin = try await harness.nextPlugin()
+        _ = await plugin.expect("hello")
+        plugin.say(
+            #"{"type":"hello","protocol":1,"kinds":["test"],"version":"1","templates":{"test":{"refused":{"/script":"not in a script"},"urlEncoded":["/url"]}}}"#
+        )
+        for _ in 0..<3 {
+            let configure = try #require(await plugin.expect("configure"))
+            let source = try #require(configure["source"]?.stringValue)
+            if source == "both" {
+                plugin.say(#"{"type":"invalid","source":"both","errors":[{"path":"/k","message":"must be 1"}]}"#)
+            } else {
+                plugin.say(#"{"type":"configured","source":"\#(source)"}"#)
+            }
+        }
+        let verdicts = await answers
+        guard case .invalid(let scriptProblems) = verdicts["scripted"], case .valid = verdicts["fetched"],
+            case .invalid(let bothProblems) = verdicts["both"]
+        else {
+            Issue.record("unexpected verdicts \(verdicts)")
+            return
+        }
+        #expect(scriptProblems == [OptionProblem(pointer: JSONPointer(tokens: ["script"]), message: "not in a script")])
+        #expect(bothProblems.map(\.message) == ["must be 1", "not in a script"])
+
+        let configuration = await Engine.applyingTemplateRules(
+            to: Configuration(sources: [scripted, fetched]), from: ["test": harness.host])
+        #expect(configuration.sources.map { $0.templates.map(\.percentEncode) } == [[false], [true]])
+        await harness.finish()
+    }
+
+    /// A plugin that never said hello has no rules: its sources fail as its plugin does, nothing more.
+    @Test func aPluginWithoutHelloHasNoRules() async throws {
+        let harness = HostHarness()
+        let source = SourceDefinition(
+            id: "a", kind: "test", options: ["url": "{{ x.y }}"],
+            templates: [
+                TemplatedOption(
+                    pointer: JSONPointer(tokens: ["url"]), template: try #require(try Template.parse("{{ x.y }}")),
+                    percentEncode: false)
+            ])
+        async let answers = Engine.validate([source], with: harness.host)
+        let plugin = try await harness.nextPlugin()
+        _ = await plugin.expect("hello")
+        plugin.exit(.exited(3))
+        guard case .pluginFailed = await answers["a"] else {
+            Issue.record("expected the plugin's failure")
+            return
+        }
+        #expect(await harness.host.templateRules == nil)
+        await harness.finish()
+    }
+
     // MARK: Remove, cancel, shutdown
 
     @Test func removeTellsThePluginAndDropsTheSourcesPushes() async throws {

@@ -13,10 +13,11 @@ import Testing
 
     @Test func hello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        guard case .hello(let version, let kinds, let pluginVersion)? = await plugin.hello() else {
+        guard case .hello(let version, let kinds, let pluginVersion, let templates)? = await plugin.hello() else {
             Issue.record("no hello")
             return
         }
+        #expect(templates.isEmpty, "the file kind has no template rules")
         #expect(version == 1)
         #expect(kinds == ["file"])
         #expect(pluginVersion == "0.1.0")

@@ -27,6 +27,15 @@ import Testing
 
     static let pluginMessages: [(PluginMessage, String)] = [
         (.hello(protocol: 1, kinds: ["weather", "sky"], version: "0.3.0"), #"{"type":"hello","protocol":1,"kinds":["weather","sky"],"version":"0.3.0"}"#),
+        (
+            .hello(
+                protocol: 1, kinds: ["shell", "rest"], version: "1",
+                templates: [
+                    "shell": TemplateRules(refused: [JSONPointer(tokens: ["script"]): "no", JSONPointer(tokens: ["env", "a/b"]): "never"]),
+                    "rest": TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"]), JSONPointer(tokens: ["base"])]),
+                ]),
+            #"{"type":"hello","protocol":1,"kinds":["shell","rest"],"version":"1","templates":{"rest":{"urlEncoded":["/base","/url"]},"shell":{"refused":{"/env/a~1b":"never","/script":"no"}}}}"#
+        ),
         (.configured(source: "oslo"), #"{"type":"configured","source":"oslo"}"#),
         (.invalid(source: "rome", errors: [problem]), #"{"type":"invalid","source":"rome","errors":[{"path":"/headers/Accept","message":"expected a string"}]}"#),
         (
@@ -160,6 +169,18 @@ import Testing
         }
     }
 
+    /// A hello's `templates` is optional (a plugin without rules leaves it out); each member of a kind's rules
+    /// is optional too.
+    @Test func helloWithAndWithoutTemplateRules() throws {
+        let plain = try PluginMessage(line: Array(#"{"type":"hello","protocol":1,"kinds":["k"],"version":"2"}"#.utf8))
+        #expect(plain == .hello(protocol: 1, kinds: ["k"], version: "2", templates: [:]))
+        let empty = try PluginMessage(line: Array(#"{"type":"hello","protocol":1,"kinds":["k"],"templates":{"k":{}}}"#.utf8))
+        #expect(empty == .hello(protocol: 1, kinds: ["k"], version: "unknown", templates: ["k": TemplateRules()]))
+        let encoded = try PluginMessage(
+            line: Array(#"{"type":"hello","protocol":1,"kinds":["k"],"version":"2","templates":{"k":{"urlEncoded":["/u"]}}}"#.utf8))
+        #expect(encoded == .hello(protocol: 1, kinds: ["k"], version: "2", templates: ["k": TemplateRules(urlEncoded: [JSONPointer(tokens: ["u"])])]))
+    }
+
     /// What the engine logs (and the plugin check prints) for a line that is not protocol: where and why.
     @Test func errorsSayWhichMemberAndWhy() {
         #expect(pluginFailure("nope")?.hasPrefix("not JSON: ") == true)
@@ -174,6 +195,15 @@ import Testing
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":[]}"#) == #"hello: "kinds" must be a non-empty list of strings"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a",2]}"#) == #"hello: "kinds/1" must be a string, got a number"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":"1","kinds":["a"]}"#) == #"hello: "protocol" must be an integer, got a string"#)
+        #expect(
+            pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a"],"templates":{"b":{}}}"#)
+                == #"hello: "templates" names kind "b", which is not in "kinds""#)
+        #expect(
+            pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a"],"templates":{"a":{"urlEncoded":["url"]}}}"#)
+                == #"hello: "templates/a/urlEncoded" must hold JSON Pointers to options (like "/url"), got "url""#)
+        #expect(
+            pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a"],"templates":{"a":{"refused":{"/s":1}}}}"#)
+                == #"hello: "templates/a/refused/~1s" must be a string, got a number"#)
         #expect(pluginFailure(#"{"type":"configured"}"#) == #"configured: "source" is missing"#)
         #expect(pluginFailure(#"{"type":"invalid","source":"s","errors":{}}"#) == #"invalid: "errors" must be a list, got an object"#)
         #expect(pluginFailure(#"{"type":"invalid","source":"s","errors":[{"path":"/a"}]}"#) == #"invalid: "errors/0/message" is missing"#)

@@ -50,7 +50,12 @@ import Testing
 
     @Test func answersHello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-shell")
-        #expect(await plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0"))
+        let script = TemplateRules(refused: [
+            JSONPointer(tokens: ["script"]):
+                "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
+        ])
+        #expect(
+            await plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0", templates: ["shell": script]))
     }
 
     @Test func nonZeroExitCarriesStatusAndStderrTail() async throws {

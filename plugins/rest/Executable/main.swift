@@ -3,5 +3,5 @@ import HammockPluginKit
 import HammockRESTPlugin
 
 await Plugin.run(
-    kinds: RESTPlugin.kinds, version: RESTPlugin.version, onShutdown: RESTPlugin.shutdown,
+    kinds: RESTPlugin.kinds, version: RESTPlugin.version, templates: RESTPlugin.templates, onShutdown: RESTPlugin.shutdown,
     makeSource: RESTPlugin.makeSource)

@@ -1,4 +1,5 @@
 import HammockCore
+import HammockJSON
 import HammockPluginKit
 
 /// The `rest` kind. Each load is one HTTP request (or one per page with `paginate:`), through one HTTP
@@ -7,6 +8,9 @@ import HammockPluginKit
 public enum RESTPlugin {
     public static let kinds = ["rest"]
     public static let version = "0.1.0"
+    /// The engine percent-encodes each value filled into `url:`, so a value cannot change the URL's path
+    /// or query, nor climb its path with `..`.
+    public static let templates = ["rest": TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])])]
     static let client = SharedHTTPClient()
 
     public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {

@@ -2,4 +2,6 @@
 import HammockPluginKit
 import HammockShellPlugin
 
-await Plugin.run(kinds: ShellPlugin.kinds, version: ShellPlugin.version, makeSource: ShellPlugin.makeSource)
+await Plugin.run(
+    kinds: ShellPlugin.kinds, version: ShellPlugin.version, templates: ShellPlugin.templates,
+    makeSource: ShellPlugin.makeSource)

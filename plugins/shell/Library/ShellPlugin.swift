@@ -1,4 +1,5 @@
 import HammockCore
+import HammockJSON
 import HammockPluginKit
 
 /// The `shell` kind. Runs a command per load (`mode: poll`) or keeps one running and turns each line it
@@ -7,6 +8,14 @@ import HammockPluginKit
 public enum ShellPlugin {
     public static let kinds = ["shell"]
     public static let version = "0.1.0"
+    /// A value filled into a script's text could change the script, so `script:` holds no template (the
+    /// engine says so at the template's line and column); `command: [...]` passes each value as one argument.
+    public static let templates = [
+        "shell": TemplateRules(refused: [
+            JSONPointer(tokens: ["script"]):
+                "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
+        ])
+    ]
 
     public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {
         let options = try ShellOptions(setup.options)

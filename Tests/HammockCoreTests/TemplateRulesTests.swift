@@ -1,0 +1,59 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+// Issue 12, item 4: which options may hold templates, and which are URL-encoded, is the plugin's to declare.
+@Suite struct TemplateRulesTests {
+    func templated(_ pointer: String, _ text: String) throws -> TemplatedOption {
+        TemplatedOption(
+            pointer: try #require(JSONPointer(pointer)), template: try #require(try Template.parse(text)),
+            percentEncode: true)
+    }
+
+    @Test func aRefusedPointerCoversEverythingUnderItWithThePluginsReason() throws {
+        let rules = TemplateRules(refused: [JSONPointer(tokens: ["script"]): "no templates in a script"])
+        let definition = SourceDefinition(
+            id: "s", kind: "shell",
+            templates: [
+                try templated("/script", "echo {{ a }}"), try templated("/script/0", "{{ a.x }}"),
+                try templated("/scripts", "{{ a }}"), try templated("/env/script", "{{ a }}"),
+            ])
+        let (_, problems) = rules.apply(to: definition)
+        #expect(
+            problems == [
+                OptionProblem(pointer: JSONPointer(tokens: ["script"]), message: "no templates in a script"),
+                OptionProblem(pointer: JSONPointer(tokens: ["script", "0"]), message: "no templates in a script"),
+            ])
+    }
+
+    @Test func theShortestRefusedPointerGivesTheReason() throws {
+        let rules = TemplateRules(refused: [
+            JSONPointer(tokens: ["a"]): "outer", JSONPointer(tokens: ["a", "b"]): "inner",
+        ])
+        let (_, problems) = rules.apply(to: SourceDefinition(id: "s", kind: "k", templates: [try templated("/a/b", "{{ x }}")]))
+        #expect(problems.map(\.message) == ["outer"])
+    }
+
+    @Test func onlyTheDeclaredPointersAreEncoded() throws {
+        let rules = TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])])
+        let definition = SourceDefinition(
+            id: "s", kind: "rest",
+            templates: [
+                try templated("/url", "https://h/{{ a }}"), try templated("/url/x", "{{ a }}"),
+                try templated("/headers/url", "{{ a }}"),
+            ])
+        let (applied, problems) = rules.apply(to: definition)
+        #expect(problems.isEmpty)
+        #expect(applied.templates.map(\.percentEncode) == [true, false, false])
+    }
+
+    @Test func noRulesAllowEveryTemplateAndEncodeNone() throws {
+        let definition = SourceDefinition(
+            id: "s", kind: "shell", templates: [try templated("/script", "{{ a }}"), try templated("/url", "{{ a }}")])
+        let (applied, problems) = TemplateRules().apply(to: definition)
+        #expect(TemplateRules().isEmpty)
+        #expect(problems.isEmpty)
+        #expect(applied.templates.map(\.percentEncode) == [false, false])
+        #expect(applied.templates.map(\.pointer) == definition.templates.map(\.pointer))
+    }
+}
