@@ -75,7 +75,12 @@ public struct EngineCore: Sendable {
     private var onceDeadline: MonotonicInstant?
     private var isFinished = false
 
-    public init(configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED) {
+    /// - Parameter templateRules: the kinds' rules known at start (`learnTemplateRules` adds more later).
+    public init(
+        configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED,
+        templateRules: [String: TemplateRules] = [:]
+    ) {
+        self.templateRules = templateRules
         self.configuration = configuration
         self.mode = mode
         random = SplitMix64(seed: seed)
@@ -84,6 +89,33 @@ public struct EngineCore: Sendable {
         sourceOrder = Self.order(of: configuration)
         dependents = Self.dependents(of: configuration)
         indexViews()
+    }
+
+    /// What each kind's plugin said of templates in its hello: which options are URLs whose values are
+    /// percent-encoded. A source with templates loads only once its kind's rules are known, since a value
+    /// filled in without them could climb a URL's path.
+    private var templateRules: [String: TemplateRules] = [:]
+
+    /// A kind's plugin said hello: its rules fill in its sources' templates from now on, and the sources that
+    /// waited for them load.
+    public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: String, now: EngineTime) -> [EngineAction] {
+        guard templateRules[kind] != rules else { return [] }
+        templateRules[kind] = rules
+        for id in sourceIDs where sources[id]!.isWaitingForTemplateRules && sources[id]!.definition.kind == kind {
+            sources[id]!.isWaitingForTemplateRules = false
+            if !sources[id]!.isSettled { load(id, now: now) }
+        }
+        emitChangedViews()
+        return takeActions()
+    }
+
+    /// `definition`'s options with its templates filled in, encoded as its kind's rules say; `nil` while
+    /// they are not known.
+    private func resolvedOptions(of definition: SourceDefinition) -> Result<JSONValue, TemplateResolutionProblem>? {
+        let content: (String) -> JSONValue? = { self.sources[$0]?.state.content }
+        guard !definition.templates.isEmpty else { return definition.resolvedOptions(content: content) }
+        guard let rules = templateRules[definition.kind] else { return nil }
+        return rules.apply(to: definition).definition.resolvedOptions(content: content)
     }
 
     private static func order(of configuration: Configuration) -> [String: Int] {
@@ -427,8 +459,19 @@ public struct EngineCore: Sendable {
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
     private mutating func load(_ id: String, now: EngineTime) {
         let definition = sources[id]!.definition
+        guard let resolution = resolvedOptions(of: definition) else {
+            // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
+            // the plugin's word on encoding; `learnTemplateRules` starts it.
+            sources[id]!.isWaitingForTemplateRules = true
+            let error = SourceError(
+                message: "the \"\(definition.kind)\" plugin has not started yet, and it says how this source's templates are filled in; the source loads once it has",
+                code: .pluginFailed)
+            if sources[id]!.state.latestError != error { apply(.error(error), to: id, now: now) }
+            markSettled(id, now: now)
+            return
+        }
         let options: JSONValue
-        switch definition.resolvedOptions(content: { self.sources[$0]?.state.content }) {
+        switch resolution {
         case .success(let resolved):
             options = resolved
         case .failure(.inputMissing):
@@ -545,7 +588,7 @@ public struct EngineCore: Sendable {
         for dependent in dependents[id] ?? [] {
             let source = sources[dependent]!
             guard source.isWaitingForInputs || source.lastOptions != nil else { continue }
-            let resolved = source.definition.resolvedOptions { self.sources[$0]?.state.content }
+            guard let resolved = resolvedOptions(of: source.definition) else { continue }  // loads once the rules come
             if case .success(let options) = resolved, options == source.lastOptions { continue }
             if case .failure(.inputMissing) = resolved, !source.isWaitingForInputs { continue }
             if !source.inFlight.isEmpty { cancel(dependent, now: now) }
@@ -677,6 +720,8 @@ private struct SourceRuntime: Sendable {
     /// template cannot be filled in.
     var request: RequestIdentity?
     var isWaitingForInputs = false
+    /// Its templates wait for their kind's `TemplateRules`: its plugin has not said hello yet.
+    var isWaitingForTemplateRules = false
     /// `--once`: the source has had its one load.
     var isSettled = false
 

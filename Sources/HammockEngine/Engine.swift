@@ -116,20 +116,22 @@ public final class Engine: Sendable {
         return answers
     }
 
-    /// The configuration the core runs with: each source's templates percent-encoded where its plugin's hello
-    /// said (`TemplateRules`). A plugin whose hello never came (it failed to start) has no rules: its sources'
-    /// templates stay unencoded, and those sources fail anyway while their plugin is down.
-    static func applyingTemplateRules(
-        to configuration: Configuration, from loaders: [String: any SourceLoader]
-    ) async -> Configuration {
+    /// The template rules of the kinds whose sources hold templates, from their plugins' hellos (starting a
+    /// plugin that never ran). A kind whose plugin failed to start has none yet: the core holds its
+    /// templated sources back until the plugin's hello brings them (`EngineInput.templateRulesLearned`).
+    static func templateRules(
+        for configuration: Configuration, from loaders: [String: any SourceLoader]
+    ) async -> [String: TemplateRules] {
         var rules: [String: TemplateRules] = [:]
         for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
-            guard let host = loaders[kind] as? PluginHost else { continue }
+            // A loader that is no plugin (the built-in `fake`) has no rules to give: nothing is encoded.
+            guard let host = loaders[kind] as? PluginHost else {
+                rules[kind] = TemplateRules()
+                continue
+            }
             rules[kind] = await host.templateRulesStartingIfNeeded()
         }
-        var configuration = configuration
-        configuration.sources = configuration.sources.map { rules[$0.kind]?.apply(to: $0).definition ?? $0 }
-        return configuration
+        return rules
     }
 
     // MARK: Reload
@@ -141,7 +143,7 @@ public final class Engine: Sendable {
         case read(Result<LoadedConfiguration, ConfigurationError>)
         /// The plugins said what they think of the changed sources; `Configuration` is the new one with their
         /// template rules applied, for the core.
-        case validated(LoadedConfiguration, Configuration, PluginValidation)
+        case validated(LoadedConfiguration, [String: TemplateRules], PluginValidation)
     }
 
     /// What the loop knows of the reload under way.
@@ -256,9 +258,11 @@ public final class Engine: Sendable {
         let logger = logger
         let standardError = standardError
         let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
+        var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
-        let configuration = await Self.applyingTemplateRules(to: loaded.configuration, from: self.loaders)
-        var core = EngineCore(configuration: configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: self.loaders) {
+            _ = core.learnTemplateRules(rules, for: kind, now: .current)
+        }
         var current = loaded
         var loaders = self.loaders
         var reloading = Reloading()
@@ -352,11 +356,11 @@ public final class Engine: Sendable {
                 }
                 work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
-                    let configuration = await Self.applyingTemplateRules(to: next.configuration, from: checking)
-                    inbox.yield(.reloadStep(.validated(next, configuration, validation)))
+                    let rules = await Self.templateRules(for: next.configuration, from: checking)
+                    inbox.yield(.reloadStep(.validated(next, rules, validation)))
                 }
                 return []
-            case .validated(let next, let configuration, let validation):
+            case .validated(let next, let rules, let validation):
                 if !validation.optionProblems.isEmpty {
                     return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
                 }
@@ -370,7 +374,10 @@ public final class Engine: Sendable {
                 let replacedKinds = Set(reloading.fresh.keys)
                 reloading.fresh = [:]
                 current = next
-                let actions = core.reconfigure(configuration, replacingKinds: replacedKinds, now: .current)
+                // The rules first, so that the new configuration's templated sources load at once.
+                var actions: [EngineAction] = []
+                for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: .current) }
+                actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
                 }
@@ -417,6 +424,13 @@ public final class Engine: Sendable {
                 case .reload:
                     startReload()
                     actions = []
+                case .templateRulesLearned(let kind):
+                    // Only the running plugin's word counts, not a plugin started to check a reload.
+                    if let host = loaders[kind] as? PluginHost, let rules = await host.templateRules {
+                        actions = core.learnTemplateRules(rules, for: kind, now: now)
+                    } else {
+                        actions = []
+                    }
                 case .reloadStep(let step):
                     actions = continueReload(step)
                 case .stop:

@@ -31,6 +31,9 @@ enum EngineInput: Sendable {
     case reload
     /// A step of a reload, done off the loop, is over (see `Engine.ReloadStep`).
     case reloadStep(Engine.ReloadStep)
+    /// A plugin said hello, with its template rules (`TemplateRules`): the core may fill in its sources'
+    /// templates from now on.
+    case templateRulesLearned(kind: String)
     /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
     /// looks at first, so a stop never waits behind other inputs.
     case stop

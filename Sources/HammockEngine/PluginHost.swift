@@ -345,6 +345,7 @@ actor PluginHost: SourceLoader {
             }
             logger.debug("plugin ready", metadata: ["kind": "\(kind)", "version": "\(pluginVersion)"])
             templateRules = templates[kind] ?? TemplateRules()
+            inbox.yield(.templateRulesLearned(kind: kind))
             phase = .ready
             for source in desiredOptions.keys.sorted() { configureIfNeeded(source) }
             let queued = queuedLoads

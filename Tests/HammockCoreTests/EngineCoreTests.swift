@@ -440,7 +440,7 @@ import Testing
     }
 
     @Test func waitsForItsInputThenLoadsAndReloadsOnlyWhenTheUsedValueChanges() {
-        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]), templateRules: fakeTemplateRules)
         #expect(engine.start(now: at(0)).summaries == [#"hello ["post", "user"] []"#, "source post requested", "startLoad post #1"])
         #expect(engine.state(of: "user") == SourceState())
 
@@ -474,7 +474,7 @@ import Testing
     }
 
     @Test func aPathWithNoValueIsAnErrorUntilTheInputChanges() {
-        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]))
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("post"), Self.user()]), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["title": "t"]), now: at(1))
         #expect(posted.summaries == ["source post newData load", "source user error"])
@@ -496,7 +496,7 @@ import Testing
 
     @Test func onceModeLoadsDependentsAfterTheirInputs() {
         var engine = EngineCore(
-            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
+            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         let posted = engine.loadFinished(source: "post", loadID: 1, outcome: .newData(["userId": 1]), now: at(1))
         #expect(posted.finishStatus == nil)
@@ -506,7 +506,7 @@ import Testing
 
     @Test func onceModeDependentOfAFailedInputFails() {
         var engine = EngineCore(
-            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)))
+            configuration: Configuration(sources: [fakeSource("post"), Self.user()]), mode: .once(deadline: .seconds(30)), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         let failed = engine.loadFinished(source: "post", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(failed.summaries == ["source post error", "source user error", #"bye once ["post", "user"]"#, "finish 1"])
@@ -526,7 +526,7 @@ extension EngineCoreDependencies {
         // c reads b, b reads a; c is declared first, so b only fails after c has been looked at.
         var engine = EngineCore(
             configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
-            mode: .once(deadline: .seconds(30)))
+            mode: .once(deadline: .seconds(30)), templateRules: fakeTemplateRules)
         #expect(engine.start(now: at(0)).loads.map(\.source) == ["a"])
         let failed = engine.loadFinished(source: "a", loadID: 1, outcome: .error(SourceError(message: "x")), now: at(1))
         #expect(failed.summaries == ["source a error", "source b error", "source c error", #"bye once ["c", "b", "a"]"#, "finish 1"])
@@ -536,7 +536,7 @@ extension EngineCoreDependencies {
     @Test func onceModeLoadsAChainInDependencyOrder() {
         var engine = EngineCore(
             configuration: Configuration(sources: [Self.dependent("c", on: "b"), Self.dependent("b", on: "a"), fakeSource("a")]),
-            mode: .once(deadline: .seconds(30)))
+            mode: .once(deadline: .seconds(30)), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         let a = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(["id": 1]), now: at(1))
         #expect(a.loads.map(\.source) == ["b"])
@@ -558,7 +558,7 @@ struct Failure: Error {
         let keep = SourceDefinition(id: "keep", kind: "fake", options: ["content": 1])
         let change = SourceDefinition(id: "change", kind: "fake", options: ["content": "old"])
         let drop = SourceDefinition(id: "drop", kind: "shell", options: ["command": ["echo"]])
-        var engine = EngineCore(configuration: Configuration(sources: [keep, change, drop], views: [ViewDefinition(id: "v", sources: ["keep"])]))
+        var engine = EngineCore(configuration: Configuration(sources: [keep, change, drop], views: [ViewDefinition(id: "v", sources: ["keep"])]), templateRules: fakeTemplateRules)
         let started = engine.start(now: at(ms: 0))
         for request in started.loads {
             _ = engine.loadFinished(
@@ -612,7 +612,7 @@ struct Failure: Error {
 /// error; deadlines on the monotonic clock.
 @Suite struct EngineCoreTrust {
     func core(_ sources: [SourceDefinition], seed: UInt64 = 0x5EED) -> EngineCore {
-        EngineCore(configuration: Configuration(sources: sources), seed: seed)
+        EngineCore(configuration: Configuration(sources: sources), seed: seed, templateRules: fakeTemplateRules)
     }
 
     static func user() -> SourceDefinition {
@@ -622,7 +622,7 @@ struct Failure: Error {
     }
 
     @Test func anotherURLDropsTheOldContentAndValidatorsBeforeItLoads() {
-        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), Self.user()]))
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), Self.user()]), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         _ = engine.loadFinished(source: "who", loadID: 1, outcome: .newData("alice"), now: at(1))
         _ = engine.loadFinished(source: "user", loadID: 2, outcome: .newData(["name": "Alice"], etag: #""all""#), now: at(2))
@@ -648,7 +648,7 @@ struct Failure: Error {
         let dependent = fakeSource(
             "d", options: ["url": "http://x/{{ in.id }}"],
             templates: [TemplatedOption(pointer: JSONPointer("/url")!, template: try! Template.parse("http://x/{{ in.id }}")!, percentEncode: true)])
-        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("in"), dependent]))
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("in"), dependent]), templateRules: fakeTemplateRules)
         _ = engine.start(now: at(0))
         #expect(engine.loadFinished(source: "in", loadID: 1, outcome: .newData(["x": 1]), now: at(1)).summaries == ["source in newData load", "source d error"])
         for step in 2...5 {

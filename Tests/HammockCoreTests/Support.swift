@@ -92,3 +92,11 @@ extension [EngineAction] {
         compactMap { if case .finish(let status) = $0 { status } else { nil } }.first
     }
 }
+
+extension TemplateRules {
+    /// What the core tests' templated `fake` sources assume their plugin said: `/url` is a URL.
+    static let fakeURL = TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])])
+}
+
+/// The fake kind's rules for the core tests that fill in templates.
+let fakeTemplateRules = ["fake": TemplateRules.fakeURL]

@@ -57,3 +57,33 @@ import Testing
         #expect(applied.templates.map(\.pointer) == definition.templates.map(\.pointer))
     }
 }
+
+/// A templated source loads only once its kind's plugin has said hello with its rules: a value filled in
+/// without them could climb a URL's path.
+@Suite struct EngineCoreTemplateRules {
+    static func user() throws -> SourceDefinition {
+        SourceDefinition(
+            id: "user", kind: "rest", options: ["url": "http://x/users/{{ who }}"],
+            templates: [
+                TemplatedOption(
+                    pointer: JSONPointer(tokens: ["url"]),
+                    template: try #require(try Template.parse("http://x/users/{{ who }}")), percentEncode: false)
+            ])
+    }
+
+    @Test func aTemplatedSourceWaitsForItsKindsRulesThenLoadsEncoded() throws {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), try Self.user()]))
+        let started = engine.start(now: at(ms: 0))
+        #expect(started.loads.map(\.source) == ["who"])
+        #expect(engine.state(of: "user")?.latestError?.code == .pluginFailed)
+        _ = engine.loadFinished(source: "who", loadID: 1, outcome: .newData("../admin"), now: at(ms: 10))
+
+        let learned = engine.learnTemplateRules(
+            TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])]), for: "rest", now: at(ms: 20))
+        let url = try #require(learned.loads.first?.options["url"]?.stringValue)
+        #expect(learned.loads.map(\.source) == ["user"])
+        #expect(!url.contains("../"), "\(url)")
+        // The same rules again change nothing.
+        #expect(engine.learnTemplateRules(TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])]), for: "rest", now: at(ms: 30)).isEmpty)
+    }
+}

@@ -337,9 +337,9 @@ import Testing
         #expect(scriptProblems == [OptionProblem(pointer: JSONPointer(tokens: ["script"]), message: "not in a script")])
         #expect(bothProblems.map(\.message) == ["must be 1", "not in a script"])
 
-        let configuration = await Engine.applyingTemplateRules(
-            to: Configuration(sources: [scripted, fetched]), from: ["test": harness.host])
-        #expect(configuration.sources.map { $0.templates.map(\.percentEncode) } == [[false], [true]])
+        let rules = try #require(
+            await Engine.templateRules(for: Configuration(sources: [scripted, fetched]), from: ["test": harness.host])["test"])
+        #expect([scripted, fetched].map { rules.apply(to: $0).definition.templates.map(\.percentEncode) } == [[false], [true]])
         await harness.finish()
     }
 

@@ -265,6 +265,9 @@ struct HostHarness {
     let launches = Mailbox<EmbeddedPlugin>()
     /// What reached the engine's inbox.
     let inbox = Mailbox<EngineInput>()
+    /// The kinds whose hello told the engine their template rules (`EngineInput.templateRulesLearned`), kept
+    /// apart so that tests read the loads' answers and pushes in order.
+    let rulesLearned = Mailbox<String>()
     private let inboxContinuation: EngineInbox
     private let pump: Task<Void, Never>
 
@@ -272,9 +275,11 @@ struct HostHarness {
     init(plugins: @escaping @Sendable () -> EmbeddedPlugin = { EmbeddedPlugin() }) {
         let (stream, continuation) = AsyncStream.makeStream(of: EngineInput.self)
         inboxContinuation = continuation
-        let (inbox, launches) = (inbox, launches)
+        let (inbox, launches, rulesLearned) = (inbox, launches, rulesLearned)
         pump = Task {
-            for await input in stream { inbox.put(input) }
+            for await input in stream {
+                if case .templateRulesLearned(let kind) = input { rulesLearned.put(kind) } else { inbox.put(input) }
+            }
         }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
