@@ -292,9 +292,8 @@ public final class Engine: Sendable {
                 let resolver = PluginResolver(configured: next.configuration.plugins)
                 var checking = loaders
                 for kind in next.configuration.kinds {
-                    let command = resolver.command(for: kind)
-                    if let host = loaders[kind] as? PluginHost, host.command == command { continue }
-                    if kind == "fake" && loaders[kind] != nil { continue }
+                    let origin = LoaderFactory.origin(of: kind, resolver: resolver)
+                    if let host = loaders[kind] as? PluginHost, host.origin == origin { continue }
                     // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
                     // sources while the running one goes on serving the old.
                     let fresh = LoaderFactory.makeLoader(
