@@ -7,12 +7,14 @@ import PackageDescription
 //   HammockCore      source state machine, freshness, views, output and control lines. Pure, no I/O.
 //   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
 //   HammockProtocol  the engine ↔ plugin wire protocol (one file), shared by host and plugins.
-//   HammockEngine    the edges: stdout writer, stdin reader, signals, timers, plugin processes.
+//   HammockEngine    the edges: stdout writer, stdin reader, signals, timers, plugin processes, and the
+//                    built-in plugins (HammockFakePlugin) run in-process over HammockPluginKit.
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   hammock          the command-line interface.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
 //                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
+//                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it in its own process.
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
 //                    /proc helpers, test files.
 let package = Package(
@@ -74,6 +76,7 @@ let package = Package(
             name: "HammockEngine",
             dependencies: [
                 "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON", "CHammockSystem",
+                "HammockPluginKit", "HammockFakePlugin",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -113,6 +116,11 @@ let package = Package(
             path: "plugins/file/Executable"
         ),
         .target(
+            name: "HammockFakePlugin",
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON"],
+            path: "plugins/fake/Library"
+        ),
+        .target(
             name: "HammockRESTPlugin",
             dependencies: [
                 "HammockPluginKit", "HammockCore", "HammockJSON",
@@ -149,6 +157,10 @@ let package = Package(
         .testTarget(
             name: "HammockFilePluginTests",
             dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON"]
+        ),
+        .testTarget(
+            name: "HammockFakePluginTests",
+            dependencies: ["HammockFakePlugin", "HammockPluginKit", "HammockCore", "HammockJSON"]
         ),
         .testTarget(
             name: "HammockRESTPluginTests",

@@ -37,10 +37,11 @@ public struct OptionPositions: Sendable {
 }
 
 /// Reads a configuration file and checks everything the engine itself can check; kinds' own options are
-/// checked by their plugins afterwards (`fake` is checked here, as it lives in the engine).
+/// checked by their plugins afterwards.
 public struct ConfigurationLoader: Sendable {
     public var environment: [String: String]
-    /// Whether a plugin for a kind can be found (beyond the configuration's own `plugins:` section).
+    /// Whether a plugin for a kind can be found (beyond the configuration's own `plugins:` section): built
+    /// into hammock, or found where plugins are looked for.
     public var kindIsAvailable: @Sendable (String) -> Bool
     /// Describes where plugins were looked for, for the "unknown kind" message.
     public var pluginSearchDescription: @Sendable (String) -> String
@@ -216,7 +217,7 @@ private struct ConfigurationReader {
         }
         guard let kind = string(kindNode, "kind") else { return nil }
         definition.kind = kind
-        if kind != "fake" && plugins[kind] == nil && !loader.kindIsAvailable(kind) {
+        if plugins[kind] == nil && !loader.kindIsAvailable(kind) {
             let known = ["fake", "rest", "shell", "file"] + plugins.keys.sorted()
             let hint = didYouMean(kind, among: known)
             problem(kindNode.mark, "unknown kind \"\(kind)\"\(hint): no plugin found; looked for \(loader.pluginSearchDescription(kind))")
@@ -235,17 +236,6 @@ private struct ConfigurationReader {
         definition.templates = readTemplates(
             in: .object(options), pointer: JSONPointer(tokens: []), marks: marks, sourceMark: keyMark,
             references: &references)
-
-        if kind == "fake" {
-            do throws(OptionProblems) {
-                _ = try FakeOptions(options: .object(options))
-            } catch {
-                let positions = OptionPositions(source: keyMark, marks: marks)
-                for problem in error.problems {
-                    self.problem(positions.mark(for: problem.pointer), "source \"\(id)\": \(problem.message)")
-                }
-            }
-        }
         return (definition, marks)
     }
 

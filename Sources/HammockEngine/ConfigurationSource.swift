@@ -1,7 +1,8 @@
 import HammockConfig
 
 /// The configuration file, read the same way at start (`hammock run`, `hammock check`) and at every reload:
-/// which kinds are available is what `PluginResolver` finds, and a missing one says where it looked.
+/// which kinds are available is the built-in ones and what `PluginResolver` finds, and a missing one says
+/// where it looked.
 public struct ConfigurationSource: Sendable {
     public let file: String
 
@@ -10,7 +11,7 @@ public struct ConfigurationSource: Sendable {
     public func read() -> Result<LoadedConfiguration, ConfigurationError> {
         let searching = PluginResolver()
         let loader = ConfigurationLoader(
-            kindIsAvailable: { searching.command(for: $0) != nil },
+            kindIsAvailable: { BuiltInPlugins.kinds.contains($0) || searching.command(for: $0) != nil },
             pluginSearchDescription: { searching.searchDescription(for: $0) })
         return loader.load(file: file)
     }

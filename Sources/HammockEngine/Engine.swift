@@ -124,11 +124,7 @@ public final class Engine: Sendable {
     ) async -> [String: TemplateRules] {
         var rules: [String: TemplateRules] = [:]
         for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
-            // A loader that is no plugin (the built-in `fake`) has no rules to give: nothing is encoded.
-            guard let host = loaders[kind] as? PluginHost else {
-                rules[kind] = TemplateRules()
-                continue
-            }
+            guard let host = loaders[kind] as? PluginHost else { continue }  // no plugin found: its sources fail
             rules[kind] = await host.templateRulesStartingIfNeeded()
         }
         return rules
@@ -335,9 +331,8 @@ public final class Engine: Sendable {
                 let resolver = PluginResolver(configured: next.configuration.plugins)
                 var checking = loaders
                 for kind in next.configuration.kinds {
-                    let command = resolver.command(for: kind)
-                    if let host = loaders[kind] as? PluginHost, host.command == command { continue }
-                    if kind == "fake" && loaders[kind] != nil { continue }
+                    let origin = LoaderFactory.origin(of: kind, resolver: resolver)
+                    if let host = loaders[kind] as? PluginHost, host.origin == origin { continue }
                     // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
                     // sources while the running one goes on serving the old.
                     let fresh = LoaderFactory.makeLoader(

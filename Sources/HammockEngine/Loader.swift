@@ -4,7 +4,7 @@ import HammockJSON
 import HammockProtocol
 import Synchronization
 
-/// Something that loads the sources of one kind: the built-in `fake` kind, or a plugin process.
+/// Something that loads the sources of one kind: the host of its plugin (`PluginHost`), in-process or not.
 ///
 /// Loaders answer through the engine's inbox (`EngineInput`), never by return value, because a load may
 /// take minutes and a plugin may push new data at any time.

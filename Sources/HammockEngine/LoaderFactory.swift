@@ -2,7 +2,8 @@ import HammockConfig
 import HammockCore
 import Logging
 
-/// Makes one loader per kind that the configuration uses: the built-in `fake`, or a plugin host.
+/// Makes one loader per kind that the configuration uses: a plugin host, of a plugin built into hammock or
+/// of a plugin process.
 enum LoaderFactory {
     static func makeLoaders(
         for configuration: Configuration, resolver: PluginResolver, inbox: EngineInbox, logger: Logger,
@@ -16,11 +17,25 @@ enum LoaderFactory {
         return loaders
     }
 
+    /// A built-in kind is served by hammock even when `plugins:` names a command for it.
+    static func origin(of kind: String, resolver: PluginResolver) -> PluginOrigin? {
+        if BuiltInPlugins.kinds.contains(kind) { return .builtIn }
+        return resolver.command(for: kind).map(PluginOrigin.command)
+    }
+
     static func makeLoader(
         kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
     ) -> (any SourceLoader)? {
-        if kind == "fake" { return FakeLoader(inbox: inbox) }
-        guard let command = resolver.command(for: kind) else { return nil }
-        return PluginHost(kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
+        switch origin(of: kind, resolver: resolver) {
+        case .builtIn?:
+            guard let serve = BuiltInPlugins.serve(kind) else { return nil }
+            return PluginHost(kind: kind, origin: .builtIn, inbox: inbox, logger: logger, clock: .system) {
+                InProcessTransport(serve: serve)
+            }
+        case .command(let command)?:
+            return PluginHost(kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
+        case nil:
+            return nil
+        }
     }
 }

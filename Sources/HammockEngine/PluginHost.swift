@@ -20,7 +20,7 @@ import Logging
 /// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
 actor PluginHost: SourceLoader {
     let kind: String
-    let command: [String]
+    let origin: PluginOrigin
     private let logger: Logger
     private let inbox: EngineInbox
     private let makeTransport: PluginTransportFactory
@@ -115,18 +115,18 @@ actor PluginHost: SourceLoader {
 
     /// A host of real plugin processes, each started from `command` below hammock's guard.
     init(kind: String, command: [String], inbox: EngineInbox, logger: Logger, standardError: StandardError) {
-        self.init(kind: kind, command: command, inbox: inbox, logger: logger, clock: .system) {
+        self.init(kind: kind, origin: .command(command), inbox: inbox, logger: logger, clock: .system) {
             ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
         }
     }
 
     /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
     init(
-        kind: String, command: [String], inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
+        kind: String, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
         makeTransport: @escaping PluginTransportFactory
     ) {
         self.kind = kind
-        self.command = command
+        self.origin = origin
         self.inbox = inbox
         self.logger = logger
         self.clock = clock

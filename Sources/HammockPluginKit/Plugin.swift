@@ -54,6 +54,31 @@ public enum Plugin {
             inbox.yield(.end)
         }
 
+        await serve(messages, with: dispatcher)
+        await onShutdown()
+        withExtendedLifetime(parentWatch) { exit(0) }
+    }
+
+    /// Serves the protocol in this process, for a plugin that hammock runs as a part of itself: lines from
+    /// the engine come from `input` (without their newline), and each line for the engine (newline included)
+    /// goes to `writeLine`. Nothing of a process is touched (stdin, stdout, signals, the parent watch).
+    /// Returns after `shutdown`, the end of `input` or the cancellation of the task serving, once every
+    /// source has stopped and `onShutdown` has run.
+    public static func serve(
+        kinds: [String], version: String, input: AsyncStream<[UInt8]>,
+        writeLine: @escaping @Sendable ([UInt8]) -> Void, onShutdown: @escaping @Sendable () async -> Void = {},
+        makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
+    ) async {
+        let output = PluginOutput(writeLine: writeLine)
+        let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
+        // The task's cancellation ends the iteration of `input`, as its end does.
+        await serve(input.map { LineReader.Event.line($0) }, with: dispatcher)
+        await onShutdown()
+    }
+
+    /// Hands each line from the engine to `dispatcher` until `shutdown` or the end of `messages`, then stops
+    /// every source.
+    static func serve(_ messages: some AsyncSequence<LineReader.Event, Never>, with dispatcher: PluginDispatcher) async {
         for await event in messages {
             switch event {
             case .line(let bytes):
@@ -75,8 +100,6 @@ public enum Plugin {
             break
         }
         await dispatcher.shutdown()
-        await onShutdown()
-        withExtendedLifetime(parentWatch) { exit(0) }
     }
 }
 

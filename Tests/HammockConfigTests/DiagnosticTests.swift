@@ -226,23 +226,6 @@ import Testing
         #expect(problems(text) == [])
     }
 
-    @Test func invalidFakeOptions() {
-        let text = """
-            sources:
-              a:
-                kind: fake
-                state: broken
-                delay: 5
-                colour: red
-            """
-        #expect(
-            problems(text) == [
-                #"4:5: source "a": state must be one of data, loading, error"#,
-                #"5:5: source "a": "5" has no unit; write 5s, 5ms, 5m or 5h"#,
-                #"6:5: source "a": unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, expiration, retry, timeout, select, cache"#,
-            ])
-    }
-
     @Test func sourceWithoutKind() {
         let text = """
             sources:

@@ -77,14 +77,6 @@ import Testing
                 """,
             secrets: ["50%/o?d&SECRET-3"]),
         Case(
-            name: "a fake source's options from a secret",
-            text: """
-                sources:
-                  a: { kind: fake, state: "${secret:TOKEN}" }
-                  b: { kind: fake, state: error, error: { message: m, httpStatus: "${secret:PASS}" } }
-                """,
-            secrets: ["tok-SECRET-1", "pa55-SECRET-2"]),
-        Case(
             name: "secrets beside a view, a select and a cache that are wrong",
             text: """
                 sources:

@@ -2,9 +2,9 @@ import HammockConfig
 import HammockCore
 import HammockJSON
 
-/// The loader the tests use: `shell`, `file` and `rest` have plugins, `fake` lives in the engine.
+/// The loader the tests use: `fake` (built in), `shell`, `file` and `rest` have plugins.
 func loader(_ environment: [String: String] = [:]) -> ConfigurationLoader {
-    ConfigurationLoader(environment: environment, kindIsAvailable: { ["shell", "file", "rest"].contains($0) })
+    ConfigurationLoader(environment: environment, kindIsAvailable: { ["fake", "shell", "file", "rest"].contains($0) })
 }
 
 /// Every diagnostic as `line:column: message`, in the order the loader reports them; empty when the text loads.

@@ -283,7 +283,7 @@ struct HostHarness {
         }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        host = PluginHost(kind: "test", command: ["test-plugin"], inbox: continuation, logger: logger, clock: SupervisionClock(clock)) {
+        host = PluginHost(kind: "test", origin: .command(["test-plugin"]), inbox: continuation, logger: logger, clock: SupervisionClock(clock)) {
             let plugin = plugins()
             launches.put(plugin)
             return plugin

@@ -15,7 +15,7 @@ private let environment = [
     "API_KEY": "k3y-0f-the-fuzzer", "ODD_SECRET": "50%/qu\"ote&back\\slash",
 ]
 private let loader = ConfigurationLoader(
-    environment: environment, kindIsAvailable: { ["shell", "file", "rest"].contains($0) }
+    environment: environment, kindIsAvailable: { ["fake", "shell", "file", "rest"].contains($0) }
 )
 
 @_cdecl("LLVMFuzzerTestOneInput")

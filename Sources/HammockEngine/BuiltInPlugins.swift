@@ -1,0 +1,26 @@
+import HammockFakePlugin
+import HammockPluginKit
+
+/// The kinds hammock serves itself, each a HammockPluginKit plugin run in hammock's own process
+/// (`InProcessTransport`): available wherever hammock is, whatever `plugins:` and the search path hold.
+public enum BuiltInPlugins {
+    public static let kinds: Set<String> = Set(FakePlugin.kinds)
+
+    /// What serves `kind` inside hammock, or nil when it is not a built-in kind.
+    static func serve(_ kind: String) -> InProcessTransport.Serve? {
+        guard FakePlugin.kinds.contains(kind) else { return nil }
+        return { input, writeLine in
+            await Plugin.serve(
+                kinds: FakePlugin.kinds, version: FakePlugin.version, input: input, writeLine: writeLine,
+                makeSource: FakePlugin.makeSource)
+        }
+    }
+}
+
+/// What runs a kind's plugin; a reload keeps the running plugin of a kind only while this stays the same.
+enum PluginOrigin: Sendable, Equatable {
+    /// Built into hammock (`BuiltInPlugins`).
+    case builtIn
+    /// A process started from this command below hammock's guard.
+    case command([String])
+}
