@@ -5,11 +5,11 @@ import Synchronization
 import Testing
 
 /// What a consumer cannot do to hammock by what it does not read or by what it writes: a stderr never read,
-/// a flood of control lines, a slow reader of `--once`'s output. Each test runs the attack against the real
-/// binary and checks the engine goes on (or ends) as promised.
+/// a flood of control lines, a slow reader of the output (`OutputBoundsTests`). Each test runs the attack
+/// against the real binary and checks the engine goes on (or ends) as promised.
 ///
 /// Serialized: floods use the machine's cores, and memory figures mean more one at a time.
-@Suite("Bounds: stderr never read, control floods, slow readers of the output", .serialized)
+@Suite("Bounds: stderr never read, control floods", .serialized)
 struct BoundsTests {
     /// A plugin of the kind named by its argument that answers every load with `{"n": count}` and, from its
     /// start, writes lines to stderr as fast as it can (a few MB a second) until it ends.
@@ -304,10 +304,17 @@ struct BoundsTests {
         }
         return yaml
     }
+}
 
+/// Slow readers of the output: a `--once` consumer that reads late or leaves, and a stop while nobody reads.
+///
+/// Apart from `BoundsTests` and not serialized: these attack no core (the reader mostly waits), so they run
+/// beside the floods rather than one after another behind them.
+@Suite("Bounds: slow readers of the output")
+struct OutputBoundsTests {
     @Test("--once with a reader that starts reading after 5 s gets every line whole, bye last, and exit 0")
     func onceWithASlowReader() async throws {
-        let config = Self.largeSources(30) { index in index % 10 == 0 ? 100_000 : 40_000 }
+        let config = BoundsTests.largeSources(30) { index in index % 10 == 0 ? 100_000 : 40_000 }
         try await HammockProcess.withRunning(config: config, arguments: ["--once"], readingStdout: false) { hammock in
             // The attack itself: a consumer that starts reading late, long after --once is done.
             try await Task.sleep(for: .seconds(5))
@@ -327,7 +334,7 @@ struct BoundsTests {
 
     @Test("--once whose consumer closes stdout before reading it exits 1 and says why on stderr")
     func onceWithAConsumerThatLeaves() async throws {
-        let config = Self.largeSources(10) { _ in 40_000 }
+        let config = BoundsTests.largeSources(10) { _ in 40_000 }
         try await HammockProcess.withRunning(config: config, arguments: ["--once"], readingStdout: false) { hammock in
             await hammock.closeStdout()
             let termination = try await hammock.waitForExit(timeout: .seconds(10))
@@ -338,14 +345,14 @@ struct BoundsTests {
 
     @Test("stopped while its consumer does not read, hammock exits within the drain time and leaves only whole lines")
     func stopWithAnUnreadPipeCutsNoLine() async throws {
-        let config = Self.largeSources(6, size: { _ in 20_000 }, refresh: "50ms")
+        let config = BoundsTests.largeSources(6, size: { _ in 20_000 }, refresh: "50ms")
         try await HammockProcess.withRunning(config: config) { hammock in
             try await hammock.waitUntil("every source has data") { lines in
                 Set(lines.filter { $0.event == "newData" }.compactMap(\.id)).count == 6
             }
             hammock.pauseReading()
             // Lines over 4 KiB go out only into an empty pipe, so what waits may be small.
-            try await Self.waitUntilFull("stdout", minimum: 1, timeout: .seconds(20)) { hammock.unreadStdoutBytes }
+            try await BoundsTests.waitUntilFull("stdout", minimum: 1, timeout: .seconds(20)) { hammock.unreadStdoutBytes }
             let stopping = ContinuousClock.now
             hammock.signal(SIGTERM)
             let termination = try await hammock.waitForExit(timeout: .seconds(15))

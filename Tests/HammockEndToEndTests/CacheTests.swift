@@ -31,34 +31,31 @@ struct CacheTests {
         return try JSONValue(parsing: [UInt8](bytes))["content"]
     }
 
+    /// Runs `rounds` rounds of hammock on `configPath` with the cache at `cache`, each killed with SIGKILL.
     /// Even rounds run until this round's content is in the cache file, then are killed within 250 ms; odd
     /// rounds are killed at a random moment of their first 1.5 s, start-up and the restore included. Every
-    /// steady round checks that its start showed the newest content a former round is known to have stored
-    /// (or a later one), whole.
-    @Test("killed with SIGKILL at random moments from start-up on, every restart first shows whole, valid cached content, and the newest stored")
-    func survivesKillsMidWrite() async throws {
-        let folder = try HammockProcess.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let configPath = try HammockProcess.writeConfig(Self.config, in: folder)
-        let cache = folder + "/cache"
+    /// steady round after the first checks that its start showed the newest content a former round is known
+    /// to have stored (or a later one), whole. Returns how many rounds checked a restore.
+    static func killRounds(_ rounds: Int, chain: Int, configPath: String, cache: String) async throws -> Int {
         // The newest content known to be stored: by which round, and its counter then.
         var stored: (round: Int, n: Int)?
         var restoredRounds = 0
-        for round in 0..<12 {
+        for round in 0..<rounds {
             let environment = ["HAMMOCK_CACHE_DIR": cache, "HAMMOCK_TEST_ROUND": "\(round)"]
+            let name = "chain \(chain), round \(round)"
             try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
                 if round.isMultiple(of: 2) {
                     let first = try await hammock.waitFor(type: "source", id: "counter")
                     if let stored {
-                        #expect(first.event == "newData" && first.origin == "cache", "round \(round): \(first.text.prefix(200))")
+                        #expect(first.event == "newData" && first.origin == "cache", "\(name): \(first.text.prefix(200))")
                         let content = first[pointer: "/state/content"]
-                        #expect(content?["pad"]?.stringValue?.count == 60000, "round \(round): the cached content is whole")
+                        #expect(content?["pad"]?.stringValue?.count == 60000, "\(name): the cached content is whole")
                         let restoredRound = content?["round"]?.numberValue?.intValue ?? -1
                         let restoredN = content?["n"]?.numberValue?.intValue ?? -1
                         // A later round (killed at random) may have stored newer content; never an older one.
                         #expect(
                             (stored.round..<round).contains(restoredRound) && (restoredRound > stored.round || restoredN >= stored.n),
-                            "round \(round) restored round \(restoredRound)'s n = \(restoredN); round \(stored.round) had stored n = \(stored.n)")
+                            "\(name) restored round \(restoredRound)'s n = \(restoredN); round \(stored.round) had stored n = \(stored.n)")
                         restoredRounds += 1
                     }
                     // Wait until this run has stored content of its own, then kill it at a moment the test does
@@ -68,20 +65,36 @@ struct CacheTests {
                         seen = try? Self.cachedContent(in: cache)
                         return seen?["round"]?.numberValue?.intValue == round
                     }
-                    try #require(written, "round \(round): the cache file never held this round's content: \(String(describing: seen))")
+                    try #require(written, "\(name): the cache file never held this round's content: \(String(describing: seen))")
                     stored = (round, seen?["n"]?.numberValue?.intValue ?? 0)
                     try await Task.sleep(for: .milliseconds(Int.random(in: 0...250)))
                 } else {
                     try await Task.sleep(for: .milliseconds(Int.random(in: 0...1500)))
                 }
                 hammock.signal(SIGKILL)
-                #expect(try await hammock.waitForExit(timeout: .seconds(5)) == .signaled(SIGKILL))
+                #expect(try await hammock.waitForExit(timeout: .seconds(5)) == .signaled(SIGKILL), "\(name)")
             }
         }
-        #expect(restoredRounds == 5)
         // Whatever the last kill interrupted, the stored file is a whole JSON document.
-        let content = try #require(try Self.cachedContent(in: cache))
-        #expect(content["pad"]?.stringValue?.count == 60000)
+        let content = try #require(try Self.cachedContent(in: cache), "chain \(chain)")
+        #expect(content["pad"]?.stringValue?.count == 60000, "chain \(chain)")
+        return restoredRounds
+    }
+
+    /// Three chains of six rounds, each with a cache of its own, run at once: 18 kills and 6 checked restores
+    /// in the time of six rounds (one chain of 12 rounds had 12 kills and 5 restores).
+    @Test("killed with SIGKILL at random moments from start-up on, every restart first shows whole, valid cached content, and the newest stored")
+    func survivesKillsMidWrite() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let configPath = try HammockProcess.writeConfig(Self.config, in: folder)
+        let restored = try await withThrowingTaskGroup(of: Int.self) { group in
+            for chain in 1...3 {
+                group.addTask { try await Self.killRounds(6, chain: chain, configPath: configPath, cache: folder + "/cache-\(chain)") }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(restored == 6)
     }
 
     @Test("wipe forgets the cached content too")

@@ -160,27 +160,12 @@ struct FaultInjectionTests {
         return error
     }
 
-    @Test("crash-after 1: a plugin that exits after one answer")
-    func crashAfter() async throws {
-        try await Self.run(mode: "crash-after", 1) { hammock in
-            try await Self.expectErrorKeepingContent(hammock, says: ["exited with status 4"])
-            return []
-        }
-    }
-
     @Test("garbage: a line that is not JSON")
     func garbage() async throws {
         try await Self.run(mode: "garbage") { hammock in
             let error = try await hammock.waitFor(type: "source", id: "t") { $0.event == "error" }
             #expect(error.errorMessage.contains("wrote a line that is not protocol"), "\(error)")
-            return []
-        }
-    }
-
-    @Test("half-line 1: half a line, then exit")
-    func halfLine() async throws {
-        try await Self.run(mode: "half-line", 1) { hammock in
-            try await Self.expectErrorKeepingContent(hammock, says: ["wrote a line that is not protocol", "exited with status 5"])
+            #expect(error[pointer: "/state/latestError/code"] == "pluginFailed", "\(error)")
             return []
         }
     }
