@@ -176,7 +176,9 @@ struct StreamAndParentDeathTests {
 
         let exited = try await ProcessTable.eventually(within: .seconds(5)) { !orphan.isRunning }
         #expect(exited, "a plugin told of an engine that is not its ancestor still runs, stdin open")
-        #expect(orphan.standardError.contains("gone"), "\(orphan.standardError)")
+        // Its stderr reader may not have caught up with the exit yet: wait for the line, not for the exit.
+        let said = try await ProcessTable.eventually(within: .seconds(5)) { orphan.standardError.contains("gone") }
+        #expect(said, "\(orphan.standardError)")
 
         wrapped.send(#"{"op":"hello","protocol":1}"#)
         let answered = try await ProcessTable.eventually(within: .seconds(10)) { wrapped.output.contains(#""type":"hello""#) }
