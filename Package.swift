@@ -2,13 +2,17 @@
 import PackageDescription
 
 // Module map (each line: what it holds, what it may touch):
-//   HammockJSON      JSON values, parser, writer, pointers. Pure.
+//   HammockJSON      JSON values that keep key order and number text, parser, writer, pointers, and Codable
+//                    coders over JSONValue. Pure.
 //   HammockYAML      YAML → positioned node tree, over the system's libyaml (CYAML).
-//   HammockCore      source state machine, freshness, views, output and control lines. Pure, no I/O.
+//   HammockCore      source state machine, freshness, views, output and control lines, template rules, and
+//                    EngineCore, which takes inputs with the time and returns actions. Pure, no I/O.
 //   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
-//   HammockProtocol  the engine ↔ plugin wire protocol (one file), shared by host and plugins.
-//   HammockEngine    the edges: stdout writer, stdin reader, signals, timers, plugin processes, and the
-//                    built-in plugins (HammockFakePlugin) run in-process over HammockPluginKit.
+//   HammockProtocol  the engine ↔ plugin messages as Codable types (PluginProtocol.swift; the hot `load` and
+//                    `newData` lines hand-written beside them, pinned by tests), and the line splitter.
+//   HammockEngine    the edges, as child tasks of one run: stdout writer and stdin reader over transports,
+//                    signals, the clock, the offline cache, and the plugin host over a PluginTransport (a
+//                    process, or a built-in plugin such as HammockFakePlugin run in-process).
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   hammock          the command-line interface.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
@@ -16,7 +20,7 @@ import PackageDescription
 //                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
 //                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it in its own process.
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
-//                    /proc helpers, test files.
+//                    /proc helpers, test files, RunSlots.
 let package = Package(
     name: "hammock",
     platforms: [.macOS(.v15)],
