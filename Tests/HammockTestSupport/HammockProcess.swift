@@ -415,24 +415,13 @@ public final class HammockProcess: Sendable {
         where predicate: (HammockLine) -> Bool, timeout: Duration = defaultTimeout, _ what: String = "a line matching the condition",
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> HammockLine {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let (found, finished) = stdout.withState { state -> (HammockLine?, Bool) in
-                while state.cursor < state.lines.count {
-                    let line = state.lines[state.cursor]
-                    state.cursor += 1
-                    if predicate(line) { return (line, false) }
-                }
-                return (nil, state.finished)
+        try await awaitLine(what, timeout: timeout, sourceLocation: sourceLocation) { state in
+            while state.cursor < state.lines.count {
+                let line = state.lines[state.cursor]
+                state.cursor += 1
+                if predicate(line) { return line }
             }
-            if let found { return found }
-            if finished {
-                throw failure("stdout ended before \(what)", sourceLocation: sourceLocation)
-            }
-            if ContinuousClock.now >= deadline {
-                throw failure("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation)
-            }
-            try await Task.sleep(for: .milliseconds(5))
+            return nil
         }
     }
 
@@ -474,24 +463,33 @@ public final class HammockProcess: Sendable {
         _ source: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
         where predicate: (HammockLine) -> Bool = { _ in true }
     ) async throws -> HammockLine {
+        try await awaitLine("the awaited line for \"\(source)\"", timeout: timeout, sourceLocation: sourceLocation) { state in
+            var cursor = state.sourceCursors[source] ?? 0
+            defer { state.sourceCursors[source] = cursor }
+            while cursor < state.lines.count {
+                let line = state.lines[cursor]
+                cursor += 1
+                if line.type == "source" && line.id == source && predicate(line) { return line }
+            }
+            return nil
+        }
+    }
+
+    /// Polls stdout's lines with `take` (which moves whichever place it reads from) until it finds one,
+    /// stdout ends, or `timeout` passes. A poll, for want of an event: the reader is a thread of its own.
+    private func awaitLine(
+        _ what: String, timeout: Duration, sourceLocation: SourceLocation,
+        _ take: (inout PipeReader.State) -> HammockLine?
+    ) async throws -> HammockLine {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let (found, finished) = stdout.withState { state -> (HammockLine?, Bool) in
-                var cursor = state.sourceCursors[source] ?? 0
-                defer { state.sourceCursors[source] = cursor }
-                while cursor < state.lines.count {
-                    let line = state.lines[cursor]
-                    cursor += 1
-                    if line.type == "source" && line.id == source && predicate(line) { return (line, false) }
-                }
-                return (nil, state.finished)
-            }
+            let (found, finished) = stdout.withState { state in (take(&state), state.finished) }
             if let found { return found }
             if finished {
-                throw failure("stdout ended before the awaited line for \"\(source)\"", sourceLocation: sourceLocation)
+                throw failure("stdout ended before \(what)", sourceLocation: sourceLocation)
             }
             if ContinuousClock.now >= deadline {
-                throw failure("timed out after \(timeout) waiting for a line for \"\(source)\"", sourceLocation: sourceLocation)
+                throw failure("timed out after \(timeout) waiting for \(what)", sourceLocation: sourceLocation)
             }
             try await Task.sleep(for: .milliseconds(5))
         }
