@@ -19,7 +19,8 @@ struct ControlTests {
             error: { message: nope, httpStatus: 500 }
             delay: 150ms
             retry: off
-          stuck: { kind: fake, state: loading }
+          # Loading for the whole test, however long a busy machine makes it: not timed out at 10 s.
+          stuck: { kind: fake, state: loading, timeout: 1h }
         views:
           page: { sources: [a] }
           pair: { sources: [good, bad], ready: any }
