@@ -80,12 +80,19 @@ struct ContainmentTests {
                 lines[mark...].filter { $0.id == "huge" && $0.event == "error" }.count >= 2
                     && lines[mark...].filter { $0.id == "t" && $0.event == "newData" }.count >= 3
             }
-            let tErrors = hammock.lines.filter { $0.id == "t" && $0.event == "error" }
-            #expect(tErrors.isEmpty, "t is not touched by huge's answers: \(tErrors.map(\.text))")
-            let pids = Set(hammock.lines.filter { $0.id == "t" && $0.event == "newData" }.compactMap { $0[pointer: "/state/content/pid"] })
-            #expect(pids.count == 1, "one plugin process served t throughout: \(pids)")
+            Self.expectTServedUntouched(hammock, by: "huge's answers")
             return []
         }
+    }
+
+    /// Source `t`, beside the faulty one, had no error, and one plugin process served every load of it.
+    static func expectTServedUntouched(
+        _ hammock: HammockProcess, by what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let tErrors = hammock.lines.filter { $0.id == "t" && $0.event == "error" }
+        #expect(tErrors.isEmpty, "t is not touched by \(what): \(tErrors.map(\.text))", sourceLocation: sourceLocation)
+        let pids = Set(hammock.lines.filter { $0.id == "t" && $0.event == "newData" }.compactMap { $0[pointer: "/state/content/pid"] })
+        #expect(pids.count == 1, "one plugin process served t throughout: \(pids)", sourceLocation: sourceLocation)
     }
 
     // MARK: Item 7: nothing outlives hammock
@@ -290,10 +297,7 @@ struct ConfigureDeadlineTests {
             try await hammock.waitUntil("t loads twice after stuck's error", timeout: .seconds(10)) { lines in
                 lines[mark...].filter { $0.id == "t" && $0.event == "newData" }.count >= 2
             }
-            let tErrors = hammock.lines.filter { $0.id == "t" && $0.event == "error" }
-            #expect(tErrors.isEmpty, "t is not touched by stuck's options: \(tErrors.map(\.text))")
-            let pids = Set(hammock.lines.filter { $0.id == "t" && $0.event == "newData" }.compactMap { $0[pointer: "/state/content/pid"] })
-            #expect(pids.count == 1, "one plugin process served t throughout: \(pids)")
+            ContainmentTests.expectTServedUntouched(hammock, by: "stuck's options")
             return []
         }
     }
