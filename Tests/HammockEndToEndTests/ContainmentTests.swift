@@ -85,6 +85,20 @@ struct ContainmentTests {
         }
     }
 
+    /// Waits for `stuck`'s configure-deadline error, then for two loads of its neighbour `t` after it.
+    static func waitForStucksErrorThenTLoadingTwice(
+        _ hammock: HammockProcess, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let error = try await hammock.waitFor(type: "source", id: "stuck", timeout: .seconds(20), sourceLocation: sourceLocation) {
+            $0.event == "error"
+        }
+        #expect(error.errorMessage.contains(configureMessage("stuck")), "\(error)", sourceLocation: sourceLocation)
+        let mark = hammock.lineCount
+        try await hammock.waitUntil("t loads twice after stuck's error", timeout: .seconds(10), sourceLocation: sourceLocation) {
+            lines in lines[mark...].filter { $0.id == "t" && $0.event == "newData" }.count >= 2
+        }
+    }
+
     /// Source `t`, beside the faulty one, had no error, and one plugin process served every load of it.
     static func expectTServedUntouched(
         _ hammock: HammockProcess, by what: String, sourceLocation: SourceLocation = #_sourceLocation
@@ -291,12 +305,7 @@ struct ConfigureDeadlineTests {
         try await FaultInjectionTests.run(
             mode: "skip-configure", source: "stuck: { kind: test }\n  t: { kind: test, refresh: 300ms, retry: 200ms }"
         ) { hammock in
-            let error = try await hammock.waitFor(type: "source", id: "stuck", timeout: .seconds(20)) { $0.event == "error" }
-            #expect(error.errorMessage.contains(ContainmentTests.configureMessage("stuck")), "\(error)")
-            let mark = hammock.lineCount
-            try await hammock.waitUntil("t loads twice after stuck's error", timeout: .seconds(10)) { lines in
-                lines[mark...].filter { $0.id == "t" && $0.event == "newData" }.count >= 2
-            }
+            try await ContainmentTests.waitForStucksErrorThenTLoadingTwice(hammock)
             ContainmentTests.expectTServedUntouched(hammock, by: "stuck's options")
             return []
         }
@@ -307,12 +316,7 @@ struct ConfigureDeadlineTests {
         try await FaultInjectionTests.run(
             mode: "hang-configure", source: "t: { kind: test, refresh: 300ms, retry: 200ms }\n  stuck: { kind: test }"
         ) { hammock in
-            let error = try await hammock.waitFor(type: "source", id: "stuck", timeout: .seconds(20)) { $0.event == "error" }
-            #expect(error.errorMessage.contains(ContainmentTests.configureMessage("stuck")), "\(error)")
-            let mark = hammock.lineCount
-            try await hammock.waitUntil("t loads twice after stuck's error", timeout: .seconds(10)) { lines in
-                lines[mark...].filter { $0.id == "t" && $0.event == "newData" }.count >= 2
-            }
+            try await ContainmentTests.waitForStucksErrorThenTLoadingTwice(hammock)
             let gaveUp = hammock.lines.filter { $0[pointer: "/state/latestError/code"] == "pluginGaveUp" }
             #expect(gaveUp.isEmpty, "\(gaveUp.map(\.text))")
             return []
