@@ -98,6 +98,9 @@ struct ProtocolSchemaTests {
         #"{"op":"override","view":"ready","content":1}"#,
     ]
 
+    /// A control line whose `id` is neither a string nor a number: hammock answers with an error line without id.
+    static let wrongIdControlLine = #"{"op":"snapshot","id":true}"#
+
     /// Lines that are wrong in the ways a drifting engine (or a careless consumer's fake) would be, each with
     /// where validate.py must say it is wrong: the output schema is not vacuous, and the script points at the
     /// member at fault.
@@ -167,9 +170,12 @@ struct ProtocolSchemaTests {
                 try hammock.send(controlLine: line)
                 sentControlLines.append(line)
             }
-            func has(_ lines: [HammockLine], _ id: String, _ event: String, _ condition: (HammockLine) -> Bool = { _ in true }) -> Bool {
+            func has(
+                _ lines: [HammockLine], _ id: String, _ event: String, _ condition: (HammockLine) -> Bool = { _ in true }
+            ) -> Bool {
                 lines.contains { $0.type == "source" && $0.id == id && $0.event == event && condition($0) }
             }
+            func message(_ line: HammockLine) -> String { line["message"]?.stringValue ?? "" }
 
             try await hammock.waitUntil("every source and view has its first state") { lines in
                 has(lines, "cached", "newData") { $0.origin == "cache" } && has(lines, "good", "newData")
@@ -215,7 +221,7 @@ struct ProtocolSchemaTests {
             _ = try HammockProcess.writeConfig(Self.config(folder: folder, stage: .refused), in: folder)
             try send(#"{"op":"reload"}"#)
             try await hammock.waitUntil("the refused reload's error line") { lines in
-                lines.dropFirst(mark).contains { $0.type == "error" && ($0["message"]?.stringValue ?? "").contains("config.yaml:") }
+                lines.dropFirst(mark).contains { $0.type == "error" && message($0).contains("config.yaml:") }
             }
             _ = try HammockProcess.writeConfig(Self.config(folder: folder, stage: .reduced), in: folder)
             try send(#"{"op":"reload"}"#)
@@ -223,6 +229,20 @@ struct ProtocolSchemaTests {
             try await hammock.waitUntil("removed lines for the dropped source and view") { lines in
                 lines.contains { $0.type == "removed" && $0.id == "dropped" && $0["what"] == "source" }
                     && lines.contains { $0.type == "removed" && $0.id == "gone" && $0["what"] == "view" }
+            }
+
+            // Acknowledged control lines: a string id, a number id, an id on a line that cannot be carried out.
+            try send(#"{"op":"snapshot","id":"snap-1"}"#)
+            try await hammock.waitFor(type: "ack") { $0["id"] == "snap-1" }
+            try send(#"{"op":"load","source":"good","id":42}"#)
+            try await hammock.waitFor(type: "ack") { $0["id"] == 42 }
+            try send(#"{"op":"load","source":"nope","id":"bad-1"}"#)
+            try await hammock.waitFor(type: "error") { $0["id"] == "bad-1" }
+            // An id of another type: an error line without id.
+            try hammock.send(controlLine: Self.wrongIdControlLine)
+            try await hammock.waitFor(type: "error") {
+                $0.json.objectValue?["id"] == Optional<JSONValue>.none
+                    && message($0).contains(#""id" must be a string or a number"#)
             }
 
             hammock.signal(SIGTERM)
@@ -241,6 +261,7 @@ struct ProtocolSchemaTests {
             "timestamp:null", "timestamp:set", "content:null", "content:set",
             "status:loading", "status:error", "status:data", "status:idle", "canTryAgain:true", "canTryAgain:false",
             "removed:source", "removed:view", "bye:signal", "bye:once", "bye:failed",
+            "type:ack", "ack.id:string", "ack.id:number", "error.id:string",
         ]
         let seen = Set(written.flatMap(Self.variants))
         #expect(
@@ -251,7 +272,7 @@ struct ProtocolSchemaTests {
         #expect(output.status == 0, "hammock's lines that do not match docs/schema/output-line.schema.json:\n\(output.text)")
         let control = try await Self.validate(sentControlLines, arguments: ["--control"])
         #expect(control.status == 0, "control lines hammock carried out that do not match the control schema:\n\(control.text)")
-        let refused = try await Self.validate(Self.malformedControlLines, arguments: ["--control", "--expect-invalid"])
+        let refused = try await Self.validate(Self.malformedControlLines + [Self.wrongIdControlLine], arguments: ["--control", "--expect-invalid"])
         #expect(refused.status == 0, "control lines hammock refuses that the control schema accepts:\n\(refused.text)")
     }
 
