@@ -5,9 +5,10 @@ import Testing
 
 /// The JSON Schemas of the stdout and stdin protocol (docs/schema/) and the real engine must not drift apart:
 /// hammock runs a configuration that makes it write every line type and every variant of their fields, and
-/// every line it writes must pass the output schema; every control line it carries out must pass the control
+/// every line it writes must pass the output schema; every control line it acknowledges must pass the control
 /// schema and every one it refuses for its shape must fail it. The checking is `docs/schema/validate.py`, the
-/// script the protocol documentation gives consumers, run with `python3` and its `jsonschema` module.
+/// script the protocol documentation gives consumers, run with `python3` and its `jsonschema` module, which
+/// must be installed: the test fails without them rather than let the schemas drift unchecked.
 @Suite("Protocol schema")
 struct ProtocolSchemaTests {
     static let schemaFolder = URL(fileURLWithPath: #filePath)
@@ -84,19 +85,42 @@ struct ProtocolSchemaTests {
           plain: { kind: fake, state: error, error: plain failure, retry: off }
         """
 
-    /// Control lines that hammock refuses for their shape (each gets an `error` line), and the control schema
-    /// must refuse too.
+    /// Control lines that hammock refuses for their shape, each with an `error` line (with the line's `id`
+    /// when it is an object), and that the control schema must refuse too.
     static let malformedControlLines = [
         #"this is not json"#,
         #"[1, 2]"#,
-        #"{"source":"good"}"#,
-        #"{"op":"explode"}"#,
-        #"{"op":"load"}"#,
-        #"{"op":"load","source":"good","view":"ready"}"#,
-        #"{"op":"cancel","source":7}"#,
-        #"{"op":"override","source":"good"}"#,
-        #"{"op":"override","view":"ready","content":1}"#,
+        #"{"source":"good","id":"m-1"}"#,
+        #"{"op":"explode","id":"m-2"}"#,
+        #"{"op":"load","id":"m-3"}"#,
+        #"{"op":"load","source":"good","view":"ready","id":"m-4"}"#,
+        #"{"op":"cancel","source":7,"id":"m-5"}"#,
+        #"{"op":"override","source":"good","id":"m-6"}"#,
+        #"{"op":"override","view":"ready","content":1,"id":"m-7"}"#,
     ]
+
+    /// One control line of every op and target, each with an `id`: hammock must acknowledge each, as the
+    /// control schema must accept each, so the two agree on what a well-formed line is.
+    static let acknowledgedControlLines = [
+        #"{"op":"load","source":"good","id":"a-1"}"#,
+        #"{"op":"load","view":"ready","id":2}"#,
+        #"{"op":"loadIfNeeded","source":"good","id":3}"#,
+        #"{"op":"loadIfNeeded","view":"failing","id":"a-4"}"#,
+        #"{"op":"retry","view":"failing","id":5}"#,
+        #"{"op":"retry","source":"plain","id":6.5}"#,
+        #"{"op":"cancel","source":"stuck","id":7}"#,
+        #"{"op":"cancel","view":"spinner","id":-8}"#,
+        #"{"op":"wipe","source":"watched","id":9}"#,
+        #"{"op":"wipe","view":"quiet","id":"a-10"}"#,
+        #"{"op":"override","source":"good","content":null,"id":"a-11"}"#,
+        #"{"op":"snapshot","id":"a-12"}"#,
+        #"{"op":"reload","id":13}"#,
+    ]
+
+    /// The `id` a control line carries.
+    static func controlID(_ line: String) -> JSONValue? {
+        (try? JSONValue(parsing: Array(line.utf8)))?["id"]
+    }
 
     /// A control line whose `id` is neither a string nor a number: hammock answers with an error line without id.
     static let wrongIdControlLine = #"{"op":"snapshot","id":true}"#
@@ -207,7 +231,7 @@ struct ProtocolSchemaTests {
             try send(#"{"op":"load","view":"ready"}"#)
             try await hammock.next("good") { $0.origin == "load" }
 
-            // Control lines hammock refuses, each with an error line.
+            // Control lines hammock refuses, each with an error line, with its id when it has one.
             var mark = hammock.lineCount
             for line in Self.malformedControlLines { try hammock.send(controlLine: line) }
             try send(#"{"op":"load","source":"nope"}"#)  // the right shape, an unknown source
@@ -215,6 +239,8 @@ struct ProtocolSchemaTests {
             try await hammock.waitUntil("\(refusals) error lines") { lines in
                 lines.dropFirst(mark).filter { $0.type == "error" }.count >= refusals
             }
+            let refusedIDs = hammock.lines(since: mark).filter { $0.type == "error" }.compactMap { $0["id"] }
+            #expect(refusedIDs == Self.malformedControlLines.compactMap(Self.controlID), "each malformed line is refused with its id")
 
             // A refused reload, then one that drops a source and a view.
             mark = hammock.lineCount
@@ -231,11 +257,16 @@ struct ProtocolSchemaTests {
                     && lines.contains { $0.type == "removed" && $0.id == "gone" && $0["what"] == "view" }
             }
 
-            // Acknowledged control lines: a string id, a number id, an id on a line that cannot be carried out.
-            try send(#"{"op":"snapshot","id":"snap-1"}"#)
-            try await hammock.waitFor(type: "ack") { $0["id"] == "snap-1" }
-            try send(#"{"op":"load","source":"good","id":42}"#)
-            try await hammock.waitFor(type: "ack") { $0["id"] == 42 }
+            // Every op and target, acknowledged; then an id on a line that cannot be carried out.
+            mark = hammock.lineCount
+            for line in Self.acknowledgedControlLines { try send(line) }
+            let ids = Self.acknowledgedControlLines.compactMap(Self.controlID)
+            try await hammock.waitUntil("an ack for each of \(ids)") { lines in
+                lines.dropFirst(mark).filter { $0.type == "ack" }.count >= ids.count
+            }
+            let answered = hammock.lines(since: mark).filter { ["ack", "error"].contains($0.type) }
+            #expect(answered.map(\.type) == ids.map { _ in "ack" }, "every well-formed line of a known target is acknowledged")
+            #expect(answered.compactMap { $0["id"] } == ids, "acknowledged in the order sent, each id echoed")
             try send(#"{"op":"load","source":"nope","id":"bad-1"}"#)
             try await hammock.waitFor(type: "error") { $0["id"] == "bad-1" }
             // An id of another type: an error line without id.
