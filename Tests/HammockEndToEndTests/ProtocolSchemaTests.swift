@@ -188,6 +188,7 @@ struct ProtocolSchemaTests {
         var written = once.stdout.split(separator: "\n").map(String.init)
 
         _ = try HammockProcess.writeConfig(Self.config(folder: folder, stage: .first), in: folder)
+        // The well-formed control lines sent (to known targets or not), for the control schema.
         var sentControlLines: [String] = []
         let lines = try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
             func send(_ line: String) throws {
@@ -240,7 +241,8 @@ struct ProtocolSchemaTests {
                 lines.dropFirst(mark).filter { $0.type == "error" }.count >= refusals
             }
             let refusedIDs = hammock.lines(since: mark).filter { $0.type == "error" }.compactMap { $0["id"] }
-            #expect(refusedIDs == Self.malformedControlLines.compactMap(Self.controlID), "each malformed line is refused with its id")
+            #expect(
+                refusedIDs == Self.malformedControlLines.compactMap(Self.controlID), "each malformed line is refused with its id")
 
             // A refused reload, then one that drops a source and a view.
             mark = hammock.lineCount
@@ -261,11 +263,12 @@ struct ProtocolSchemaTests {
             mark = hammock.lineCount
             for line in Self.acknowledgedControlLines { try send(line) }
             let ids = Self.acknowledgedControlLines.compactMap(Self.controlID)
-            try await hammock.waitUntil("an ack for each of \(ids)") { lines in
-                lines.dropFirst(mark).filter { $0.type == "ack" }.count >= ids.count
+            try await hammock.waitUntil("an answer to each of \(ids)") { lines in
+                lines.dropFirst(mark).filter { ["ack", "error"].contains($0.type) }.count >= ids.count
             }
             let answered = hammock.lines(since: mark).filter { ["ack", "error"].contains($0.type) }
-            #expect(answered.map(\.type) == ids.map { _ in "ack" }, "every well-formed line of a known target is acknowledged")
+            #expect(
+                answered.map(\.type) == ids.map { _ in "ack" }, "every well-formed line of a known target is acknowledged")
             #expect(answered.compactMap { $0["id"] } == ids, "acknowledged in the order sent, each id echoed")
             try send(#"{"op":"load","source":"nope","id":"bad-1"}"#)
             try await hammock.waitFor(type: "error") { $0["id"] == "bad-1" }
@@ -297,13 +300,17 @@ struct ProtocolSchemaTests {
         let seen = Set(written.flatMap(Self.variants))
         #expect(
             expected.subtracting(seen).isEmpty,
-            "the run no longer shows \(expected.subtracting(seen).sorted()): change its configuration so the schema test still sees them")
+            """
+            the run no longer shows \(expected.subtracting(seen).sorted()): change its configuration so that the schema \
+            test still sees them
+            """)
 
         let output = try await Self.validate(written)
         #expect(output.status == 0, "hammock's lines that do not match docs/schema/output-line.schema.json:\n\(output.text)")
         let control = try await Self.validate(sentControlLines, arguments: ["--control"])
-        #expect(control.status == 0, "control lines hammock carried out that do not match the control schema:\n\(control.text)")
-        let refused = try await Self.validate(Self.malformedControlLines + [Self.wrongIdControlLine], arguments: ["--control", "--expect-invalid"])
+        #expect(control.status == 0, "well-formed control lines that do not match the control schema:\n\(control.text)")
+        let refused = try await Self.validate(
+            Self.malformedControlLines + [Self.wrongIdControlLine], arguments: ["--control", "--expect-invalid"])
         #expect(refused.status == 0, "control lines hammock refuses that the control schema accepts:\n\(refused.text)")
     }
 
