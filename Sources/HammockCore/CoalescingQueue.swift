@@ -4,6 +4,11 @@
 /// stdout's lines (the newest state of each source and view) and stdin's control commands (the newest
 /// `override` of each source) wait in one, so a consumer that does not read, or one that floods, costs
 /// memory bounded by the number of keys, not by time.
+///
+/// A *barrier* (an answer to a control line) promises that everything waiting when it arrived is read
+/// before it. A newer element that takes the place of one waiting ahead of a barrier moves to the back, so
+/// the barrier moves back behind it too (barriers keep their order): the reader of a barrier has read the
+/// newest state of each key that waited before it, and the queue still holds one element per key.
 public struct CoalescingQueue<Element: Sendable>: Sendable {
     // Inlinable, with its storage usable from inlined code: stdout's queue is on the hot path of every line,
     // and an unspecialised generic across the module boundary would cost a metadata lookup per call.
@@ -13,6 +18,8 @@ public struct CoalescingQueue<Element: Sendable>: Sendable {
     @usableFromInline var slotByKey: [String: Int] = [:]
     @usableFromInline var nextSlot = 0
     @usableFromInline var deadSlots = 0
+    /// Slots of the barriers that wait, ascending.
+    @usableFromInline var barrierSlots: [Int] = []
 
     @inlinable public init() {}
 
@@ -29,18 +36,41 @@ public struct CoalescingQueue<Element: Sendable>: Sendable {
     @inlinable @discardableResult
     public mutating func append(_ element: Element, key: String?) -> Element? {
         var replaced: Element?
+        var replacedSlot: Int?
         if let key {
             if let slot = slotByKey[key], let old = elements.removeValue(forKey: slot) {
                 replaced = old
+                replacedSlot = slot
                 deadSlots += 1
-                compactIfMostlyDead()
             }
             slotByKey[key] = nextSlot
         }
+        put(element)
+        if let replacedSlot, let last = barrierSlots.last, last > replacedSlot {
+            // The barriers behind the replaced element's place follow the element to the back.
+            let first = barrierSlots.firstIndex { $0 > replacedSlot }!
+            for index in first..<barrierSlots.count {
+                let barrier = elements.removeValue(forKey: barrierSlots[index])!
+                deadSlots += 1
+                barrierSlots[index] = nextSlot
+                put(barrier)
+            }
+        }
+        compactIfMostlyDead()
+        return replaced
+    }
+
+    /// Appends a barrier: an element no other replaces, read only after everything that waits now, or the
+    /// newer elements that take their places.
+    @inlinable public mutating func appendBarrier(_ element: Element) {
+        barrierSlots.append(nextSlot)
+        put(element)
+    }
+
+    @inlinable mutating func put(_ element: Element) {
         elements[nextSlot] = element
         order.append(nextSlot)
         nextSlot += 1
-        return replaced
     }
 
     /// Everything that waits, oldest first; the queue is empty after.
@@ -49,6 +79,7 @@ public struct CoalescingQueue<Element: Sendable>: Sendable {
         elements.removeAll(keepingCapacity: true)
         order.removeAll(keepingCapacity: true)
         slotByKey.removeAll(keepingCapacity: true)
+        barrierSlots.removeAll(keepingCapacity: true)
         deadSlots = 0
         return taken
     }

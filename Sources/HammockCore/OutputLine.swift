@@ -36,6 +36,14 @@ public enum OutputLine: Sendable {
         }
     }
 
+    /// An `ack`, or an `error` that answers a control line with an `id`.
+    public var isAnswer: Bool {
+        switch self {
+        case .ack, .error(_, _?): true
+        default: false
+        }
+    }
+
     /// Appends the line, `\n` included, with every string value that could hold a secret (content, error
     /// messages) passed through `redactor`.
     public func encode(seq: Int, into out: inout [UInt8], redactor: Redactor = .none) {

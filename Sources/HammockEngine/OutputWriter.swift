@@ -105,8 +105,13 @@ public final class OutputWriter: @unchecked Sendable {
             uncoalescedCount += 1
         }
         // The newer state replaces the waiting one and moves to the back of the queue, so lines keep the
-        // order in which the states arose (a source's line before the view line it changed).
-        pending.append(line, key: key)
+        // order in which the states arose (a source's line before the view line it changed). An answer to a
+        // control line is a barrier: whoever reads it has read the newest state of what its op changed.
+        if line.isAnswer {
+            pending.appendBarrier(line)
+        } else {
+            pending.append(line, key: key)
+        }
         condition.signal()
     }
 

@@ -103,6 +103,33 @@ struct AcknowledgedControlTests {
         }
     }
 
+    /// Two ops on one source sent back to back while stdout is not read: the second's state replaces the
+    /// first's in stdout's queue, and the first ack must still come after it (the client's
+    /// "states the op caused are in place when the call returns" rests on this).
+    @Test("an ack still follows its op's state when a newer state of the same source replaced it while waiting")
+    func anAckFollowsTheNewestStateOfWhatItsOpChanged() async throws {
+        try await HammockProcess.withRunning(config: Self.config) { hammock in
+            try await hammock.waitUntil("both sources have data") { lines in
+                lines.contains { $0.id == "a" && $0.event == "newData" } && lines.contains { $0.id == "b" && $0.event == "newData" }
+            }
+            _ = try await hammock.linesUntilQuiet(quiet: .milliseconds(300))
+            for round in 0..<5 {
+                let mark = hammock.lineCount
+                hammock.pauseReading()
+                try hammock.send(controlLine: #"{"op":"override","source":"b","content":\#(round),"id":"o\#(round)"}"#)
+                try hammock.send(controlLine: #"{"op":"wipe","source":"b","id":"w\#(round)"}"#)
+                try await Task.sleep(for: .milliseconds(300))
+                hammock.resumeReading()
+                try await hammock.waitFor(type: "ack", where: isAck(.string("w\(round)")))
+                let lines = hammock.lines(since: mark)
+                let overrideAck = try #require(lines.firstIndex(where: isAck(.string("o\(round)"))))
+                #expect(
+                    lines[..<overrideAck].contains { $0.id == "b" && $0.type == "source" },
+                    "a state of b precedes the override's ack: \(lines.map(\.text))")
+            }
+        }
+    }
+
     /// A consumer that floods one command, each line with a new id, while not reading stdout: every id is
     /// answered once, in the order sent, when it reads again.
     @Test("a flood of ids while stdout is not read: every id is acknowledged exactly once, in order")
