@@ -77,16 +77,14 @@ public final class Hammock: Sendable {
                 process.terminationReason == .uncaughtSignal
                     ? .signaled(process.terminationStatus) : .exited(process.terminationStatus))
         }
-        defer {
-            // The child has its own copies; ours would keep the pipes from reaching their ends.
-            for descriptor in [input.read, output.write, errors.write] { close(descriptor) }
-        }
         do {
             try process.run()
         } catch {
-            for descriptor in [input.write, output.read, errors.read] { close(descriptor) }
+            for descriptor in [input, output, errors].flatMap({ [$0.read, $0.write] }) { close(descriptor) }
             throw HammockError.io("could not start \(executable): \(error)")
         }
+        // The child has its own copies; ours would keep the pipes from reaching their ends.
+        for descriptor in [input.read, output.write, errors.write] { close(descriptor) }
         let tail = StderrTail(descriptor: errors.read, forwarding: forwardingStderr)
         let started = try start(
             input: input.write, output: output.read,

@@ -80,7 +80,7 @@ struct ClientAttachTests {
         try await RunSlots.withSlot {
             let directory = try HammockProcess.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let engine = try Self.startEngine(config: ClientLifecycleTests.config, in: directory)
+            let engine = try Self.startEngine(config: try ClientLifecycleTests.config(), in: directory)
             defer { if engine.process.isRunning { kill(engine.process.processIdentifier, SIGKILL) } }
             let hammock = try Hammock(attachingTo: engine.input, output: engine.output, errors: engine.errors)
             let talker = await hammock.source("talker", as: String.self)

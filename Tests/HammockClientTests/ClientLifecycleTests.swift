@@ -7,27 +7,34 @@ import Testing
 
 @Suite("The engine's end reaches every stream and call")
 struct ClientLifecycleTests {
-    /// A source whose command writes a known line on stderr, which the engine passes on to its own.
-    static let config = """
-        version: 1
-        sources:
-          greeting:
-            kind: fake
-            content: { text: "hello", count: 3 }
-          talker:
-            kind: shell
-            script: "echo client-test-marker >&2; echo ok"
-        views:
-          one:
-            sources: [greeting]
-        """
+    /// A shell plugin that writes a known line on stderr as it starts (the engine passes plugins' stderr on
+    /// to its own, before its `hello`), and a view.
+    static func config() throws -> String {
+        let plugin = try HammockProcess.productPath("hammock-plugin-shell")
+        return """
+            version: 1
+            plugins:
+              shell:
+                command: [sh, -c, "echo client-test-marker >&2; exec \(plugin)"]
+            sources:
+              greeting:
+                kind: fake
+                content: { text: "hello", count: 3 }
+              talker:
+                kind: shell
+                command: [echo, ok]
+            views:
+              one:
+                sources: [greeting]
+            """
+    }
 
     @Test("SIGKILL: every stream and a pending call end with engineExited and the stderr tail")
     func killed() async throws {
         try await RunSlots.withSlot {
             let directory = try HammockProcess.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let path = try HammockProcess.writeConfig(Self.config, in: directory)
+            let path = try HammockProcess.writeConfig(try Self.config(), in: directory)
             let hammock = try await Hammock.launch(
                 configuration: path, binary: try HammockProcess.executablePath(),
                 environment: HammockProcess.environment([:], home: directory), workingDirectory: directory)
@@ -78,7 +85,7 @@ struct ClientLifecycleTests {
         try await RunSlots.withSlot {
             let directory = try HammockProcess.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let path = try HammockProcess.writeConfig(Self.config, in: directory)
+            let path = try HammockProcess.writeConfig(try Self.config(), in: directory)
             let hammock = try await Hammock.launch(
                 configuration: path, binary: try HammockProcess.executablePath(),
                 environment: HammockProcess.environment([:], home: directory), workingDirectory: directory)
