@@ -80,8 +80,7 @@ struct SourceLine: Sendable, Equatable {
 
     init?(_ state: JSONValue) {
         guard case .object(let state) = state else { return nil }
-        // On the wire `null` is "no content yet": the protocol does not tell it from content that is null.
-        content = state["content"].flatMap { $0.isNull ? nil : $0 }
+        content = state["content"].flatMap(contentOrNone)
         latestError = state["latestError"].flatMap(LoadError.init(json:))
         isLoading = state["isLoading"]?.boolValue ?? false
         timestamp = state["timestamp"]?.stringValue.flatMap(parseTimestamp)
@@ -114,7 +113,7 @@ struct ViewLine: Sendable, Equatable {
     init?(_ line: JSONValue) {
         guard let status = line["status"]?.stringValue.flatMap(ViewStatus.init(rawValue:)) else { return nil }
         self.status = status
-        content = line["content"].flatMap { $0.isNull ? nil : $0 }
+        content = line["content"].flatMap(contentOrNone)
         latestError = line["latestError"].flatMap(LoadError.init(json:))
         errors = (line["errors"]?.objectValue ?? [:]).compactMap { source, error in
             LoadError(json: error).map { ViewError(source: source, error: $0) }
@@ -149,4 +148,10 @@ extension LoadError {
 /// The engine's timestamps: RFC 3339 in UTC with milliseconds, `2026-11-22T10:00:00.123Z`.
 private func parseTimestamp(_ text: String) -> Date? {
     try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
+}
+
+/// On the wire `null` is "no content": the protocol does not tell it from content that is null. (Spelled out
+/// because `JSONValue` is `ExpressibleByNilLiteral`: a bare `nil` here would be `.null`.)
+private func contentOrNone(_ value: JSONValue) -> JSONValue? {
+    value.isNull ? Optional.none : Optional.some(value)
 }

@@ -22,12 +22,15 @@ public final class Hammock: Sendable {
     let lines: EngineLines
     /// `nil` when attached.
     private let process: Process?
+    /// The engine's process, to signal at `stop()`: launched, or given when attaching.
+    private let enginePID: Int32?
     /// Written to, to end the reading of stdout without closing it under the reading thread.
     private let stopReading: Int32
 
-    private init(lines: EngineLines, process: Process?, stopReading: Int32) {
+    private init(lines: EngineLines, process: Process?, enginePID: Int32?, stopReading: Int32) {
         self.lines = lines
         self.process = process
+        self.enginePID = enginePID
         self.stopReading = stopReading
     }
 
@@ -95,7 +98,9 @@ public final class Hammock: Sendable {
                 if stopRequested, status == .exited(0) { return nil }
                 return .engineExited(status: status ?? .unknown, stderrTail: tail.text)
             })
-        let hammock = Hammock(lines: started.lines, process: process, stopReading: started.stopReading)
+        let hammock = Hammock(
+            lines: started.lines, process: process, enginePID: process.processIdentifier,
+            stopReading: started.stopReading)
         try await hammock.waitForHello()
         return hammock
     }
@@ -108,8 +113,14 @@ public final class Hammock: Sendable {
     /// sources after their next change, or at once after `snapshot()`. The streams end with
     /// `engineExited(status: .unknown, …)` at the end of the engine's output.
     ///
-    /// - Parameter errors: the engine's stderr, if the app wants its last lines in `engineExited`.
-    public convenience init(attachingTo input: Int32, output: Int32, errors: Int32? = nil) throws {
+    /// - Parameters:
+    ///   - errors: the engine's stderr, if the app wants its last lines in `engineExited`.
+    ///   - processIdentifier: the engine's process, if `stop()` is to stop it gracefully (`SIGTERM`, as for
+    ///     a launched engine). Without it, `stop()` only closes the client's ends of the pipes: the engine
+    ///     stops when it next writes a line.
+    public convenience init(
+        attachingTo input: Int32, output: Int32, errors: Int32? = nil, processIdentifier: Int32? = nil
+    ) throws {
         Self.ignoreBrokenPipes()
         let tail = errors.map { StderrTail(descriptor: $0, forwarding: false) }
         let started = try Self.start(
@@ -119,7 +130,7 @@ public final class Hammock: Sendable {
                 await tail?.waitForEnd(timeout: .seconds(1))
                 return .engineExited(status: .unknown, stderrTail: tail?.text ?? "")
             })
-        self.init(lines: started.lines, process: nil, stopReading: started.stopReading)
+        self.init(lines: started.lines, process: nil, enginePID: processIdentifier, stopReading: started.stopReading)
     }
 
     /// Starts reading `output` into a new `EngineLines`; when it ends, asks `whenOutputEnds` how the engine
@@ -159,14 +170,14 @@ public final class Hammock: Sendable {
 
     // MARK: Stopping
 
-    /// Stops the engine gracefully and returns once it has: launched, it gets `SIGTERM` (it stops its
-    /// plugins, writes `bye` and exits 0; `SIGKILL` follows if it has not ended after 10 seconds); attached,
-    /// the client closes its ends of the pipes (the engine stops at its closed stdout). Every stream then
-    /// ends normally, and pending and later control calls throw `HammockError.stopped`.
+    /// Stops the engine gracefully and returns once it has: launched (or attached with its process id), it
+    /// gets `SIGTERM` (it stops its plugins, writes `bye` and exits 0; `SIGKILL` follows if its output has not
+    /// ended after 10 seconds); attached without one, the client closes its ends of the pipes (the engine
+    /// stops at its closed stdout). Every stream then ends normally, and pending and later control calls
+    /// throw `HammockError.stopped`.
     public func stop() async {
         await lines.requestStop()
-        if let process {
-            let pid = process.processIdentifier
+        if let pid = enginePID {
             kill(pid, SIGTERM)
             if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
         } else {

@@ -34,10 +34,16 @@ struct ClientAttachTests {
         try input.fileHandleForReading.close()
         try output.fileHandleForWriting.close()
         try errors.fileHandleForWriting.close()
-        return Started(
+        // Copies the client owns; the originals are closed, since `process` keeps the `Pipe`s alive (an open
+        // read end of stdout would hide from the engine that the client closed its own).
+        let started = Started(
             process: process, input: dup(input.fileHandleForWriting.fileDescriptor),
             output: dup(output.fileHandleForReading.fileDescriptor),
             errors: dup(errors.fileHandleForReading.fileDescriptor))
+        try input.fileHandleForWriting.close()
+        try output.fileHandleForReading.close()
+        try errors.fileHandleForReading.close()
+        return started
     }
 
     /// Waits up to 10 s for `process` to end; kills it and fails if it does not.
@@ -54,14 +60,31 @@ struct ClientAttachTests {
         return process.terminationStatus
     }
 
-    @Test("attached: typed states, acknowledged control; stop() closes the pipes and the engine exits 0")
-    func attachAndStop() async throws {
+    @Test(
+        "attached: typed states, acknowledged control; stop() with the process id is graceful",
+        arguments: [true, false])
+    func attachAndStop(givingProcessID: Bool) async throws {
+        // An engine with nothing to write notices a closed stdout only at its next line: a source that
+        // changes every 100 ms gives it one.
+        let config = """
+            version: 1
+            sources:
+              greeting:
+                kind: fake
+                content: { text: "hello", count: 3 }
+              ticker:
+                kind: shell
+                script: "while true; do date +%s%N; sleep 0.1; done"
+                mode: stream
+            """
         try await RunSlots.withSlot {
             let directory = try HammockProcess.makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let engine = try Self.startEngine(config: fakeConfig, in: directory)
+            let engine = try Self.startEngine(config: givingProcessID ? fakeConfig : config, in: directory)
             defer { if engine.process.isRunning { kill(engine.process.processIdentifier, SIGKILL) } }
-            let hammock = try Hammock(attachingTo: engine.input, output: engine.output, errors: engine.errors)
+            let hammock = try Hammock(
+                attachingTo: engine.input, output: engine.output, errors: engine.errors,
+                processIdentifier: givingProcessID ? engine.process.processIdentifier : nil)
             let greeting = await hammock.source("greeting", as: Greeting.self)
             // Whatever was written before the client read, a snapshot writes every state again.
             try await hammock.snapshot()
@@ -72,6 +95,7 @@ struct ClientAttachTests {
             await hammock.stop()
             #expect(await drain(greeting.states) == nil)
             #expect(try await Self.waitForExit(engine.process) == 0)
+            if givingProcessID { #expect(await hammock.byeReason == "signal") }
         }
     }
 
