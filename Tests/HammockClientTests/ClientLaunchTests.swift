@@ -44,3 +44,36 @@ struct ClientLaunchTests {
         }
     }
 }
+
+@Suite("Content of the wrong shape keeps the last good content")
+struct ClientDecodingTests {
+    @Test("a bad override keeps the good content with a decodingFailed error; a good one clears it")
+    func keepsLastGoodContent() async throws {
+        try await withClientEngine(config: fakeConfig) { hammock, _ in
+            let greeting = await hammock.source("greeting", as: Greeting.self)
+            _ = try await first("greeting's content", in: greeting.contents)
+
+            try await greeting.override(json: ["text": "still a text", "count": "three"])
+            #expect(greeting.state.content == Greeting(text: "hello", count: 3))
+            #expect(greeting.state.latestError?.code == LoadError.decodingFailed)
+            #expect(greeting.state.latestError?.message.contains("\"count\" must be an integer, got a string") == true)
+
+            try await greeting.override(json: ["list"])
+            #expect(greeting.state.latestError?.message.contains("the content must be an object, got an array") == true)
+            #expect(greeting.state.content == Greeting(text: "hello", count: 3))
+
+            try await greeting.override(Greeting(text: "good again", count: 4))
+            #expect(greeting.state.content == Greeting(text: "good again", count: 4))
+            #expect(greeting.state.latestError == nil)
+
+            // A view whose content does not decode behaves the same way.
+            let both = await hammock.view("both", as: Both.self)
+            _ = try await first("the view's content", in: both.contents)
+            try await greeting.override(json: 42)
+            #expect(both.viewState.latestError?.code == LoadError.decodingFailed)
+            #expect(both.viewState.latestError?.message.contains("\"greeting\" must be an object, got a number") == true)
+            #expect(both.viewState.content?.greeting == Greeting(text: "good again", count: 4))
+            #expect(both.viewState.status == .data)
+        }
+    }
+}
