@@ -89,15 +89,24 @@ public final class Hammock: Sendable {
         // The child has its own copies; ours would keep the pipes from reaching their ends.
         for descriptor in [input.read, output.write, errors.write] { close(descriptor) }
         let tail = StderrTail(descriptor: errors.read, forwarding: forwardingStderr)
-        let started = try start(
-            input: input.write, output: output.read,
-            whenOutputEnds: { stopRequested in
-                let status = await exitStatus.first { $0 != nil } ?? nil
-                // Processes the engine started may hold its stderr a moment longer than it lives.
-                await tail.waitForEnd(timeout: .seconds(1))
-                if stopRequested, status == .exited(0) { return nil }
-                return .engineExited(status: status ?? .unknown, stderrTail: tail.text)
-            })
+        let started: (lines: EngineLines, stopReading: Int32)
+        do {
+            started = try start(
+                input: input.write, output: output.read,
+                whenOutputEnds: { stopRequested in
+                    let status = await exitStatus.first { $0 != nil } ?? nil
+                    // Processes the engine started may hold its stderr a moment longer than it lives.
+                    await tail.waitForEnd(timeout: .seconds(1))
+                    if stopRequested, status == .exited(0) { return nil }
+                    return .engineExited(status: status ?? .unknown, stderrTail: tail.text)
+                })
+        } catch {
+            // Nothing would read it: the engine must not run on unseen.
+            kill(process.processIdentifier, SIGKILL)
+            close(input.write)
+            close(output.read)
+            throw error
+        }
         let hammock = Hammock(
             lines: started.lines, process: process, enginePID: process.processIdentifier,
             stopReading: started.stopReading)
