@@ -47,7 +47,8 @@ final class ControlWriter: Sendable {
 extension EngineLines {
     /// Sends `command` with a fresh id and returns when the engine acknowledges it. Throws
     /// `HammockError.refused` with the engine's message when it cannot carry it out, and the engine's end
-    /// (`engineExited`, `stopped`) when it ends first.
+    /// (`engineExited`, `stopped`) when it ends first. A cancelled caller stops waiting (`CancellationError`);
+    /// the line, once sent, is carried out all the same.
     func perform(_ command: ControlCommand) async throws {
         if let end { throw end ?? HammockError.stopped }
         guard case .object(var object) = try JSONValueEncoder().encode(command) else { return }
@@ -56,15 +57,20 @@ extension EngineLines {
         object["id"] = .number(JSONNumber(id))
         var line = JSONValue.object(object).jsonBytes
         line.append(UInt8(ascii: "\n"))
-        try await withCheckedThrowingContinuation { (call: CheckedContinuation<Void, any Error>) in
-            pending[id] = call
-            writer.write(line) { message in
-                Task { await self.writeFailed(id, message) }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (call: CheckedContinuation<Void, any Error>) in
+                pending[id] = call
+                writer.write(line) { message in
+                    Task { await self.stopWaiting(id, HammockError.io(message)) }
+                }
             }
+        } onCancel: {
+            // Runs on the actor after the call above was registered: the actor does one thing at a time.
+            Task { await self.stopWaiting(id, CancellationError()) }
         }
     }
 
-    private func writeFailed(_ id: Int, _ message: String) {
-        pending.removeValue(forKey: id)?.resume(throwing: HammockError.io(message))
+    private func stopWaiting(_ id: Int, _ error: any Error) {
+        pending.removeValue(forKey: id)?.resume(throwing: error)
     }
 }

@@ -46,7 +46,7 @@ struct ClientLifecycleTests {
             let pid = try #require(hammock.processIdentifier)
 
             // Stopped, the engine cannot acknowledge: the call is pending when it is killed.
-            kill(pid, SIGSTOP)
+            try await stopProcess(pid)
             let pending = Task { try await greeting.load() }
             try await Task.sleep(for: .milliseconds(200))
             kill(pid, SIGKILL)
@@ -77,6 +77,25 @@ struct ClientLifecycleTests {
                 expectEngineKilled(error, "a later snapshot")
             }
             expectEngineKilled(await hammock.waitUntilEnded(), "waitUntilEnded")
+        }
+    }
+
+    @Test("a cancelled control call stops waiting for its ack")
+    func cancelledCall() async throws {
+        try await withClientEngine(config: fakeConfig) { hammock, _ in
+            let greeting = await hammock.source("greeting", as: Greeting.self)
+            _ = try await first("greeting's content", in: greeting.contents)
+            let pid = try #require(hammock.processIdentifier)
+            // Stopped, the engine cannot acknowledge.
+            try await stopProcess(pid)
+            defer { kill(pid, SIGCONT) }
+            let call = Task { try await greeting.load() }
+            try await Task.sleep(for: .milliseconds(100))
+            call.cancel()
+            await #expect(throws: CancellationError.self) { try await call.value }
+            kill(pid, SIGCONT)
+            // The engine carried the line out later; calls go on.
+            try await hammock.snapshot()
         }
     }
 

@@ -82,3 +82,19 @@ struct Both: Decodable, Sendable, Equatable {
     var greeting: Greeting
     var numbers: [Int]
 }
+
+/// Sends SIGSTOP to `pid` and returns once every thread of it is stopped (`T` in its stat), so that no line
+/// written after this is read before SIGCONT or SIGKILL.
+func stopProcess(_ pid: Int32, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    kill(pid, SIGSTOP)
+    let deadline = ContinuousClock.now + .seconds(5)
+    while true {
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let states = threads.compactMap { thread in ProcessTable.entry(Int32(thread) ?? 0).map(\.state) }
+        if !states.isEmpty && states.allSatisfy({ $0 == "T" || $0 == "t" }) { return }
+        if ContinuousClock.now > deadline {
+            throw ClientTestFailure("hammock's threads did not all stop within 5 s: \(states)", sourceLocation)
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
