@@ -203,6 +203,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "HammockClientTests", dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
