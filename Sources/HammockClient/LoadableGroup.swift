@@ -13,7 +13,7 @@ import HammockCore
 ///   `canTryAgain` says there is one to retry.
 ///
 /// ```swift
-/// let screen = LoadableGroup(ready: .any, display: DisplayRule.presets["standard"], members: [
+/// let screen = LoadableGroup(ready: .any, display: .standard, members: [
 ///     "system": hammock.view("system", as: System.self),
 ///     "mine": LoadableSequence { myFeed.updates() },
 /// ])
@@ -80,8 +80,8 @@ public final class LoadableGroup: Loadable {
 
     /// - Parameters:
     ///   - ready: when the group has content: once every member has some (`.all`), or once any has.
-    ///   - display: the rules, in order (a preset: `DisplayRule.presets["standard"]`); `nil` for the default
-    ///     of the readiness, as in a view.
+    ///   - display: the rules, in order (a preset: `.standard`, `.overlay`, `.noError`, `.dataOnly`); `nil`
+    ///     for the default of the readiness, as in a view.
     ///   - members: each member's name (unique) and the member.
     public init(
         ready: Readiness = .all, display: [DisplayRule]? = nil, members: KeyValuePairs<String, any Loadable>

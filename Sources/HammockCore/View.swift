@@ -22,11 +22,7 @@ public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
 
     /// The named presets, from SiestaExt's `ResourceStatusOverlay` display priorities.
     public static let presets: [String: [DisplayRule]] = [
-        // Favour data: stale data beats a spinner or an error.
-        "standard": [.anyData, .loading, .error],
-        "overlay": [.loading, .error, .anyData],
-        "noError": [.loading, .alwaysData],
-        "dataOnly": [.alwaysData],
+        "standard": .standard, "overlay": .overlay, "noError": .noError, "dataOnly": .dataOnly,
     ]
 
     public static func defaultRules(for readiness: Readiness) -> [DisplayRule] {
@@ -35,6 +31,18 @@ public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
         case .any: [.anyData, .loading, .error]
         }
     }
+}
+
+/// The presets by name, for code: `display: .standard`.
+extension Array where Element == DisplayRule {
+    /// Favour data: stale data beats a spinner or an error.
+    public static var standard: Self { [.anyData, .loading, .error] }
+    /// A spinner, then an error, over the data.
+    public static var overlay: Self { [.loading, .error, .anyData] }
+    /// Never an error: a spinner, else the data (or nothing).
+    public static var noError: Self { [.loading, .alwaysData] }
+    /// Always the data, whatever is loading or failing.
+    public static var dataOnly: Self { [.alwaysData] }
 }
 
 public enum ViewStatus: String, Sendable, Hashable {

@@ -113,7 +113,7 @@ import Testing
     @Test func aMemberWhoseStreamEndsWithAnErrorFailsAndKeepsItsContent() async throws {
         struct EngineGone: Error, CustomStringConvertible { var description: String { "the engine exited" } }
         let member = ManualLoadable<Int>(LoadableState(content: 5, isLoading: true))
-        let group = LoadableGroup(display: DisplayRule.presets["overlay"], members: ["m": member])
+        let group = LoadableGroup(display: .overlay, members: ["m": member])
         #expect(group.groupState.status == .loading)
         member.finish(throwing: EngineGone())
         let state = try await first("the member's end", of: group.groupStates) { $0.status == .error }
