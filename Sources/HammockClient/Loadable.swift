@@ -127,14 +127,14 @@ public final class LatestValue<Value: Sendable>: Sendable {
     /// Ends every reader's stream (with `error`, or normally for `nil`); later readers get the last value and
     /// the same end.
     public func finish(throwing error: (any Error)?) {
-        // Finished outside the lock: finishing a stream runs its `onTermination`, which takes the lock.
         let readers = state.withLock { state in
-            guard state.end == nil else { return [AsyncThrowingStream<Value, any Error>.Continuation]() }
+            guard state.end == nil else { return [Int: AsyncThrowingStream<Value, any Error>.Continuation]() }
             state.end = .some(error)
             defer { state.readers = [:] }
-            return Array(state.readers.values)
+            return state.readers
         }
-        for reader in readers { reader.finish(throwing: error) }
+        // Outside the lock: finishing a stream runs its `onTermination`, which takes the lock.
+        for reader in readers.values { reader.finish(throwing: error) }
     }
 
     /// A new reader: the current value first, then the newest at each read.

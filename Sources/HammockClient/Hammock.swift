@@ -1,0 +1,340 @@
+import Foundation
+import HammockCore
+import HammockJSON
+import HammockProtocol
+
+/// A running hammock engine: launched by the app (`launch`), or one whose pipes the app already has
+/// (`init(attachingTo:output:errors:)`).
+///
+///     let hammock = try await Hammock.launch(configuration: "configs/demo.yaml")
+///     let system = await hammock.view("system", as: System.self)
+///     for try await content in system.contents { print(content) }
+///     await hammock.stop()
+///
+/// Typed sources and views decode the engine's lines as they come; control calls (`snapshot()`, `reload()`,
+/// and those of each source and view) return when the engine acknowledges them. When the engine exits
+/// without being asked to, every stream and every pending call ends with `HammockError.engineExited`,
+/// carrying how it exited and the last lines of its stderr.
+///
+/// Writing to an engine that has exited must be an error, not the end of the app, so the first `Hammock`
+/// makes the process ignore `SIGPIPE` (as most servers do): writes to closed pipes then fail with `EPIPE`.
+public final class Hammock: Sendable {
+    let lines: EngineLines
+    /// `nil` when attached.
+    private let process: Process?
+    /// Written to, to end the reading of stdout without closing it under the reading thread.
+    private let stopReading: Int32
+
+    private init(lines: EngineLines, process: Process?, stopReading: Int32) {
+        self.lines = lines
+        self.process = process
+        self.stopReading = stopReading
+    }
+
+    deinit {
+        // Nothing can reach the engine any more: stop it (launched), stop reading it (attached).
+        if let process, process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        close(stopReading)
+    }
+
+    // MARK: Launching and attaching
+
+    /// Starts `hammock run CONFIGURATION ARGUMENTS...` and returns once it has said `hello` (its plugins
+    /// started, its sources known).
+    ///
+    /// - Parameters:
+    ///   - configuration: the configuration file's path (relative paths inside it are the engine's working
+    ///     folder's: `workingDirectory`, else the app's).
+    ///   - binary: the `hammock` executable. Without it: the `hammock` beside the app's own executable, then
+    ///     the first on `PATH`.
+    ///   - arguments: more arguments of `run` (e.g. `["--log-level", "debug"]`).
+    ///   - environment: the engine's environment; the app's when `nil`.
+    ///   - workingDirectory: the engine's working folder; the app's when `nil`.
+    ///   - forwardingStderr: whether the engine's log lines also go to the app's stderr (the client always
+    ///     keeps the last ones for `engineExited`).
+    /// - Throws: `HammockError.binaryNotFound`; `HammockError.engineExited` when it exits before `hello` (an
+    ///   invalid configuration: its stderr says why).
+    public static func launch(
+        configuration: String, binary: String? = nil, arguments: [String] = [],
+        environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
+    ) async throws -> Hammock {
+        let executable = try findBinary(binary)
+        ignoreBrokenPipes()
+        let input = try makePipe()
+        let output = try makePipe()
+        let errors = try makePipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["run", configuration] + arguments
+        if let environment { process.environment = environment }
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
+        process.standardInput = FileHandle(fileDescriptor: input.read, closeOnDealloc: false)
+        process.standardOutput = FileHandle(fileDescriptor: output.write, closeOnDealloc: false)
+        process.standardError = FileHandle(fileDescriptor: errors.write, closeOnDealloc: false)
+        let exitStatus = LatestValue<EngineExitStatus?>(nil)
+        process.terminationHandler = { process in
+            exitStatus.send(
+                process.terminationReason == .uncaughtSignal
+                    ? .signaled(process.terminationStatus) : .exited(process.terminationStatus))
+        }
+        defer {
+            // The child has its own copies; ours would keep the pipes from reaching their ends.
+            for descriptor in [input.read, output.write, errors.write] { close(descriptor) }
+        }
+        do {
+            try process.run()
+        } catch {
+            for descriptor in [input.write, output.read, errors.read] { close(descriptor) }
+            throw HammockError.io("could not start \(executable): \(error)")
+        }
+        let tail = StderrTail(descriptor: errors.read, forwarding: forwardingStderr)
+        let started = try start(
+            input: input.write, output: output.read,
+            whenOutputEnds: { stopRequested in
+                let status = await exitStatus.first { $0 != nil } ?? nil
+                // Processes the engine started may hold its stderr a moment longer than it lives.
+                await tail.waitForEnd(timeout: .seconds(1))
+                if stopRequested, status == .exited(0) { return nil }
+                return .engineExited(status: status ?? .unknown, stderrTail: tail.text)
+            })
+        let hammock = Hammock(lines: started.lines, process: process, stopReading: started.stopReading)
+        try await hammock.waitForHello()
+        return hammock
+    }
+
+    /// Reads a running engine's stdout from `output` and writes control lines to `input` (its stdin), for an
+    /// app that started `hammock run` itself. Takes ownership of the descriptors: they are closed when the
+    /// engine's output ends or at `stop()`.
+    ///
+    /// The states start with the lines read from now on: an engine that said `hello` long ago shows its
+    /// sources after their next change, or at once after `snapshot()`. The streams end with
+    /// `engineExited(status: .unknown, …)` at the end of the engine's output.
+    ///
+    /// - Parameter errors: the engine's stderr, if the app wants its last lines in `engineExited`.
+    public convenience init(attachingTo input: Int32, output: Int32, errors: Int32? = nil) throws {
+        Self.ignoreBrokenPipes()
+        let tail = errors.map { StderrTail(descriptor: $0, forwarding: false) }
+        let started = try Self.start(
+            input: input, output: output,
+            whenOutputEnds: { stopRequested in
+                if stopRequested { return nil }
+                await tail?.waitForEnd(timeout: .seconds(1))
+                return .engineExited(status: .unknown, stderrTail: tail?.text ?? "")
+            })
+        self.init(lines: started.lines, process: nil, stopReading: started.stopReading)
+    }
+
+    /// Starts reading `output` into a new `EngineLines`; when it ends, asks `whenOutputEnds` how the engine
+    /// ended (`nil`: gracefully) and ends every stream and call with that.
+    private static func start(
+        input: Int32, output: Int32,
+        whenOutputEnds: @escaping @Sendable (_ stopRequested: Bool) async -> HammockError?
+    ) throws -> (lines: EngineLines, stopReading: Int32) {
+        let lines = EngineLines(writer: ControlWriter(descriptor: input))
+        let stop = try makePipe()
+        let (events, delivery) = AsyncStream.makeStream(of: LineReader.Event.self)
+        let reader = Thread {
+            // Content can be large (a whole file, an API's answer); a line beyond this is not one of hammock's.
+            LineReader.read(descriptor: output, maximumLineLength: 1 << 30, stopDescriptor: stop.read) {
+                delivery.yield($0)
+            }
+            close(output)
+            close(stop.read)
+            delivery.finish()
+        }
+        reader.name = "hammock.stdout"
+        reader.start()
+        Task {
+            for await event in events {
+                if case .line(let bytes) = event { await lines.handle(bytes) }
+            }
+            let stopRequested = await lines.stopRequested
+            await lines.finish(await whenOutputEnds(stopRequested))
+        }
+        return (lines, stop.write)
+    }
+
+    private func waitForHello() async throws {
+        for try await ids in lines.ids.stream where ids != nil { return }
+        throw await lines.endError ?? HammockError.stopped
+    }
+
+    // MARK: Stopping
+
+    /// Stops the engine gracefully and returns once it has: launched, it gets `SIGTERM` (it stops its
+    /// plugins, writes `bye` and exits 0; `SIGKILL` follows if it has not ended after 10 seconds); attached,
+    /// the client closes its ends of the pipes (the engine stops at its closed stdout). Every stream then
+    /// ends normally, and pending and later control calls throw `HammockError.stopped`.
+    public func stop() async {
+        await lines.requestStop()
+        if let process {
+            let pid = process.processIdentifier
+            kill(pid, SIGTERM)
+            if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
+        } else {
+            var byte: UInt8 = 1
+            _ = write(stopReading, &byte, 1)
+        }
+        _ = await lines.ended.first { $0 }
+    }
+
+    /// Waits until the engine has ended; returns why (`nil` after `stop()`).
+    public func waitUntilEnded() async -> HammockError? {
+        _ = await lines.ended.first { $0 }
+        return await lines.endError
+    }
+
+    /// The reason on the engine's `bye` line (`signal` after `stop()`), once it came.
+    public var byeReason: String? {
+        get async { await lines.byeReason }
+    }
+
+    /// The engine's process id, when launched.
+    public var processIdentifier: Int32? { process?.processIdentifier }
+
+    // MARK: Sources, views, control
+
+    /// The engine's sources and views, in the configuration's order (from `hello`, then each reload); `nil`
+    /// before `hello` (only when attached).
+    public var ids: EngineIDs? { lines.ids.value }
+
+    /// The source `id`, its content decoded as `Content`. Asking again for the same id and type gives the
+    /// same states (one decoding per line, however many readers).
+    public func source<Content: Decodable & Sendable>(_ id: String, as type: Content.Type) async -> TypedSource<Content> {
+        TypedSource(id: id, output: await lines.sourceOutput(id, as: type), hammock: self)
+    }
+
+    /// The source `id`, its content as the engine's JSON value.
+    public func source(_ id: String) async -> TypedSource<JSONValue> {
+        await source(id, as: JSONValue.self)
+    }
+
+    /// The view `id`, its content (`{source: content}`) decoded as `Content`.
+    public func view<Content: Decodable & Sendable>(_ id: String, as type: Content.Type) async -> TypedView<Content> {
+        let (view, loadable) = await lines.viewOutputs(id, as: type)
+        return TypedView(id: id, viewOutput: view, output: loadable, hammock: self)
+    }
+
+    /// The view `id`, its content as the engine's JSON value.
+    public func view(_ id: String) async -> TypedView<JSONValue> {
+        await view(id, as: JSONValue.self)
+    }
+
+    /// Asks the engine to write every source's and view's state again; returns once they are in.
+    public func snapshot() async throws { try await perform(.snapshot) }
+
+    /// Asks the engine to read its configuration file again; returns once the new configuration is in force
+    /// (`ids` updated, removed sources and views showing `LoadError.removedCode`). Throws
+    /// `HammockError.refused` with every problem when the file is not valid: the running configuration goes on.
+    public func reload() async throws { try await perform(.reload) }
+
+    /// Sends any control command and returns when the engine acknowledges it.
+    public func perform(_ command: ControlCommand) async throws {
+        try await lines.perform(command)
+    }
+
+    // MARK: Processes and pipes
+
+    /// The executable to run: the explicit path, else `hammock` beside the app's executable, else on `PATH`.
+    static func findBinary(_ explicit: String?) throws -> String {
+        if let explicit {
+            guard FileManager.default.isExecutableFile(atPath: explicit) else {
+                throw HammockError.binaryNotFound(searched: [explicit])
+            }
+            return explicit
+        }
+        var folders: [String] = []
+        if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            folders.append((own as NSString).deletingLastPathComponent)
+        }
+        if let own = Bundle.main.executablePath { folders.append((own as NSString).deletingLastPathComponent) }
+        if let first = CommandLine.arguments.first, first.contains("/") {
+            folders.append((first as NSString).deletingLastPathComponent)
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        folders += path.split(separator: ":").map(String.init)
+        var searched: [String] = []
+        for folder in folders {
+            let candidate = (folder.isEmpty ? "." : folder) + "/hammock"
+            guard !searched.contains(candidate) else { continue }
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            searched.append(candidate)
+        }
+        throw HammockError.binaryNotFound(searched: searched)
+    }
+
+    /// A pipe whose ends are closed on `exec`, so that no other process the app starts inherits them (which
+    /// would keep them from reaching their ends). Glibc's `pipe2` is not visible from Swift, so the flag is
+    /// set just after `pipe`.
+    private static func makePipe() throws -> (read: Int32, write: Int32) {
+        var descriptors: [Int32] = [-1, -1]
+        guard pipe(&descriptors) == 0 else {
+            throw HammockError.io("could not make a pipe: \(String(cString: strerror(errno)))")
+        }
+        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        return (descriptors[0], descriptors[1])
+    }
+
+    private static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+/// The last lines the engine wrote on stderr, read on a thread of its own.
+final class StderrTail: Sendable {
+    /// How many lines `engineExited` quotes.
+    static let lineCount = 20
+
+    private let lines = LatestValue<[String]>([])
+    private let ended = LatestValue(false)
+
+    /// Takes ownership of `descriptor`.
+    init(descriptor: Int32, forwarding: Bool) {
+        let lines = self.lines
+        let ended = self.ended
+        let reader = Thread {
+            LineReader.read(descriptor: descriptor, maximumLineLength: 64 * 1024) { event in
+                guard case .line(let bytes) = event else { return }
+                if forwarding { FileHandle.standardError.write(Data(bytes + [UInt8(ascii: "\n")])) }
+                // This thread is the only writer, so reading the value back and sending the next is safe.
+                let line = String(decoding: bytes.prefix(1000), as: UTF8.self)
+                lines.send(Array((lines.value + [line]).suffix(Self.lineCount)))
+            }
+            close(descriptor)
+            ended.send(true)
+        }
+        reader.name = "hammock.stderr"
+        reader.start()
+    }
+
+    var text: String { lines.value.joined(separator: "\n") }
+
+    func waitForEnd(timeout: Duration) async {
+        _ = await ended.first(timeout: timeout) { $0 }
+    }
+}
+
+extension LatestValue {
+    /// The first value that satisfies `predicate` (the current one included), or `nil` when the value
+    /// finishes or `timeout` passes first.
+    func first(timeout: Duration? = nil, where predicate: @escaping @Sendable (Value) -> Bool) async -> Value? {
+        let stream = self.stream
+        let search: @Sendable () async -> Value? = {
+            do {
+                for try await value in stream where predicate(value) { return value }
+            } catch {}
+            return nil
+        }
+        guard let timeout else { return await search() }
+        return await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await search() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+}
