@@ -14,13 +14,17 @@ import HammockCore
 ///
 /// ```swift
 /// let screen = LoadableGroup(ready: .any, display: .standard, members: [
-///     "system": hammock.view("system", as: System.self),
+///     "system": await hammock.view("system", as: System.self),
 ///     "mine": LoadableSequence { myFeed.updates() },
 /// ])
-/// for try await state in screen.groupStates {
+/// for try await state in screen.viewStates {
 ///     print(state.status, state.content?["system", as: System.self] as Any)
 /// }
 /// ```
+///
+/// Its `viewState` is a `ViewLoadableState`, as a hammock view's: `status`, `content` (the members' contents
+/// by name, once ready), `latestError`, `errors` (each failing member, its name in `ViewError.source`) and
+/// `canTryAgain`; so UI code (`ViewModel`) shows a group and a hammock view alike.
 ///
 /// As a `Loadable` (so groups nest, and `LoadableModel` shows one), its state maps the group's: content when
 /// ready, `latestError` the first member's error, `isLoading` when the status is `loading`, `timestamp` the
@@ -45,32 +49,7 @@ public final class LoadableGroup: Loadable {
         public subscript<T>(name: String, as type: T.Type) -> T? { values[name] as? T }
     }
 
-    /// One failing member and its latest error.
-    public struct MemberError: Sendable, Hashable {
-        public var member: String
-        public var error: LoadError
-
-        public init(member: String, error: LoadError) {
-            self.member = member
-            self.error = error
-        }
-    }
-
-    /// What a view line carries, for the group: everything needed to draw it.
-    public struct State: Sendable {
-        public var status: ViewStatus
-        /// The members' contents once the group is ready, else `nil`.
-        public var content: Content?
-        /// The first failing member's error, in the group's order.
-        public var latestError: LoadError? { errors.first?.error }
-        /// Every failing member's error, in the group's order.
-        public var errors: [MemberError]
-        /// Whether `retry()` has a failing member to load again.
-        public var canTryAgain: Bool { !errors.isEmpty }
-        /// Every member's state, in the group's order, content erased.
-        public var members: [(name: String, state: LoadableState<any Sendable>)]
-    }
-
+    /// The members' names, in the group's order.
     public let names: [String]
     public let ready: Readiness
     public let display: [DisplayRule]
@@ -103,10 +82,14 @@ public final class LoadableGroup: Loadable {
         for watcher in watchers { watcher.cancel() }
     }
 
-    /// The group's latest state.
-    public var groupState: State { merger.groupStates.value }
+    /// The group's latest state, as a view's.
+    public var viewState: ViewLoadableState<Content> { merger.viewStates.value }
     /// The group's current state, then every change, latest wins.
-    public var groupStates: AsyncThrowingStream<State, any Error> { merger.groupStates.stream }
+    public var viewStates: AsyncThrowingStream<ViewLoadableState<Content>, any Error> { merger.viewStates.stream }
+
+    public var status: ViewStatus { viewState.status }
+    public var errors: [ViewError] { viewState.errors }
+    public var canTryAgain: Bool { viewState.canTryAgain }
 
     public var state: LoadableState<Content> { merger.states.value }
     public var states: AsyncThrowingStream<LoadableState<Content>, any Error> { merger.states.stream }
@@ -118,10 +101,13 @@ public final class LoadableGroup: Loadable {
     /// Cancels every member's loads.
     public func cancel() async throws { try await forEach(of: members) { try await $0.cancel() } }
 
-    /// Loads again every member that has a latest error (the view's "try again"); nothing if none has.
+    /// Loads again every member that has a latest error (the view's "try again"); nothing if none has. A
+    /// member that is itself a view (a hammock view, a group) retries only its own failing part.
     public func retry() async throws {
-        let failing = zip(members, merger.groupStates.value.members).filter { $0.1.state.latestError != nil }
-        try await forEach(of: failing.map(\.0)) { try await $0.load() }
+        let failing = await merger.failing()
+        try await forEach(of: failing.map { members[$0] }) { member in
+            if let view = member as? any ViewLoadable { try await view.retry() } else { try await member.load() }
+        }
     }
 
     /// Runs `body` on every member at once; throws the first error, after all have returned.
@@ -178,12 +164,6 @@ private struct MemberState: DisplayRuleInput {
 
     var hasContent: Bool { content != nil }
     var hasError: Bool { latestError != nil }
-
-    var erased: LoadableState<any Sendable> {
-        LoadableState(
-            content: content, latestError: latestError, isLoading: isLoading, timestamp: timestamp,
-            failures: failures)
-    }
 }
 
 extension LoadableGroup {
@@ -194,28 +174,31 @@ extension LoadableGroup {
         private var members: [MemberState]
         // Set from the actor only, read from anywhere; each member update is a change worth sending (the
         // members' own streams only yield distinct states).
-        nonisolated let groupStates: LatestValue<LoadableGroup.State>
+        nonisolated let viewStates: LatestValue<ViewLoadableState<LoadableGroup.Content>>
         nonisolated let states: LatestValue<LoadableState<LoadableGroup.Content>>
 
         init(names: [String], rules: (ready: Readiness, display: [DisplayRule]), states: [MemberState]) {
             self.names = names
             self.rules = rules
             members = states
-            let (group, loadable) = Self.evaluate(names: names, rules: rules, members: states)
-            groupStates = LatestValue(group, isDistinct: { _, _ in true })
+            let (view, loadable) = Self.evaluate(names: names, rules: rules, members: states)
+            viewStates = LatestValue(view, isDistinct: { _, _ in true })
             self.states = LatestValue(loadable, isDistinct: { _, _ in true })
         }
 
         func update(_ index: Int, to state: MemberState) {
             members[index] = state
-            let (group, loadable) = Self.evaluate(names: names, rules: rules, members: members)
-            groupStates.send(group)
+            let (view, loadable) = Self.evaluate(names: names, rules: rules, members: members)
+            viewStates.send(view)
             states.send(loadable)
         }
 
+        /// The indices of the members with a latest error.
+        func failing() -> [Int] { members.indices.filter { members[$0].hasError } }
+
         private static func evaluate(
             names: [String], rules: (ready: Readiness, display: [DisplayRule]), members: [MemberState]
-        ) -> (LoadableGroup.State, LoadableState<LoadableGroup.Content>) {
+        ) -> (ViewLoadableState<LoadableGroup.Content>, LoadableState<LoadableGroup.Content>) {
             var content: LoadableGroup.Content?
             if rules.ready.isReady(members) {
                 var values: [String: any Sendable] = [:]
@@ -223,16 +206,16 @@ extension LoadableGroup {
                 content = LoadableGroup.Content(names: names, values: values)
             }
             let errors = zip(names, members).compactMap { name, member in
-                member.latestError.map { LoadableGroup.MemberError(member: name, error: $0) }
+                member.latestError.map { ViewError(source: name, error: $0) }
             }
             let status = rules.display.status(for: members)
-            let group = LoadableGroup.State(
-                status: status, content: content, errors: errors,
-                members: zip(names, members).map { (name: $0, state: $1.erased) })
+            let view = ViewLoadableState(
+                status: status, content: content, latestError: errors.first?.error, errors: errors,
+                canTryAgain: !errors.isEmpty)
             let loadable = LoadableState(
                 content: content, latestError: errors.first?.error, isLoading: status == .loading,
                 timestamp: members.compactMap(\.timestamp).max(), failures: errors.count)
-            return (group, loadable)
+            return (view, loadable)
         }
     }
 }

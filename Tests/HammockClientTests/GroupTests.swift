@@ -42,10 +42,10 @@ import Testing
                     "a": ManualLoadable(x.client), "b": ManualLoadable(y.client), "c": ManualLoadable(z.client),
                 ])
                 let label = "\(ready) \(display.map { "\($0)" } ?? "default") \(members.map(\.name))"
-                let state = group.groupState
+                let state = group.viewState
                 #expect(state.status == engine.status, "\(label)")
                 #expect(state.canTryAgain == engine.canTryAgain, "\(label)")
-                #expect(state.errors.map(\.member) == engine.errors.map(\.source), "\(label)")
+                #expect(state.errors.map(\.source) == engine.errors.map(\.source), "\(label)")
                 #expect(state.errors.map(\.error.message) == engine.errors.map(\.error.message), "\(label)")
                 #expect(state.latestError?.message == engine.latestError?.message, "\(label)")
                 if case .object(let merged) = engine.content {
@@ -68,12 +68,12 @@ import Testing
         let count = ManualLoadable<Int>(LoadableState(isLoading: true))
         let name = ManualLoadable<String>()
         let group = LoadableGroup(ready: .all, members: ["count": count, "name": name])
-        #expect(group.groupState.status == .loading)
+        #expect(group.viewState.status == .loading)
         #expect(group.state.content == nil)
 
         count.set(LoadableState(content: 3, timestamp: Date(timeIntervalSince1970: 10)))
         name.set(LoadableState(content: "ada", timestamp: Date(timeIntervalSince1970: 20)))
-        let ready = try await first("both contents", of: group.groupStates) { $0.status == .data }
+        let ready = try await first("both contents", of: group.viewStates) { $0.status == .data }
         let content = try #require(ready.content)
         #expect(content.names == ["count", "name"])
         #expect(content["count", as: Int.self] == 3)
@@ -99,7 +99,7 @@ import Testing
         let fine = ManualLoadable<Int>(LoadableState(content: 1))
         let broken = ManualLoadable<Int>(LoadableState(latestError: LoadError(message: "x"), failures: 1))
         let group = LoadableGroup(members: ["fine": fine, "broken": broken])
-        #expect(group.groupState.canTryAgain)
+        #expect(group.viewState.canTryAgain)
         try await group.retry()
         #expect(await fine.calls.calls == [])
         #expect(await broken.calls.calls == ["load"])
@@ -110,25 +110,36 @@ import Testing
         #expect(await broken.calls.calls == ["load", "loadIfNeeded", "cancel"])
     }
 
+    /// A member that is a view retries its own failing part, not everything it holds.
+    @Test func retryReachesIntoANestedView() async throws {
+        let fine = ManualLoadable<Int>(LoadableState(content: 1))
+        let broken = ManualLoadable<Int>(LoadableState(latestError: LoadError(message: "x"), failures: 1))
+        let inner = LoadableGroup(ready: .any, members: ["fine": fine, "broken": broken])
+        let outer = LoadableGroup(members: ["inner": inner, "other": ManualLoadable<Int>(LoadableState(content: 2))])
+        #expect(outer.errors.map(\.source) == ["inner"])
+        try await outer.retry()
+        #expect(await fine.calls.calls == [])
+        #expect(await broken.calls.calls == ["load"])
+    }
+
     @Test func aMemberWhoseStreamEndsWithAnErrorFailsAndKeepsItsContent() async throws {
         struct EngineGone: Error, CustomStringConvertible { var description: String { "the engine exited" } }
         let member = ManualLoadable<Int>(LoadableState(content: 5, isLoading: true))
         let group = LoadableGroup(display: .overlay, members: ["m": member])
-        #expect(group.groupState.status == .loading)
+        #expect(group.viewState.status == .loading)
         member.finish(throwing: EngineGone())
-        let state = try await first("the member's end", of: group.groupStates) { $0.status == .error }
-        #expect(state.errors == [LoadableGroup.MemberError(member: "m", error: LoadError(message: "the engine exited"))])
+        let state = try await first("the member's end", of: group.viewStates) { $0.status == .error }
+        #expect(state.errors == [ViewError(source: "m", error: LoadError(message: "the engine exited"))])
         #expect(state.content?["m", as: Int.self] == 5)
-        #expect(state.members.map(\.state.isLoading) == [false])
     }
 
     @Test func groupsNest() async throws {
         let inner = LoadableGroup(members: ["x": ManualLoadable<Int>(LoadableState(content: 1))])
         let leaf = ManualLoadable<Int>(LoadableState(isLoading: true))
         let outer = LoadableGroup(ready: .all, members: ["inner": inner, "leaf": leaf])
-        #expect(outer.groupState.status == .loading)
+        #expect(outer.viewState.status == .loading)
         leaf.set(LoadableState(content: 2))
-        let state = try await first("both", of: outer.groupStates) { $0.status == .data }
+        let state = try await first("both", of: outer.viewStates) { $0.status == .data }
         let innerContent = try #require(state.content?["inner", as: LoadableGroup.Content.self])
         #expect(innerContent["x", as: Int.self] == 1)
     }

@@ -57,6 +57,39 @@ import Testing
         #expect(await source.calls.calls == ["load", "loadIfNeeded", "cancel"])
     }
 
+    @Test func aViewModelShowsAGroupAndItsChangesAreObserved() async throws {
+        let member = ManualLoadable<Int>(LoadableState(content: 1))
+        let failing = ManualLoadable<Int>(LoadableState(isLoading: true))
+        let group = LoadableGroup(ready: .any, display: .overlay, members: ["a": member, "b": failing])
+        let model = ViewModel(group)
+        #expect(model.status == .loading)
+        #expect(model.content?["a", as: Int.self] == 1)
+
+        let (changes, changed) = AsyncStream.makeStream(of: Void.self)
+        withObservationTracking {
+            _ = model.status
+        } onChange: {
+            changed.yield()
+        }
+        failing.set(LoadableState(latestError: LoadError(message: "down", httpStatus: 503), failures: 1))
+        _ = try await first("an observed change", of: changes) { true }
+        try await eventually("the error status") { model.status == .error }
+        #expect(model.canTryAgain)
+        #expect(model.errors.map(\.source) == ["b"])
+        #expect(model.latestError?.httpStatus == 503)
+        try await model.retry()
+        #expect(await failing.calls.calls == ["load"])
+        #expect(await member.calls.calls == [])
+    }
+
+    @Test func aViewModelShowsAFakeHammockView() {
+        let model = ViewModel(TypedView<[String: Int]>.fakeFailure(LoadError(message: "gone"), source: "api"))
+        #expect(model.status == .error)
+        #expect(model.errors == [ViewError(source: "api", error: LoadError(message: "gone"))])
+        #expect(model.canTryAgain)
+        #expect(model.content == nil)
+    }
+
     /// Polls a main-actor model until `condition` holds, with a generous deadline (the machine is loaded).
     private func eventually(_ what: String, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
