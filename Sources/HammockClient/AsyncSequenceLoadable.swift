@@ -105,13 +105,19 @@ public actor LoadableSequence<Element: Sendable>: Loadable {
         task = Self.start(run, for: self, as: currentRun)
     }
 
+    deinit {
+        task?.cancel()
+    }
+
+    /// The run holds the loadable weakly: a loadable nobody holds any more goes, and its `deinit` stops the
+    /// sequence (an endless one would otherwise keep both alive for ever).
     private static func start(_ run: @escaping Run, for loadable: LoadableSequence, as id: Int) -> Task<Void, Never> {
-        Task {
+        Task { [weak loadable] in
             do {
-                try await run { element in await loadable.received(element, from: id) }
-                await loadable.ended(id, throwing: nil)
+                try await run { [weak loadable] element in await loadable?.received(element, from: id) }
+                await loadable?.ended(id, throwing: nil)
             } catch {
-                await loadable.ended(id, throwing: error)
+                await loadable?.ended(id, throwing: error)
             }
         }
     }

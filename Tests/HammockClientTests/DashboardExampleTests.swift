@@ -6,6 +6,10 @@ import Testing
 /// with `--once`, stops the engine and exits 0.
 @Suite struct DashboardExample {
     @Test func printsTheFirstFullScreenAndExits() async throws {
+        try await RunSlots.withSlot { try await runOnce() }
+    }
+
+    private func runOnce() async throws {
         let executable = try HammockProcess.productPath("hammock-dashboard")
         // The demo's paths are relative to the project's root.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -101,6 +101,18 @@ import Testing
         _ = try await first("the sequence's termination", of: terminated) { true }
     }
 
+    @Test func aLoadableNobodyHoldsStopsItsSequence() async throws {
+        let (terminated, terminate) = AsyncStream.makeStream(of: Void.self)
+        do {
+            let (stream, feed) = AsyncStream.makeStream(of: Int.self)
+            feed.onTermination = { _ in terminate.yield() }
+            let loadable = stream.loadable()
+            feed.yield(1)
+            _ = try await first("content", of: loadable.states) { $0.content == 1 }
+        }
+        _ = try await first("the sequence's termination", of: terminated) { true }
+    }
+
     @Test func loadWhileRunningRestartsAndDropsTheOldRun() async throws {
         let made = Atomic<Int>(0)
         let feeds = LatestValue<[AsyncStream<Int>.Continuation]>([], isDistinct: { _, _ in true })
