@@ -49,7 +49,7 @@ public actor LoadableSequence<Element: Sendable>: Loadable {
     /// dropped.
     private var currentRun = 0
 
-    /// A restartable loadable: `makeSequence` is called now, and again for each restart.
+    /// A restartable loadable: `makeSequence` is called at once (in a task), and again at each restart.
     public init<S: AsyncSequence & Sendable>(_ makeSequence: @escaping @Sendable () -> S) where S.Element == Element {
         self.init(restartable: true) { receive in
             for try await element in makeSequence() { await receive(element) }
