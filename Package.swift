@@ -100,6 +100,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A page of code over HammockClient: configs/demo.yaml as a terminal dashboard (docs/client-swift.md).
+        .executableTarget(name: "hammock-dashboard", dependencies: ["HammockClient"], path: "Examples/Dashboard"),
         // Each shipped plugin is a library holding its logic, tested in-process, and a thin executable.
         .target(
             name: "HammockShellPlugin",

@@ -22,11 +22,7 @@ public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
 
     /// The named presets, from SiestaExt's `ResourceStatusOverlay` display priorities.
     public static let presets: [String: [DisplayRule]] = [
-        // Favour data: stale data beats a spinner or an error.
-        "standard": [.anyData, .loading, .error],
-        "overlay": [.loading, .error, .anyData],
-        "noError": [.loading, .alwaysData],
-        "dataOnly": [.alwaysData],
+        "standard": .standard, "overlay": .overlay, "noError": .noError, "dataOnly": .dataOnly,
     ]
 
     public static func defaultRules(for readiness: Readiness) -> [DisplayRule] {
@@ -35,6 +31,18 @@ public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
         case .any: [.anyData, .loading, .error]
         }
     }
+}
+
+/// The presets by name, for code: `display: .standard`.
+extension Array where Element == DisplayRule {
+    /// Favour data: stale data beats a spinner or an error.
+    public static var standard: Self { [.anyData, .loading, .error] }
+    /// A spinner, then an error, over the data.
+    public static var overlay: Self { [.loading, .error, .anyData] }
+    /// Never an error: a spinner, else the data (or nothing).
+    public static var noError: Self { [.loading, .alwaysData] }
+    /// Always the data, whatever is loading or failing.
+    public static var dataOnly: Self { [.alwaysData] }
 }
 
 public enum ViewStatus: String, Sendable, Hashable {
@@ -79,34 +87,65 @@ extension ViewDefinition {
     /// Merges the states of the view's sources, in the view's order, into the view's state.
     public func evaluate(_ state: (String) -> SourceState) -> ViewState {
         let states = sources.map { (id: $0, state: state($0)) }
-        let withContent = states.filter { $0.state.hasContent }
-        let isReady =
-            switch ready {
-            case .all: withContent.count == states.count
-            case .any: !withContent.isEmpty
-            }
         var content = JSONValue.null
-        if isReady {
+        if ready.isReady(states.lazy.map(\.state)) {
             var merged = JSONObject()
             for entry in states { merged[entry.id] = entry.state.content ?? .null }
             content = .object(merged)
         }
         let errors = states.compactMap { entry in entry.state.latestError.map { (source: entry.id, error: $0) } }
-        let status = display.lazy.compactMap { rule in rule.status(for: states.map(\.state)) }.first ?? .idle
         return ViewState(
-            status: status, content: content, latestError: errors.first?.error, errors: errors,
-            canTryAgain: !errors.isEmpty)
+            status: display.status(for: states.lazy.map(\.state)), content: content,
+            latestError: errors.first?.error, errors: errors, canTryAgain: !errors.isEmpty)
+    }
+}
+
+// MARK: - The rules over any state
+
+/// What readiness and the display rules look at in a member's state: a hammock source's `SourceState`, or
+/// anything else a client merges under the same rules (HammockClient's `LoadableGroup`).
+///
+/// The rules exist once, here; `ViewDefinition.evaluate` and client-side groups both call them.
+public protocol DisplayRuleInput {
+    /// Whether the member has content (JSON `null` counts: it is content).
+    var hasContent: Bool { get }
+    var isLoading: Bool { get }
+    /// Whether the member has a latest error (stale content may sit beside it).
+    var hasError: Bool { get }
+}
+
+extension SourceState: DisplayRuleInput {
+    public var hasError: Bool { latestError != nil }
+}
+
+extension Readiness {
+    /// Whether a view over these member states has content: `all` once every member has some (so a view of
+    /// no members is ready), `any` once one has.
+    public func isReady<States: Collection>(_ states: States) -> Bool where States.Element: DisplayRuleInput {
+        switch self {
+        case .all: states.allSatisfy(\.hasContent)
+        case .any: states.contains(where: \.hasContent)
+        }
     }
 }
 
 extension DisplayRule {
-    fileprivate func status(for states: [SourceState]) -> ViewStatus? {
+    /// The status this rule gives over these member states, or `nil` when it does not match.
+    public func status<States: Collection>(for states: States) -> ViewStatus? where States.Element: DisplayRuleInput {
         switch self {
-        case .loading: states.contains { $0.isLoading } ? .loading : nil
-        case .error: states.contains { $0.latestError != nil } ? .error : nil
-        case .anyData: states.contains { $0.hasContent } ? .data : nil
-        case .allData: states.allSatisfy { $0.hasContent } ? .data : nil
+        case .loading: states.contains(where: \.isLoading) ? .loading : nil
+        case .error: states.contains(where: \.hasError) ? .error : nil
+        case .anyData: states.contains(where: \.hasContent) ? .data : nil
+        case .allData: states.allSatisfy(\.hasContent) ? .data : nil
         case .alwaysData: .data
         }
+    }
+}
+
+extension Sequence where Element == DisplayRule {
+    /// The status of the first rule that matches these member states, in the rules' order; `idle` when none
+    /// does.
+    public func status<States: Collection>(for states: States) -> ViewStatus where States.Element: DisplayRuleInput {
+        lazy.compactMap { rule in rule.status(for: states) }.first ?? .idle
     }
 }
