@@ -99,7 +99,13 @@ def test_killed_engine_raises_engine_exited(hammock_bin: str, config: Path) -> N
         async with AsyncHammock(config, binary=hammock_bin, args=["--log-level", "debug"]) as h:
             await h.wait_for(lambda s: s.source("steady").content is not None, timeout=WAIT)
             updates = h.updates()
+            os.kill(h.pid, signal.SIGSTOP)  # a command now waits for an answer that never comes
+            waiting = asyncio.ensure_future(h.override("steady", "never answered"))
+            while not h._pending:
+                await asyncio.sleep(0.01)
             os.kill(h.pid, signal.SIGKILL)
+            with pytest.raises(EngineExited):
+                await waiting
             with pytest.raises(EngineExited) as exited:
                 await h.wait_for(lambda s: False, timeout=WAIT)
             assert exited.value.returncode == -signal.SIGKILL

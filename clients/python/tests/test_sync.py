@@ -142,7 +142,24 @@ def test_killed_engine_raises_engine_exited_with_its_stderr(hammock_bin: str, co
         h.wait_for(lambda s: s.source("steady").content is not None, timeout=WAIT)
         updates = h.updates()
         assert wait_until(lambda: len(h.stderr_tail) > 0)
+
+        # A command that waits for its answer when hammock dies gets EngineExited: stopped, hammock
+        # cannot answer the command, which waits until the kill.
+        os.kill(h.pid, signal.SIGSTOP)
+        waiting: List[BaseException] = []
+
+        def command() -> None:
+            try:
+                h.override("steady", "never answered")
+            except BaseException as error:
+                waiting.append(error)
+
+        thread = threading.Thread(target=command)
+        thread.start()
+        assert wait_until(lambda: len(h._pending) == 1)
         os.kill(h.pid, signal.SIGKILL)
+        thread.join(WAIT)
+        assert len(waiting) == 1 and isinstance(waiting[0], EngineExited), waiting
 
         with pytest.raises(EngineExited) as exited:
             h.wait_for(lambda s: False, timeout=WAIT)
