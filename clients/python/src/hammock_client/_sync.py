@@ -352,6 +352,8 @@ class Hammock:
             pass  # the pipe was closed under us: hammock is gone either way
         finally:
             self._record_exit()
+            if stream is not None:
+                stream.close()
 
     def _apply(self, line: Any) -> None:
         with self._lock:
@@ -407,6 +409,7 @@ class Hammock:
                 text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
                 with self._lock:
                     self._stderr_tail.append(text[:4000])
+            stream.close()
         except (OSError, ValueError):
             pass
 
