@@ -14,6 +14,9 @@ import PackageDescription
 //                    signals, the clock, the offline cache, and the plugin host over a PluginTransport (a
 //                    process, or a built-in plugin such as HammockFakePlugin run in-process).
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
+//   HammockClient    the consumer's side: runs `hammock run` (or attaches to its pipes), keeps the latest
+//                    state of each source and view, decodes content into the app's types, acknowledged
+//                    control. Uses HammockCore's view rules for client-side groups; no I/O of the engine's.
 //   hammock          the command-line interface.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
@@ -30,6 +33,8 @@ let package = Package(
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
         .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
         .library(name: "HammockPluginKit", targets: ["HammockPluginKit"]),
+        // For apps that run hammock and consume its lines: typed sources and views, acknowledged control.
+        .library(name: "HammockClient", targets: ["HammockClient"]),
         // Exported for the fuzz package in fuzz/ (built separately, see fuzz/README.md).
         .library(name: "HammockYAML", targets: ["HammockYAML"]),
         .library(name: "HammockJSON", targets: ["HammockJSON"]),
@@ -86,6 +91,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol"]),
         .executableTarget(
             name: "hammock",
             dependencies: [

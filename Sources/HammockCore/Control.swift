@@ -25,9 +25,44 @@ public enum ControlTarget: Sendable, Equatable {
     case view(String)
 }
 
-extension ControlCommand {
-    /// Decodes one control line. The error message is what the consumer reads on the `error` line, so it
-    /// says what was wrong and what would have been right.
+/// The consumer's name for one control line, echoed on the line that answers it (`ack` when the op was
+/// carried out, `error` when it could not be): a JSON string or a JSON number, kept as its text.
+public enum ControlID: Sendable, Hashable, CustomStringConvertible {
+    case string(String)
+    case number(JSONNumber)
+
+    /// Nil for any other JSON type.
+    public init?(_ value: JSONValue) {
+        switch value {
+        case .string(let text): self = .string(text)
+        case .number(let number): self = .number(number)
+        default: return nil
+        }
+    }
+
+    public var json: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .number(let number): .number(number)
+        }
+    }
+
+    public var description: String { json.description }
+}
+
+/// One control line: what it asks for, and the name the consumer gave it, if any.
+public struct ControlRequest: Sendable, Equatable {
+    public var command: ControlCommand
+    public var id: ControlID?
+
+    public init(_ command: ControlCommand, id: ControlID? = nil) {
+        self.command = command
+        self.id = id
+    }
+
+    /// Decodes one control line. The error's message is what the consumer reads on the `error` line, so it
+    /// says what was wrong and what would have been right; it carries the line's `id` whenever the line is
+    /// an object with a valid one, so that the consumer knows which of its lines failed.
     public init(line: some Collection<UInt8>) throws(ControlLineError) {
         let value: JSONValue
         do {
@@ -35,20 +70,29 @@ extension ControlCommand {
         } catch {
             throw ControlLineError("control line is not valid JSON: \(error.message) at byte \(error.offset)")
         }
-        guard case .object = value else {
+        guard case .object(let fields) = value else {
             throw ControlLineError("control line must be a JSON object like {\"op\":\"load\",\"source\":\"id\"}, got \(value.kindName)")
         }
+        var id: ControlID?
+        if let given = fields["id"] {
+            guard let valid = ControlID(given) else {
+                throw ControlLineError("\"id\" must be a string or a number, got \(given.kindName)")
+            }
+            id = valid
+        }
         do {
-            self = try JSONValueDecoder().decode(ControlCommand.self, from: value)
+            self.init(try JSONValueDecoder().decode(ControlCommand.self, from: value), id: id)
         } catch let error as ControlLineError {
-            throw error
+            throw ControlLineError(error.message, id: id)
         } catch let error as DecodingError {
-            throw ControlLineError(error.summary(whole: "the control line"))
+            throw ControlLineError(error.summary(whole: "the control line"), id: id)
         } catch {
-            throw ControlLineError("\(error)")
+            throw ControlLineError("\(error)", id: id)
         }
     }
+}
 
+extension ControlCommand {
     public static let operations = [
         "load", "loadIfNeeded", "retry", "cancel", "wipe", "override", "snapshot", "reload",
     ]
@@ -73,6 +117,7 @@ extension ControlCommand {
 /// `ControlLineError` for a line that is the wrong shape, with the message the consumer reads.
 extension ControlCommand: Codable {
     private enum Field: String, CodingKey { case op, source, view, content }
+    // `id` is read by `ControlRequest`, which owns the line; the command is what the line asks for.
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: Field.self)
@@ -131,7 +176,12 @@ extension ControlCommand: Codable {
 
 public struct ControlLineError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The `id` of the line that failed, echoed on its `error` line.
+    public var id: ControlID?
+    public init(_ message: String, id: ControlID? = nil) {
+        self.message = message
+        self.id = id
+    }
     public var description: String { message }
 }
 

@@ -15,8 +15,9 @@ public enum EngineAction: Sendable {
     /// cache keeps `content` (`nil`: forgets it), to show at the next start.
     case persist(source: String, content: JSONValue?)
     /// `{"op":"reload"}`: read the configuration file again. Reading it and asking the plugins about it is
-    /// I/O, so the runtime does it, then hands the result to `reconfigure`.
-    case reload
+    /// I/O, so the runtime does it, then hands the result to `reconfigure`. The runtime acknowledges
+    /// `replyingTo` once the new configuration is in force, or refuses them with the reason.
+    case reload(replyingTo: [ControlID])
     /// `--once` is done: write nothing more and exit with this status.
     case finish(exitStatus: Int32)
 }
@@ -157,13 +158,22 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
-    public mutating func handle(_ command: ControlCommand, now: EngineTime) -> [EngineAction] {
+    /// Carries out a control command. Each of `ids` (the command's own, and those of the commands it
+    /// replaced while waiting) gets an `ack` after every line the command caused, so that a consumer that
+    /// reads the ack has read what it did; or an `error` with the reason. A `reload` is acknowledged by the
+    /// runtime, once the new configuration is in force.
+    public mutating func handle(_ command: ControlCommand, replyingTo ids: [ControlID] = [], now: EngineTime) -> [EngineAction] {
         do throws(ControlLineError) {
-            try perform(command, now: now)
+            try perform(command, replyingTo: ids, now: now)
+            emitChangedViews()
+            if case .reload = command {} else {
+                for id in ids { emit(.ack(id: id)) }
+            }
         } catch {
-            emit(.error(message: error.message))
+            emitChangedViews()
+            if ids.isEmpty { emit(.error(message: error.message)) }
+            for id in ids { emit(.error(message: error.message, id: id)) }
         }
-        emitChangedViews()
         return takeActions()
     }
 
@@ -378,7 +388,7 @@ public struct EngineCore: Sendable {
 
     // MARK: - Control
 
-    private mutating func perform(_ command: ControlCommand, now: EngineTime) throws(ControlLineError) {
+    private mutating func perform(_ command: ControlCommand, replyingTo ids: [ControlID], now: EngineTime) throws(ControlLineError) {
         switch command {
         case .load(let target):
             for id in try sourceIDs(of: target) { loadOrFollowUp(id, now: now) }
@@ -403,7 +413,7 @@ public struct EngineCore: Sendable {
         case .snapshot:
             for line in snapshot() { emit(line) }
         case .reload:
-            actions.append(.reload)
+            actions.append(.reload(replyingTo: ids))
         }
     }
 

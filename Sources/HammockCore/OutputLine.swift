@@ -15,8 +15,10 @@ public enum OutputLine: Sendable {
     case reloaded(sources: [String], views: [String])
     /// A source or view that a configuration reload removed.
     case removed(id: String, what: String)
-    /// A control line that could not be carried out.
-    case error(message: String)
+    /// A control line was carried out; `id` is the one the line carried.
+    case ack(id: ControlID)
+    /// A control line that could not be carried out (with its `id`, if it had one), or a refused reload.
+    case error(message: String, id: ControlID? = nil)
     case bye(reason: String, failed: [String]?)
 
     public static let protocolVersion = 1
@@ -30,7 +32,7 @@ public enum OutputLine: Sendable {
         case .source(_, .newData(_, .cache)?, _): nil
         case .source(let id, _, _): "source:" + id
         case .view(let id, _): "view:" + id
-        case .hello, .reloaded, .removed, .error, .bye: nil
+        case .hello, .reloaded, .removed, .error, .ack, .bye: nil
         }
     }
 
@@ -89,10 +91,14 @@ public enum OutputLine: Sendable {
             writeJSONString(id, into: &line.out)
             line.key("what")
             writeJSONString(what, into: &line.out)
-        case .error(let message):
+        case .ack(let id):
+            line.begin(type: "ack", seq: seq)
+            line.id(id)
+        case .error(let message, let id):
             line.begin(type: "error", seq: seq)
             line.key("message")
             writeJSONString(redactor.redact(message), into: &line.out)
+            if let id { line.id(id) }
         case .bye(let reason, let failed):
             line.begin(type: "bye", seq: seq)
             line.key("reason")
@@ -131,6 +137,13 @@ private struct LineWriter {
         out.append(UInt8(ascii: ","))
         writeJSONString(name, into: &out)
         out.append(UInt8(ascii: ":"))
+    }
+
+    /// The consumer's own name for its control line, echoed exactly: never redacted, or an id that happened
+    /// to equal a secret would come back as one the consumer never sent, and its wait would never end.
+    mutating func id(_ id: ControlID) {
+        key("id")
+        id.json.write(into: &out)
     }
 
     /// A value that may hold a secret.

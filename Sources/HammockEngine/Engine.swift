@@ -147,6 +147,10 @@ public final class Engine: Sendable {
         var isRunning = false
         /// Another reload was asked for while one ran: one more runs after it, however many were asked for.
         var isWanted = false
+        /// The control lines the running reload answers: acknowledged once it is in force, refused with it.
+        var replyingTo: [ControlID] = []
+        /// Those the reload after it answers.
+        var wantedBy: [ControlID] = []
         /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
         var fresh: [String: any SourceLoader] = [:]
         /// Loaders started only to check the changed sources of a kind whose running plugin stays: checking
@@ -154,9 +158,14 @@ public final class Engine: Sendable {
         var checkers: [String: any SourceLoader] = [:]
     }
 
-    private func rejectionActions(_ error: ConfigurationError) -> [EngineAction] {
+    /// How many control lines may wait for the reload after the running one.
+    static let maximumWaitingReloadAnswers = 1000
+
+    private func rejectionActions(_ error: ConfigurationError, replyingTo ids: [ControlID]) -> [EngineAction] {
         for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
-        return [.emit(.error(message: "reload failed, the running configuration goes on:\n\(error.description)"))]
+        let message = "reload failed, the running configuration goes on:\n\(error.description)"
+        if ids.isEmpty { return [.emit(.error(message: message))] }
+        return ids.map { .emit(.error(message: message, id: $0)) }
     }
 
     /// Stops every plugin (and every command they run); returns when they are gone.
@@ -195,7 +204,8 @@ public final class Engine: Sendable {
         // A stop signal came during start-up: its own stop is under way, and it exits.
         guard let reloadWasAsked else { await signals.waitForStartUpStop() }
         if reloadWasAsked { inbox.yield(.reload) }
-        let controls = ControlMailbox()
+        // A line with an id waits until stdout has room for its answer, which is never dropped.
+        let controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
         let clock = EngineClock(inbox: inbox)
 
         // One owner for every part of a run, each a child task: the writer, stdin, the clock and the orphan
@@ -276,8 +286,8 @@ public final class Engine: Sendable {
                     writer.send(line)
                 case .persist(let source, let content):
                     await cache.save(source, content: content)
-                case .reload:
-                    startReload()
+                case .reload(let ids):
+                    startReload(replyingTo: ids)
                 case .startLoad(let request):
                     await loaders[request.kind]?.start(request)
                 case .cancelLoad(let source, let kind, let loadID):
@@ -299,22 +309,35 @@ public final class Engine: Sendable {
             work.addTask { await loader.shutdown() }
         }
 
-        func startReload() {
+        func reloadEnded() {
+            let next = reloading.isWanted ? reloading.wantedBy : nil
+            reloading = Reloading()
+            if let next { startReload(replyingTo: next) }
+        }
+
+        func startReload(replyingTo ids: [ControlID] = []) {
             guard !reloading.isRunning else {
                 reloading.isWanted = true
+                // Answers wait for the reload after the running one: bounded, so that a flood of reload lines
+                // with an id each cannot grow them while a plugin takes its time.
+                let room = max(0, Self.maximumWaitingReloadAnswers - reloading.wantedBy.count)
+                reloading.wantedBy += ids.prefix(room)
+                for id in ids.dropFirst(room) {
+                    writer.send(.error(message: "reload refused: \(Self.maximumWaitingReloadAnswers) reload requests already wait for the running reload; send it again once it is answered", id: id))
+                }
                 return
             }
             reloading.isRunning = true
+            reloading.replyingTo = ids
             let source = source
             work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
         }
 
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
             for loader in Array(reloading.fresh.values) + Array(reloading.checkers.values) { retire(loader) }
-            let again = reloading.isWanted
-            reloading = Reloading()
-            if again { startReload() }
-            return rejectionActions(error)
+            let refused = reloading.replyingTo
+            reloadEnded()
+            return rejectionActions(error, replyingTo: refused)
         }
 
         /// Reads the configuration again (SIGHUP, `{"op":"reload"}`) one step at a time. The new configuration
@@ -376,9 +399,9 @@ public final class Engine: Sendable {
                 for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
                     retire(loaders.removeValue(forKey: kind))
                 }
-                let again = reloading.isWanted
-                reloading = Reloading()
-                if again { startReload() }
+                // After `removed` and `reloaded`: a consumer that reads the ack has read what the reload did.
+                actions += reloading.replyingTo.map { .emit(.ack(id: $0)) }
+                reloadEnded()
                 return actions
             }
         }
@@ -399,18 +422,18 @@ public final class Engine: Sendable {
                 case .pushedError(let source, let error):
                     actions = core.pushedError(source: source, error: error, now: now)
                 case .controls:
+                    actions = []
                     for entry in controls.take() {
                         // A stop goes before the control lines that came ahead of it.
                         if stop.isRequested { break inputs }
                         switch entry {
-                        case .invalid(let message):
-                            running = await perform([.emit(.error(message: message))])
-                        case .command(let command):
-                            running = await perform(core.handle(command, now: .current))
+                        case .invalid(let message, let id):
+                            running = await perform([.emit(.error(message: message, id: id))])
+                        case .command(let command, let ids):
+                            running = await perform(core.handle(command, replyingTo: ids, now: .current))
                         }
                         if !running { break inputs }
                     }
-                    actions = []
                 case .tick:
                     actions = core.tick(now: now)
                 case .clockJumped:

@@ -89,9 +89,12 @@ final class PushMailbox: Sendable {
 /// `@unchecked Sendable`; every stored property below `condition` is only touched with it held).
 final class ControlMailbox: @unchecked Sendable {
     enum Entry: Sendable {
-        case command(ControlCommand)
-        /// A line that is not a valid command: the consumer gets this message on an `error` line.
-        case invalid(String)
+        /// `ids`: the command's own and those of the waiting commands it replaced, oldest first; each gets
+        /// its answer.
+        case command(ControlCommand, ids: [ControlID])
+        /// A line that is not a valid command: the consumer gets this message on an `error` line, with the
+        /// line's `id` if it had one.
+        case invalid(String, id: ControlID?)
     }
 
     static let maximumEntries = 1024
@@ -99,8 +102,18 @@ final class ControlMailbox: @unchecked Sendable {
     /// A control line longer than this is refused rather than buffered.
     static let maximumLineLength = 1 << 20
 
+    /// Blocks until stdout has room for the answer a line with an `id` will get.
+    private let waitForRoomForAnswers: @Sendable () -> Void
+
+    init(waitForRoomForAnswers: @escaping @Sendable () -> Void = {}) {
+        self.waitForRoomForAnswers = waitForRoomForAnswers
+    }
+
     private let condition = NSCondition()
-    private var entries = CoalescingQueue<(entry: Entry, cost: Int)>()
+    private var entries = CoalescingQueue<(entry: Entry, key: String?, cost: Int)>()
+    /// The ids of the waiting command under each key, its replaced commands' included, oldest first; kept
+    /// beside the queue so that a flood of one command costs a constant time per line.
+    private var idsByKey: [String: [ControlID]] = [:]
     private var bytes = 0
     /// A `.controls` input waits in the engine's inbox.
     private var isAnnounced = false
@@ -108,20 +121,35 @@ final class ControlMailbox: @unchecked Sendable {
 
     /// Puts a command (or an error) in, waiting while the mailbox is full; `cost` is its line's length.
     /// Returns whether the engine must be told (no `.controls` input waits yet).
-    func put(_ entry: Entry, key: String?, cost: Int) -> Bool {
+    ///
+    /// A command that replaces a waiting one takes over its ids, which keep counting against
+    /// `maximumBytes` until the engine takes them: a flood of `load` lines with a new `id` each is bounded
+    /// like any other.
+    func put(_ entry: Entry, key: String?, cost lineCost: Int) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while !isClosed && !entries.isEmpty {
+        var newIDs: [ControlID] = []
+        if case .command(_, let ids) = entry { newIDs = ids }
+        let cost = lineCost + newIDs.reduce(0) { $0 + Self.cost(of: $1) }
+        while !isClosed {
             let replaced = key.flatMap(entries.waiting(forKey:))
             let count = entries.count - (replaced == nil ? 0 : 1)
-            if count < Self.maximumEntries && bytes - (replaced?.cost ?? 0) + cost <= Self.maximumBytes { break }
+            let fits = count < Self.maximumEntries && bytes - (replaced?.cost ?? 0) + cost <= Self.maximumBytes
+            if entries.isEmpty || fits {
+                if let replaced = entries.append((entry, key, lineCost), key: key) { bytes -= replaced.cost }
+                bytes += cost
+                if let key, !newIDs.isEmpty { idsByKey[key, default: []] += newIDs }
+                defer { isAnnounced = true }
+                return !isAnnounced
+            }
             condition.wait()
         }
-        guard !isClosed else { return false }
-        if let replaced = entries.append((entry, cost), key: key) { bytes -= replaced.cost }
-        bytes += cost
-        defer { isAnnounced = true }
-        return !isAnnounced
+        return false
+    }
+
+    /// What an id costs while it waits: its text and its `ack` line's share.
+    private static func cost(of id: ControlID) -> Int {
+        32 + id.description.utf8.count
     }
 
     /// Puts in what stdin's reader read: a command, or the reason a line is not one. Returns whether the
@@ -130,14 +158,17 @@ final class ControlMailbox: @unchecked Sendable {
         switch event {
         case .line(let bytes):
             do throws(ControlLineError) {
-                let command = try ControlCommand(line: bytes)
-                return put(.command(command), key: command.coalescingKey, cost: bytes.count)
+                let request = try ControlRequest(line: bytes)
+                if request.id != nil { waitForRoomForAnswers() }
+                let entry = Entry.command(request.command, ids: request.id.map { [$0] } ?? [])
+                return put(entry, key: request.command.coalescingKey, cost: bytes.count)
             } catch {
-                return put(.invalid(error.message), key: nil, cost: bytes.count)
+                if error.id != nil { waitForRoomForAnswers() }
+                return put(.invalid(error.message, id: error.id), key: nil, cost: bytes.count)
             }
         case .tooLong(let length):
             let message = "control line of \(length) bytes is longer than the limit of \(Self.maximumLineLength) bytes; ignored"
-            return put(.invalid(message), key: nil, cost: 0)
+            return put(.invalid(message, id: nil), key: nil, cost: 0)
         case .end:
             return false  // the end of stdin is not a reason to stop: the consumer may only read
         }
@@ -147,7 +178,11 @@ final class ControlMailbox: @unchecked Sendable {
     func take() -> [Entry] {
         condition.lock()
         defer { condition.unlock() }
-        let taken = entries.removeAll().map(\.entry)
+        let taken = entries.removeAll().map { waiting in
+            guard case .command(let command, _) = waiting.entry, let key = waiting.key else { return waiting.entry }
+            return .command(command, ids: idsByKey[key] ?? [])
+        }
+        idsByKey = [:]
         bytes = 0
         isAnnounced = false
         condition.broadcast()
@@ -159,6 +194,7 @@ final class ControlMailbox: @unchecked Sendable {
         condition.lock()
         isClosed = true
         _ = entries.removeAll()
+        idsByKey = [:]
         bytes = 0
         condition.broadcast()
         condition.unlock()

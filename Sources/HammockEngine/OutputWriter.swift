@@ -43,8 +43,10 @@ public final class OutputWriter: @unchecked Sendable {
     private var isEnded = false
     private var endWaiter: CheckedContinuation<Void, Never>?
 
-    /// Error lines beyond this many waiting are dropped (and counted), so a flood of bad control lines to a
-    /// consumer that does not read cannot grow the queue.
+    /// Error lines without an `id` beyond this many waiting are dropped (and counted), so a flood of bad
+    /// control lines to a consumer that does not read cannot grow the queue. Answers to lines with an `id`
+    /// are never dropped (a consumer waits for each): such lines are not read meanwhile instead
+    /// (`waitForRoomForAnswers`).
     static let maximumWaitingUncoalescedLines = 1000
 
     public convenience init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
@@ -96,7 +98,7 @@ public final class OutputWriter: @unchecked Sendable {
         guard !isClosing else { return }
         let key = line.coalescingKey
         if key == nil {
-            if case .error = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
+            if case .error(_, nil) = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
                 droppedErrorLines += 1
                 return
             }
@@ -106,6 +108,16 @@ public final class OutputWriter: @unchecked Sendable {
         // order in which the states arose (a source's line before the view line it changed).
         pending.append(line, key: key)
         condition.signal()
+    }
+
+    /// Blocks the calling thread (stdin's reader, about to hand over a control line with an `id`) while
+    /// `maximumWaitingUncoalescedLines` lines that nothing replaces wait for a consumer that does not read:
+    /// answers are never dropped, so a line that will need one waits here instead, then in stdin's pipe,
+    /// and the consumer's writes block. Returns once the writer has taken what waits, or is closing.
+    func waitForRoomForAnswers() {
+        condition.lock()
+        defer { condition.unlock() }
+        while uncoalescedCount >= Self.maximumWaitingUncoalescedLines && !isClosing { condition.wait() }
     }
 
     /// How `finish` ended.
@@ -198,6 +210,7 @@ public final class OutputWriter: @unchecked Sendable {
             batch += pending.removeAll()
             uncoalescedCount = 0
             holdsBatch = true
+            condition.broadcast()  // stdin's reader may wait for room for answers
             condition.unlock()
 
             buffer.removeAll(keepingCapacity: true)

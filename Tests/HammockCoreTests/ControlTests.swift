@@ -5,7 +5,7 @@ import Testing
 /// SPEC §6: control lines on stdin.
 @Suite struct ControlLines {
     func parse(_ text: String) throws(ControlLineError) -> ControlCommand {
-        try ControlCommand(line: Array(text.utf8))
+        try ControlRequest(line: Array(text.utf8)).command
     }
 
     func failure(_ text: String) -> String? {
@@ -96,5 +96,38 @@ import Testing
         #expect(Set(commands.map(\.0.op)) == Set(ControlCommand.operations))
         let exact = try parse(#"{"op":"override","source":"a","content":[1.50,-0,12345678901234567890]}"#)
         #expect(exact == .override(source: "a", content: .array(["1.50", "-0", "12345678901234567890"].map { .number(JSONNumber(text: $0)!) })))
+    }
+
+    /// The issue 13 addition: a line may name itself with `"id"`, a string or a number kept as its text; a
+    /// line that fails carries its id on the error whenever the id itself is valid.
+    @Test func anIdIsAStringOrANumberKeptAsItsText() throws {
+        func request(_ text: String) throws(ControlLineError) -> ControlRequest {
+            try ControlRequest(line: Array(text.utf8))
+        }
+        #expect(try request(#"{"op":"load","source":"a","id":"r-1"}"#) == ControlRequest(.load(.source("a")), id: .string("r-1")))
+        #expect(try request(#"{"op":"snapshot","id":12345678901234567890.50}"#).id == .number(JSONNumber(text: "12345678901234567890.50")!))
+        #expect(try request(#"{"op":"snapshot"}"#).id == nil)
+        for bad in ["true", "null", "[1]", #"{"n":1}"#] {
+            do {
+                _ = try request(#"{"op":"snapshot","id":\#(bad)}"#)
+                Issue.record("id \(bad) was taken")
+            } catch {
+                #expect(error.message.hasPrefix(#""id" must be a string or a number, got "#))
+                #expect(error.id == nil)
+            }
+        }
+        do {
+            _ = try request(#"{"op":"reboot","id":7}"#)
+            Issue.record("an unknown op was taken")
+        } catch {
+            #expect(error.id == .number(7))
+            #expect(error.message.hasPrefix(#"unknown op "reboot""#))
+        }
+        do {
+            _ = try request(#"{"op":"load","source":1,"id":"x"}"#)
+            Issue.record("a number source was taken")
+        } catch {
+            #expect(error == ControlLineError(#""source" and "view" must be strings"#, id: .string("x")))
+        }
     }
 }

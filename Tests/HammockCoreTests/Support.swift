@@ -46,7 +46,9 @@ extension OutputLine {
         case .view(let id, let state): "view \(id) \(state.status.rawValue)"
         case .reloaded(let sources, let views): "reloaded \(sources) \(views)"
         case .removed(let id, let what): "removed \(what) \(id)"
-        case .error(let message): "error \(message)"
+        case .error(let message, nil): "error \(message)"
+        case .error(let message, let id?): "error \(id) \(message)"
+        case .ack(let id): "ack \(id)"
         case .bye(let reason, let failed): "bye \(reason) \(failed ?? [])"
         }
     }
@@ -62,7 +64,7 @@ extension EngineAction {
         case .removeSource(let source, _): "removeSource \(source)"
         case .emit(let line): line.summary
         case .persist(let source, let content): content == nil ? "persist \(source) nil" : "persist \(source)"
-        case .reload: "reload"
+        case .reload(let ids): ids.isEmpty ? "reload" : "reload \(ids)"
         case .finish(let status): "finish \(status)"
         }
     }

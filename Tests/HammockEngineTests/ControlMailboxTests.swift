@@ -22,7 +22,7 @@ struct ControlMailboxTests {
         #expect(announcements == 1)
         let taken = mailbox.take()
         #expect(taken.count == 1)
-        guard case .command(.override("a", let content))? = taken.first else {
+        guard case .command(.override("a", let content), _)? = taken.first else {
             Issue.record("expected the newest override, got \(taken)")
             return
         }
@@ -41,7 +41,7 @@ struct ControlMailboxTests {
             _ = mailbox.receive(.line(Array(line.utf8)))
         }
         let commands = mailbox.take().compactMap { entry -> ControlCommand? in
-            if case .command(let command) = entry { command } else { nil }
+            if case .command(let command, _) = entry { command } else { nil }
         }
         #expect(commands == [.load(.source("b")), .override(source: "a", content: 2), .override(source: "c", content: 3)])
     }
@@ -54,12 +54,12 @@ struct ControlMailboxTests {
         }
         let entries = mailbox.take()
         #expect(entries.count == 4)
-        let messages = entries.compactMap { entry -> String? in if case .invalid(let message) = entry { message } else { nil } }
+        let messages = entries.compactMap { entry -> String? in if case .invalid(let message, _) = entry { message } else { nil } }
         #expect(messages.count == 3)
         #expect(messages[0].hasPrefix("control line is not valid JSON"))
         #expect(messages[1].contains("must be a JSON object"))
         #expect(messages[2].contains("explode"))
-        guard case .command(.snapshot) = entries[3] else {
+        guard case .command(.snapshot, _) = entries[3] else {
             Issue.record("expected the snapshot last, got \(entries[3])")
             return
         }
@@ -85,11 +85,64 @@ struct ControlMailboxTests {
         }
         let entries = mailbox.take()
         #expect(entries.count == 3)
-        guard entries.count == 3, case .invalid(let message) = entries[1] else {
+        guard entries.count == 3, case .invalid(let message, _) = entries[1] else {
             Issue.record("expected load, the refusal, snapshot; got \(entries)")
             return
         }
         #expect(message == "control line of \(long.utf8.count - 1) bytes is longer than the limit of \(ControlMailbox.maximumLineLength) bytes; ignored")
+    }
+
+    @Test("commands that coalesce keep every id, oldest first, and a bad line keeps its own")
+    func coalescedCommandsKeepEveryID() {
+        let mailbox = ControlMailbox()
+        for line in [
+            #"{"op":"load","source":"a","id":1}"#, #"{"op":"load","source":"a"}"#, #"{"op":"snapshot","id":"s"}"#,
+            #"{"op":"load","source":"a","id":"two"}"#, #"{"op":"lod","source":"a","id":3}"#,
+        ] {
+            _ = mailbox.receive(.line(Array(line.utf8)))
+        }
+        let taken = mailbox.take()
+        guard taken.count == 3, case .command(.snapshot, let snapshotIDs) = taken[0],
+            case .command(.load(.source("a")), let loadIDs) = taken[1], case .invalid(let message, let badID) = taken[2]
+        else {
+            Issue.record("unexpected entries \(taken)")
+            return
+        }
+        #expect(snapshotIDs == [.string("s")])
+        #expect(loadIDs == [.number(1), .string("two")])
+        #expect(message.hasPrefix(#"unknown op "lod""#))
+        #expect(badID == .number(3))
+    }
+
+    @Test("a flood of one command with a new id each is bounded: the ids it carries count against the mailbox's bytes")
+    func idsCountAgainstTheBound() async throws {
+        let mailbox = ControlMailbox()
+        let delivered = Mutex(0)
+        let reader = Task {
+            await onOwnThread(named: "test.stdin") {
+                for index in 0..<150_000 {
+                    let id = String(repeating: "i", count: 80) + String(index)
+                    _ = mailbox.receive(.line(Array(#"{"op":"load","source":"a","id":"\#(id)"}"#.utf8)))
+                    delivered.withLock { $0 += 1 }
+                }
+            }
+        }
+        // The ids alone would be ~13 MiB: the reader must wait well before that.
+        var stalledAt = -1
+        while stalledAt != delivered.withLock({ $0 }) {
+            stalledAt = delivered.withLock { $0 }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(stalledAt < 150_000)
+        // Each id costs at least 32 bytes and its text.
+        #expect(stalledAt * 100 <= ControlMailbox.maximumBytes)
+        var ids = 0
+        while ids < 150_000 {
+            for entry in mailbox.take() { if case .command(_, let taken) = entry { ids += taken.count } }
+            if ids < 150_000 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        await reader.value
+        #expect(ids == 150_000)
     }
 
     @Test("a full mailbox makes the reader wait until the engine takes, and drops nothing")
@@ -160,7 +213,7 @@ struct ControlMailboxTests {
         }
         #expect(entries.count < 20_000)
         let last = entries.last { if case .command = $0 { true } else { false } }
-        guard case .command(.override("a", let content))? = last else {
+        guard case .command(.override("a", let content), _)? = last else {
             Issue.record("expected an override last, got \(String(describing: last))")
             return
         }

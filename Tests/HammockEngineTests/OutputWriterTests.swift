@@ -54,6 +54,35 @@ struct OutputWriterTests {
         #expect(messages.contains("4000 error lines were dropped because stdout was not read"))
     }
 
+    @Test("answers to control lines with an id are never dropped; past the limit stdin's reader waits until the writer has taken them")
+    func answersAreKeptAndTheReaderWaitsForRoom() async throws {
+        let output = MemoryOutput(capacity: 512, atomicWrite: 512)
+        let writer = Harness(output)
+        writer.send(.error(message: String(repeating: "x", count: 400)))
+        writer.send(.error(message: String(repeating: "y", count: 400)))
+        try await output.waitUntilWriterBlocks()
+        writer.writer.waitForRoomForAnswers()  // room: returns at once
+        for index in 0..<1500 { writer.send(index.isMultiple(of: 2) ? .ack(id: .number(.init(index))) : .error(message: "no", id: .number(.init(index)))) }
+        #expect(writer.writer.waitingCount == 1500)
+        let waited = Mutex(false)
+        let reader = Task {
+            await onOwnThread(named: "test.stdin") { [writer] in
+                writer.writer.waitForRoomForAnswers()
+                waited.withLock { $0 = true }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!waited.withLock { $0 }, "no room while 1,500 answers wait")
+        let reading = output.readEverythingInBackground()
+        await reader.value
+        #expect(await writer.finish(with: nil, deadline: nil) == .complete)
+        output.stopReading()
+        let ids = try await reading.value.lines().compactMap { line -> Int? in
+            if case .number(let id) = line["id"] { Int(id.description) } else { nil }
+        }
+        #expect(ids == Array(0..<1500))
+    }
+
     @Test("a consumer that closes its end while nothing is written is noticed at once, and only once")
     func idleConsumerThatLeavesIsNoticed() async throws {
         let output = MemoryOutput(capacity: 4096)
