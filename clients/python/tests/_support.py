@@ -39,3 +39,12 @@ def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text)
     os.replace(partial, path)
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether SIGSTOP has taken effect (state `T` in /proc/PID/stat): kill() returns before it has."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False

@@ -12,7 +12,7 @@ import pytest
 
 from hammock_client import AsyncHammock, CommandError, EngineExited, Reloaded, Removed, SourceState, Update
 
-from _support import WAIT, processes_naming, wait_until
+from _support import WAIT, is_stopped, processes_naming, wait_until
 
 
 def run(test: Callable[[], Awaitable[Any]]) -> Any:
@@ -55,8 +55,7 @@ def test_control_commands(hammock_bin: str, config: Path) -> None:
         async with AsyncHammock(config, binary=hammock_bin) as h:
             await h.wait_for(lambda s: s.view("both").can_try_again, timeout=WAIT)
             (config.parent / "ready.json").write_text("[1, 2]")
-            at_ack = await h.command("retry", {"view": "both"})
-            assert at_ack.source("flaky").is_loading
+            await h.retry(view="both")
             await h.wait_for(lambda s: s.view("both").status == "data", timeout=WAIT)
             assert h.view("both").content == {"flaky": [1, 2], "steady": {"text": "hello"}}
 
@@ -100,9 +99,14 @@ def test_killed_engine_raises_engine_exited(hammock_bin: str, config: Path) -> N
             await h.wait_for(lambda s: s.source("steady").content is not None, timeout=WAIT)
             updates = h.updates()
             os.kill(h.pid, signal.SIGSTOP)  # a command now waits for an answer that never comes
+            assert wait_until(lambda: is_stopped(h.pid))
             waiting = asyncio.ensure_future(h.override("steady", "never answered"))
-            while not h._pending:
-                await asyncio.sleep(0.01)
+
+            async def registered() -> None:
+                while not h._pending:
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(registered(), WAIT)
             os.kill(h.pid, signal.SIGKILL)
             with pytest.raises(EngineExited):
                 await waiting

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hammock_client
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -17,10 +19,12 @@ def test_readme_example_runs_on_the_demo(hammock_bin: str) -> None:
     assert match is not None
     example = match.group(1)
     assert len(example.strip().splitlines()) <= 11
+    # Where this run imports the package from (installed, or the source folder), for the child too.
+    package_root = str(Path(hammock_client.__file__).resolve().parents[1])
     result = subprocess.run(
         [sys.executable, "-c", example],
         cwd=REPO,
-        env={**os.environ, "HAMMOCK_BIN": hammock_bin},
+        env={**os.environ, "HAMMOCK_BIN": hammock_bin, "PYTHONPATH": package_root},
         capture_output=True,
         text=True,
         timeout=120,
