@@ -386,26 +386,39 @@ struct ProtocolSchemaTests {
 
     /// Fails the test, with what to install, unless `python3` and its `jsonschema` module are there: CI
     /// installs them (`.ci/run`), and a schema check that is skipped would let the schema drift unseen.
-    static func requireValidator(sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let probe = try await run(["-c", "import jsonschema"], input: [])
-        guard probe.status == 0 else {
-            throw HammockHarnessError(
-                message: """
-                    the protocol schema test needs python3 with the jsonschema module (apt install python3-jsonschema, \
-                    or pip install jsonschema); `python3 -c 'import jsonschema'` said (status \(probe.status)): \(probe.text)
-                    """,
-                sourceLocation: sourceLocation)
+    /// `python3` on PATH when it has `jsonschema`, else Debian's `/usr/bin/python3` (where apt puts
+    /// `python3-jsonschema`, and which pyenv's shims first on PATH would hide); nil and what each said if
+    /// neither has it.
+    static func validatorPython() async throws -> (python: String?, said: String) {
+        var said: [String] = []
+        for python in ["python3", "/usr/bin/python3"] {
+            let probe = try await run(["-c", "import jsonschema"], input: [], python: python)
+            if probe.status == 0 { return (python, "") }
+            said.append("`\(python) -c 'import jsonschema'` said (status \(probe.status)): \(probe.text)")
         }
+        return (nil, said.joined(separator: "; "))
+    }
+
+    static func requireValidator(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let found = try await validatorPython()
+        guard found.python == nil else { return }
+        throw HammockHarnessError(
+            message: """
+                the protocol schema test needs python3 with the jsonschema module (apt install python3-jsonschema, \
+                or pip install jsonschema); \(found.said)
+                """,
+            sourceLocation: sourceLocation)
     }
 
     /// `docs/schema/validate.py ARGUMENTS` over `lines`, one per line.
     static func validate(_ lines: [String], arguments: [String] = []) async throws -> ValidatorResult {
-        try await run([schemaFolder + "/validate.py"] + arguments, input: lines)
+        let python = try await validatorPython().python ?? "python3"
+        return try await run([schemaFolder + "/validate.py"] + arguments, input: lines, python: python)
     }
 
-    /// Runs `python3 ARGUMENTS` with `input` on stdin, stdout and stderr together in `text`. Files, not pipes,
+    /// Runs `PYTHON ARGUMENTS` with `input` on stdin, stdout and stderr together in `text`. Files, not pipes,
     /// so that neither side can block on a full pipe however much the other writes.
-    static func run(_ arguments: [String], input: [String]) async throws -> ValidatorResult {
+    static func run(_ arguments: [String], input: [String], python: String) async throws -> ValidatorResult {
         let folder = try HammockProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let inputPath = folder + "/input.jsonl"
@@ -420,7 +433,7 @@ struct ProtocolSchemaTests {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
+        process.arguments = [python] + arguments
         process.standardInput = inputFile
         process.standardOutput = outputFile
         process.standardError = outputFile

@@ -1,0 +1,440 @@
+"""`AsyncHammock`: the same client over asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import signal
+import weakref
+from collections import deque
+from typing import Any, AsyncIterator, Callable, Deque, Dict, Mapping, Optional, Sequence, Tuple, Union, cast
+
+from ._engine import (
+    STDERR_TAIL_LINES,
+    Model,
+    PathLike,
+    Reply,
+    command_error,
+    command_line,
+    encode_command,
+    find_binary,
+    late_reply_report,
+    parse_line,
+    target_fields,
+)
+from ._errors import EngineExited, HammockError
+from ._states import SourceState, States, Update, ViewState
+
+_END = object()
+_QueueItem = Union[Tuple[Update, States], object]
+
+
+class AsyncUpdates(AsyncIterator[Update]):
+    """An async iterator over every change from the moment it was made (see `AsyncHammock.updates`)."""
+
+    def __init__(self, owner: "AsyncHammock") -> None:
+        self._owner = owner
+        self._queue: "asyncio.Queue[_QueueItem]" = asyncio.Queue()
+        self._done = False
+
+    def __aiter__(self) -> "AsyncUpdates":
+        return self
+
+    async def __anext__(self) -> Update:
+        return (await self._next_item(None))[0]
+
+    async def get(self, timeout: Optional[float] = None) -> Update:
+        """The next update; `TimeoutError` if none comes within `timeout` seconds; `StopAsyncIteration`
+        once `close()` has stopped hammock."""
+        return (await self._next_item(timeout))[0]
+
+    def close(self) -> None:
+        self._done = True
+        self._owner._subscribers.discard(self)
+
+    def __enter__(self) -> "AsyncUpdates":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _put(self, item: _QueueItem) -> None:
+        self._queue.put_nowait(item)
+
+    async def _next_item(self, timeout: Optional[float]) -> Tuple[Update, States]:
+        if self._done:
+            raise StopAsyncIteration
+        try:
+            # What waits already is taken at once: `wait_for` with a timeout of 0 would not even look.
+            item = self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            try:
+                if timeout is not None and timeout <= 0:
+                    raise asyncio.TimeoutError
+                item = await asyncio.wait_for(self._queue.get(), timeout)
+            except asyncio.TimeoutError:
+                # Before Python 3.11 asyncio's TimeoutError is not the built-in one.
+                raise TimeoutError(f"no update from hammock within {timeout} s") from None
+        if item is _END:
+            self._done = True
+            error = self._owner._exit_error()
+            if error is None or error.expected:
+                raise StopAsyncIteration
+            raise error
+        return cast(Tuple[Update, States], item)
+
+
+class AsyncHammock:
+    """`Hammock` over asyncio: `async with AsyncHammock(config) as h:` starts hammock and waits for its
+    `hello`; the control methods, `wait_for` and `close` are coroutines, the state readers are not."""
+
+    def __init__(
+        self,
+        config: PathLike,
+        *,
+        binary: Optional[PathLike] = None,
+        args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathLike] = None,
+        start_timeout: float = 60.0,
+        stop_timeout: float = 10.0,
+        command_timeout: Optional[float] = 60.0,
+    ) -> None:
+        self._argv = command_line(find_binary(binary), config, args)
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._start_timeout = start_timeout
+        self._stop_timeout = stop_timeout
+        self._command_timeout = command_timeout
+        self._model = Model()
+        self._subscribers: "weakref.WeakSet[AsyncUpdates]" = weakref.WeakSet()
+        self._pending: Dict[int, Tuple[str, "asyncio.Future[States]"]] = {}
+        self._ids = itertools.count(1)
+        self._stderr_tail: Deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._exit: Optional[EngineExited] = None
+        self._closing = False
+        self._proc: Optional[asyncio.subprocess.Process] = None
+        # Made in start(): before Python 3.10 asyncio objects bind to the loop current when they are made.
+        self._started: "Optional[asyncio.Future[None]]" = None
+        self._write_lock: Optional[asyncio.Lock] = None
+        self._stdout_task: "Optional[asyncio.Future[None]]" = None
+        self._stderr_task: "Optional[asyncio.Future[None]]" = None
+        self._finalizer: "Optional[weakref.finalize[..., AsyncHammock]]" = None
+
+    async def __aenter__(self) -> "AsyncHammock":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> "AsyncHammock":
+        """Start hammock and return once it has written `hello` (`async with` calls this)."""
+        if self._proc is not None:
+            raise HammockError("this AsyncHammock has been started already")
+        loop = asyncio.get_running_loop()
+        self._started = loop.create_future()
+        self._write_lock = asyncio.Lock()
+        self._proc = await asyncio.create_subprocess_exec(
+            *self._argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=True,
+        )
+        self._finalizer = weakref.finalize(self, _terminate, self._proc)
+        self._stderr_task = asyncio.ensure_future(self._read_stderr())
+        self._stdout_task = asyncio.ensure_future(self._read_stdout())
+        try:
+            await asyncio.wait_for(asyncio.shield(self._started), self._start_timeout)
+        except asyncio.TimeoutError:
+            await self.close()
+            raise TimeoutError(f"hammock wrote no hello within {self._start_timeout} s") from None
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """Stop hammock: SIGTERM, wait for `bye` and its exit, SIGKILL after `timeout` seconds
+        (`stop_timeout` by default). Safe to call more than once."""
+        proc, reader = self._proc, self._stdout_task
+        if proc is None or reader is None:
+            return
+        self._closing = True
+        _signal(proc, signal.SIGTERM)
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), self._stop_timeout if timeout is None else timeout)
+            except asyncio.TimeoutError:
+                _signal(proc, signal.SIGKILL)
+                await asyncio.wait_for(asyncio.shield(reader), 10.0)
+        except BaseException:
+            _signal(proc, signal.SIGKILL)  # cancelled mid-stop: hammock still must not outlive us
+            raise
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if self._finalizer is not None:
+                self._finalizer.detach()
+
+    @property
+    def pid(self) -> int:
+        return self._running_process().pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self._proc.returncode if self._proc is not None else None
+
+    @property
+    def version(self) -> str:
+        hello = self._model.hello
+        return hello.version if hello is not None else ""
+
+    @property
+    def bye_reason(self) -> Optional[str]:
+        return self._model.bye_reason
+
+    @property
+    def stderr_tail(self) -> Tuple[str, ...]:
+        return tuple(self._stderr_tail)
+
+    # The latest states
+
+    def states(self) -> States:
+        self._raise_if_died()
+        return self._model.states
+
+    def source(self, id: str) -> SourceState:
+        return self.states().source(id)
+
+    def view(self, id: str) -> ViewState:
+        return self.states().view(id)
+
+    def updates(self) -> AsyncUpdates:
+        """An async iterator over every change from now on (call it inside the event loop)."""
+        subscription = AsyncUpdates(self)
+        self._subscribe(subscription)
+        return subscription
+
+    async def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
+        """Return the states as soon as `predicate(states)` is true, now or after a later line."""
+        self._raise_if_died()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        subscription = AsyncUpdates(self)
+        states = self._model.states
+        self._subscribe(subscription)
+        try:
+            if predicate(states):
+                return states
+            while True:
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                try:
+                    _, states = await subscription._next_item(remaining)
+                except TimeoutError:
+                    raise TimeoutError(f"the condition did not hold within {timeout} s") from None
+                except StopAsyncIteration:
+                    raise self._exit_error() or HammockError("hammock has stopped") from None
+                if predicate(states):
+                    return states
+        finally:
+            subscription.close()
+
+    # Control
+
+    async def load(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        await self.command("load", target_fields("load", source, view), timeout=timeout)
+
+    async def load_if_needed(
+        self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None
+    ) -> None:
+        await self.command("loadIfNeeded", target_fields("load_if_needed", source, view), timeout=timeout)
+
+    async def retry(self, *, view: Optional[str] = None, source: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        await self.command("retry", target_fields("retry", source, view), timeout=timeout)
+
+    async def cancel(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        await self.command("cancel", target_fields("cancel", source, view), timeout=timeout)
+
+    async def wipe(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        await self.command("wipe", target_fields("wipe", source, view), timeout=timeout)
+
+    async def override(self, source: str, content: Any, *, timeout: Optional[float] = None) -> None:
+        await self.command("override", {"source": source, "content": content}, timeout=timeout)
+
+    async def snapshot(self, *, timeout: Optional[float] = None) -> States:
+        return await self.command("snapshot", timeout=timeout)
+
+    async def reload(self, *, timeout: Optional[float] = None) -> None:
+        await self.command("reload", timeout=timeout)
+
+    async def command(
+        self, op: str, fields: Optional[Mapping[str, Any]] = None, *, timeout: Optional[float] = None
+    ) -> States:
+        """Send `{"op": op, **fields, "id": …}`; return the states as of hammock's ack (see `Hammock.command`)."""
+        if timeout is None:
+            timeout = self._command_timeout
+        proc = self._running_process()
+        id = next(self._ids)
+        line = encode_command(id, op, fields or {})
+        self._raise_if_stopped()
+        answer: "asyncio.Future[States]" = asyncio.get_running_loop().create_future()
+        self._pending[id] = (op, answer)
+        try:
+            assert proc.stdin is not None and self._write_lock is not None
+            async with self._write_lock:  # concurrent drain() calls are not allowed before Python 3.10
+                proc.stdin.write(line)
+                await proc.stdin.drain()
+        except (OSError, RuntimeError):
+            self._pending.pop(id, None)
+            if self._stdout_task is not None:
+                await asyncio.wait([self._stdout_task], timeout=5.0)
+            raise self._exit_error() or HammockError("cannot write to hammock's stdin") from None
+        try:
+            return await asyncio.wait_for(asyncio.shield(answer), timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
+        finally:
+            self._pending.pop(id, None)
+
+    # Internals
+
+    async def _read_stdout(self) -> None:
+        proc = self._running_process()
+        assert proc.stdout is not None
+        try:
+            async for raw in _lines(proc.stdout):
+                self._apply(parse_line(raw))
+        except (OSError, ValueError):
+            pass
+        finally:
+            await self._record_exit()
+
+    def _apply(self, line: Any) -> None:
+        try:
+            outcome = self._model.apply(line)
+        except HammockError as error:
+            if self._started is not None and not self._started.done():
+                self._started.set_exception(error)
+            _signal(self._running_process(), signal.SIGTERM)
+            return
+        if self._model.hello is not None and self._started is not None and not self._started.done():
+            self._started.set_result(None)
+        if outcome.reply is not None:
+            self._answer(outcome.reply)
+        if outcome.update is not None:
+            self._publish(outcome.update)
+
+    def _answer(self, reply: Reply) -> None:
+        waiting = self._pending.pop(reply.id, None) if isinstance(reply.id, int) else None
+        if waiting is None or waiting[1].done():
+            late = late_reply_report(reply)
+            if late is not None:
+                self._publish(late)
+            return
+        op, answer = waiting
+        if reply.error is None:
+            answer.set_result(self._model.states)
+        else:
+            answer.set_exception(command_error(reply, op, reply.id))
+
+    def _publish(self, update: Update) -> None:
+        item = (update, self._model.states)
+        for subscription in list(self._subscribers):
+            subscription._put(item)
+
+    async def _record_exit(self) -> None:
+        proc = self._running_process()
+        returncode = await proc.wait()
+        if self._stderr_task is not None:
+            await asyncio.wait([self._stderr_task], timeout=2.0)  # its last lines usually say why
+        exit = EngineExited(returncode, self._stderr_tail, self._model.bye_reason, expected=self._closing)
+        self._exit = exit
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        for _, answer in self._pending.values():
+            if not answer.done():
+                answer.set_exception(exit.copy())
+        self._pending.clear()
+        for subscription in list(self._subscribers):
+            subscription._put(_END)
+        if self._started is not None and not self._started.done():
+            self._started.set_exception(exit.copy())
+
+    async def _read_stderr(self) -> None:
+        proc = self._running_process()
+        assert proc.stderr is not None
+        try:
+            async for raw in _lines(proc.stderr):
+                self._stderr_tail.append(raw.decode("utf-8", errors="replace").rstrip("\r")[:4000])
+        except (OSError, ValueError):
+            pass
+
+    def _subscribe(self, subscription: AsyncUpdates) -> None:
+        self._subscribers.add(subscription)
+        if self._exit is not None:
+            subscription._put(_END)
+
+    def _running_process(self) -> asyncio.subprocess.Process:
+        if self._proc is None:
+            raise HammockError("this AsyncHammock has not been started: use `async with` or `await start()`")
+        return self._proc
+
+    def _exit_error(self) -> Optional[EngineExited]:
+        return self._exit.copy() if self._exit is not None else None
+
+    def _raise_if_died(self) -> None:
+        error = self._exit_error()
+        if error is not None and not error.expected:
+            raise error
+
+    def _raise_if_stopped(self) -> None:
+        error = self._exit_error()
+        if error is not None:
+            raise error
+        if self._closing:
+            raise HammockError("this client is closing hammock")
+
+    def __repr__(self) -> str:
+        if self._proc is None:
+            return "<AsyncHammock not started>"
+        state = "running" if self._proc.returncode is None else f"exited {self._proc.returncode}"
+        return f"<AsyncHammock pid={self._proc.pid} {state}>"
+
+
+async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """Lines without their newline, however long: `StreamReader.readline` stops at 64 KiB."""
+    buffer = bytearray()
+    searched = 0
+    while True:
+        chunk = await stream.read(1 << 16)
+        if not chunk:
+            if buffer:
+                yield bytes(buffer)
+            return
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n", searched)
+            if end < 0:
+                searched = len(buffer)
+                break
+            yield bytes(buffer[:end])
+            del buffer[: end + 1]
+            searched = 0
+
+
+def _signal(process: asyncio.subprocess.Process, signum: int) -> None:
+    if process.returncode is not None:
+        return
+    try:
+        process.send_signal(signum)
+    except (ProcessLookupError, OSError):
+        pass  # it has just exited
+
+
+def _terminate(process: asyncio.subprocess.Process) -> None:
+    """The last resort when an `AsyncHammock` was never closed: SIGTERM makes hammock stop its plugins.
+    (Detached once the exit is recorded, so a reused pid is never signalled.)"""
+    _signal(process, signal.SIGTERM)

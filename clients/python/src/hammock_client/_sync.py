@@ -1,0 +1,465 @@
+"""`Hammock`: runs `hammock run CONFIG` and follows it from threads."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import queue
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from collections import deque
+from typing import IO, Any, Callable, Deque, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union, cast
+
+from ._engine import (
+    STDERR_TAIL_LINES,
+    Model,
+    PathLike,
+    Reply,
+    command_error,
+    command_line,
+    encode_command,
+    find_binary,
+    late_reply_report,
+    parse_line,
+    target_fields,
+)
+from ._errors import EngineExited, HammockError
+from ._states import SourceState, States, Update, ViewState
+
+_END = object()  # put on every subscription's queue once hammock has exited
+_QueueItem = Union[Tuple[Update, States], object]
+
+
+class Updates(Iterator[Update]):
+    """An iterator over every change from the moment it was made (see `Hammock.updates`).
+
+    Iteration ends when `close()` stopped hammock, and raises `EngineExited` when hammock ended by
+    itself. `get(timeout)` is `next()` with a limit.
+    """
+
+    def __init__(self, owner: "Hammock") -> None:
+        self._owner = owner
+        self._queue: "queue.SimpleQueue[_QueueItem]" = queue.SimpleQueue()
+        self._done = False
+
+    def __iter__(self) -> "Updates":
+        return self
+
+    def __next__(self) -> Update:
+        return self._next(None)
+
+    def get(self, timeout: Optional[float] = None) -> Update:
+        """The next update; `TimeoutError` if none comes within `timeout` seconds."""
+        return self._next(timeout)
+
+    def close(self) -> None:
+        """Stop receiving updates (an iterator that is never read keeps every update until closed)."""
+        self._done = True
+        self._owner._unsubscribe(self)
+
+    def __enter__(self) -> "Updates":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _put(self, item: _QueueItem) -> None:
+        self._queue.put(item)
+
+    def _next_item(self, timeout: Optional[float]) -> Tuple[Update, States]:
+        if self._done:
+            raise StopIteration
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no update from hammock within {timeout} s") from None
+        if item is _END:
+            self._done = True
+            error = self._owner._exit_error()
+            if error is None or error.expected:
+                raise StopIteration
+            raise error
+        return cast(Tuple[Update, States], item)
+
+    def _next(self, timeout: Optional[float]) -> Update:
+        return self._next_item(timeout)[0]
+
+
+class Hammock:
+    """Runs `hammock run CONFIG` and keeps the latest state of every source and view.
+
+    The constructor returns once hammock has written its `hello` (its configuration is valid and its
+    plugins answer); use it as a context manager, or call `close()`, so hammock never outlives you.
+    Every method may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        config: PathLike,
+        *,
+        binary: Optional[PathLike] = None,
+        args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathLike] = None,
+        start_timeout: float = 60.0,
+        stop_timeout: float = 10.0,
+        command_timeout: Optional[float] = 60.0,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._model = Model()
+        self._subscribers: "weakref.WeakSet[Updates]" = weakref.WeakSet()
+        self._pending: Dict[int, Tuple[str, "concurrent.futures.Future[States]"]] = {}
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()  # one control line at a time, whole
+        self._stderr_tail: Deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._exit: Optional[EngineExited] = None
+        self._fatal: Optional[HammockError] = None
+        self._closing = False
+        self._stop_timeout = stop_timeout
+        self._command_timeout = command_timeout
+
+        # A session of its own: a terminal's Ctrl-C reaches Python, whose `with` block then stops hammock
+        # in order, instead of reaching both at once.
+        self._proc = subprocess.Popen(
+            command_line(find_binary(binary), config, args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        # If the program ends without close(), the interpreter's exit still stops hammock.
+        self._finalizer = weakref.finalize(self, _stop_process, self._proc)
+        self._stderr_reader = threading.Thread(
+            target=self._read_stderr, name=f"hammock-stderr-{self._proc.pid}", daemon=True
+        )
+        self._stdout_reader = threading.Thread(
+            target=self._read_stdout, name=f"hammock-stdout-{self._proc.pid}", daemon=True
+        )
+        self._stderr_reader.start()
+        self._stdout_reader.start()
+        try:
+            self._wait_for_hello(start_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    # Life cycle
+
+    def __enter__(self) -> "Hammock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Stop hammock: SIGTERM, then wait for its `bye` and exit; SIGKILL after `timeout` seconds
+        (`stop_timeout` by default). Safe to call more than once and from any thread."""
+        with self._lock:
+            self._closing = True
+        if self._proc.poll() is None:
+            _signal(self._proc, signal.SIGTERM)
+        self._stdout_reader.join(self._stop_timeout if timeout is None else timeout)
+        if self._stdout_reader.is_alive():
+            _signal(self._proc, signal.SIGKILL)
+            self._stdout_reader.join(10.0)
+        try:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        except OSError:
+            pass  # a control line may be half written into a pipe nobody reads any more
+        self._finalizer.detach()
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """None while hammock runs; then its exit status (negative: the signal that ended it)."""
+        return self._proc.returncode
+
+    @property
+    def version(self) -> str:
+        """hammock's version, from its `hello`."""
+        hello = self._model.hello
+        return hello.version if hello is not None else ""
+
+    @property
+    def bye_reason(self) -> Optional[str]:
+        return self._model.bye_reason
+
+    @property
+    def stderr_tail(self) -> Tuple[str, ...]:
+        """The last lines (up to 50) hammock wrote on stderr."""
+        with self._lock:
+            return tuple(self._stderr_tail)
+
+    # The latest states
+
+    def states(self) -> States:
+        """Every source's and view's latest state, as of the newest line read."""
+        with self._lock:
+            self._raise_if_died()
+            return self._model.states
+
+    def source(self, id: str) -> SourceState:
+        return self.states().source(id)
+
+    def view(self, id: str) -> ViewState:
+        return self.states().view(id)
+
+    def updates(self) -> Updates:
+        """An iterator over every change from now on: `SourceState`, `ViewState`, `Removed`, `Reloaded`
+        and `ErrorReport` items, one per line, in hammock's order. Each iterator sees every change."""
+        subscription = Updates(self)
+        with self._lock:
+            self._subscribe(subscription)
+        return subscription
+
+    def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
+        """Return the states as soon as `predicate(states)` is true: now, or after a later line.
+
+        The predicate sees the states after every line in turn, so a passing state is not missed.
+        Raises `TimeoutError` after `timeout` seconds and `EngineExited` if hammock ends first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        subscription = Updates(self)
+        with self._lock:
+            self._raise_if_died()
+            states = self._model.states
+            self._subscribe(subscription)
+        try:
+            if predicate(states):
+                return states
+            while True:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    _, states = subscription._next_item(remaining)
+                except TimeoutError:
+                    raise TimeoutError(f"the condition did not hold within {timeout} s") from None
+                except StopIteration:
+                    raise self._exit_error() or HammockError("hammock has stopped") from None
+                if predicate(states):
+                    return states
+        finally:
+            subscription.close()
+
+    # Control: each returns once hammock has acknowledged the command
+
+    def load(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """Load now, even if fresh or already loading (a view: each of its sources)."""
+        self.command("load", target_fields("load", source, view), timeout=timeout)
+
+    def load_if_needed(
+        self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None
+    ) -> None:
+        """Load unless a load is in flight or the data is up to date."""
+        self.command("loadIfNeeded", target_fields("load_if_needed", source, view), timeout=timeout)
+
+    def retry(self, *, view: Optional[str] = None, source: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """Load every failing source of the view (the "try again" button), or the source."""
+        self.command("retry", target_fields("retry", source, view), timeout=timeout)
+
+    def cancel(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """Cancel the loads in flight."""
+        self.command("cancel", target_fields("cancel", source, view), timeout=timeout)
+
+    def wipe(self, *, source: Optional[str] = None, view: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """Forget content and error."""
+        self.command("wipe", target_fields("wipe", source, view), timeout=timeout)
+
+    def override(self, source: str, content: Any, *, timeout: Optional[float] = None) -> None:
+        """Set a source's content (any JSON-serializable value)."""
+        self.command("override", {"source": source, "content": content}, timeout=timeout)
+
+    def snapshot(self, *, timeout: Optional[float] = None) -> States:
+        """Have hammock write every state again; returns the states once all of it has been read."""
+        return self.command("snapshot", timeout=timeout)
+
+    def reload(self, *, timeout: Optional[float] = None) -> None:
+        """Read the configuration file again. A refused file raises `CommandError` listing its problems
+        (the running configuration goes on)."""
+        self.command("reload", timeout=timeout)
+
+    def command(
+        self, op: str, fields: Optional[Mapping[str, Any]] = None, *, timeout: Optional[float] = None
+    ) -> States:
+        """Send `{"op": op, **fields, "id": …}` and wait for hammock's answer.
+
+        Returns the states as of the `ack`: every line the command caused at once has been applied.
+        Raises `CommandError` with hammock's message, `EngineExited` if hammock ends first, and
+        `TimeoutError` after `timeout` seconds (None: the client's `command_timeout`).
+        """
+        if timeout is None:
+            timeout = self._command_timeout
+        with self._lock:
+            id = next(self._ids)
+        line = encode_command(id, op, fields or {})
+        answer: "concurrent.futures.Future[States]" = concurrent.futures.Future()
+        with self._lock:
+            self._raise_if_stopped()
+            self._pending[id] = (op, answer)
+        try:
+            with self._write_lock:
+                stdin = self._proc.stdin
+                assert stdin is not None
+                stdin.write(line)
+                stdin.flush()
+        except (OSError, ValueError):
+            with self._lock:
+                self._pending.pop(id, None)
+            self._stdout_reader.join(5.0)  # the pipe broke because hammock is ending: report its exit
+            raise self._exit_error() or HammockError("cannot write to hammock's stdin") from None
+        try:
+            return answer.result(timeout)
+        except concurrent.futures.TimeoutError:
+            with self._lock:
+                self._pending.pop(id, None)
+            raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
+
+    # Internals
+
+    def _wait_for_hello(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._model.hello is None and self._exit is None and self._fatal is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+            fatal, hello = self._fatal, self._model.hello
+        if fatal is not None:
+            raise fatal
+        if hello is None:
+            error = self._exit_error()
+            if error is not None:
+                raise error
+            raise TimeoutError(f"hammock wrote no hello within {timeout} s")
+
+    def _read_stdout(self) -> None:
+        stream: Optional[IO[bytes]] = self._proc.stdout
+        try:
+            assert stream is not None
+            for raw in iter(stream.readline, b""):
+                self._apply(parse_line(raw))
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us: hammock is gone either way
+        finally:
+            self._record_exit()
+            if stream is not None:
+                stream.close()
+
+    def _apply(self, line: Any) -> None:
+        with self._lock:
+            try:
+                outcome = self._model.apply(line)
+            except HammockError as error:
+                self._fatal = error
+                self._changed.notify_all()
+                _signal(self._proc, signal.SIGTERM)
+                return
+            if outcome.reply is not None:
+                self._answer(outcome.reply)
+            if outcome.update is not None:
+                self._publish(outcome.update)
+            self._changed.notify_all()
+
+    def _answer(self, reply: Reply) -> None:
+        waiting = self._pending.pop(reply.id, None) if isinstance(reply.id, int) else None
+        if waiting is None:
+            late = late_reply_report(reply)
+            if late is not None:
+                self._publish(late)
+            return
+        op, answer = waiting
+        if reply.error is None:
+            answer.set_result(self._model.states)
+        else:
+            answer.set_exception(command_error(reply, op, reply.id))
+
+    def _publish(self, update: Update) -> None:
+        item = (update, self._model.states)
+        for subscription in list(self._subscribers):
+            subscription._put(item)
+
+    def _record_exit(self) -> None:
+        returncode = self._proc.wait()
+        self._stderr_reader.join(2.0)  # its last lines usually say why
+        with self._lock:
+            exit = EngineExited(returncode, self._stderr_tail, self._model.bye_reason, expected=self._closing)
+            self._exit = exit
+            for _, answer in self._pending.values():
+                answer.set_exception(exit.copy())
+            self._pending.clear()
+            for subscription in list(self._subscribers):
+                subscription._put(_END)
+            self._changed.notify_all()
+
+    def _read_stderr(self) -> None:
+        stream = self._proc.stderr
+        try:
+            assert stream is not None
+            for raw in iter(stream.readline, b""):
+                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                with self._lock:
+                    self._stderr_tail.append(text[:4000])
+            stream.close()
+        except (OSError, ValueError):
+            pass
+
+    def _subscribe(self, subscription: Updates) -> None:
+        """Called with the lock held, so no line falls between the states read and the subscription."""
+        self._subscribers.add(subscription)
+        if self._exit is not None:
+            subscription._put(_END)
+
+    def _unsubscribe(self, subscription: Updates) -> None:
+        with self._lock:
+            self._subscribers.discard(subscription)
+
+    def _exit_error(self) -> Optional[EngineExited]:
+        with self._lock:
+            return self._exit_error_locked()
+
+    def _exit_error_locked(self) -> Optional[EngineExited]:
+        return self._exit.copy() if self._exit is not None else None
+
+    def _raise_if_died(self) -> None:
+        error = self._exit_error_locked()
+        if error is not None and not error.expected:
+            raise error
+
+    def _raise_if_stopped(self) -> None:
+        error = self._exit_error_locked()
+        if error is not None:
+            raise error
+        if self._closing:
+            raise HammockError("this client is closing hammock")
+
+    def __repr__(self) -> str:
+        state = "running" if self._proc.returncode is None else f"exited {self._proc.returncode}"
+        return f"<Hammock pid={self._proc.pid} {state}>"
+
+
+def _signal(process: "subprocess.Popen[bytes]", signum: int) -> None:
+    try:
+        if process.poll() is None:
+            process.send_signal(signum)
+    except (ProcessLookupError, OSError):
+        pass  # it has just exited
+
+
+def _stop_process(process: "subprocess.Popen[bytes]") -> None:
+    """The last resort when a `Hammock` was never closed: SIGTERM, a short wait, then SIGKILL."""
+    _signal(process, signal.SIGTERM)
+    try:
+        process.wait(5.0)
+    except subprocess.TimeoutExpired:
+        _signal(process, signal.SIGKILL)
+        process.wait()
