@@ -130,6 +130,39 @@ struct AcknowledgedControlTests {
         }
     }
 
+    /// While a reload waits on a plugin (a `configure` it never answers, 5 s), reload lines with an id each
+    /// pile up for the reload after it: at most 1,000 wait; the rest are refused at once, and every id is
+    /// answered exactly once.
+    @Test("reloads with an id waiting behind a running reload are bounded: 1,000 are acknowledged after it, the rest refused")
+    func reloadAnswersWaitingAreBounded() async throws {
+        let before = ContainmentTests.fixtureConfig(
+            mode: "skip-configure", sources: "  tick: { kind: fake, content: 1 }")
+        let after = ContainmentTests.fixtureConfig(
+            mode: "skip-configure", sources: "  tick: { kind: fake, content: 1 }\n  stuck: { kind: test }")
+        try await HammockProcess.withRunning(config: before) { hammock in
+            try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
+            try Data(after.utf8).write(to: URL(fileURLWithPath: hammock.configPath))
+            try hammock.send(controlLine: #"{"op":"reload"}"#)
+            // The reload is now waiting for the test plugin's answer to `configure`.
+            let sent = 1_100
+            let lines = (0..<sent).map { #"{"op":"reload","id":"r\#($0)"}"# + "\n" }.joined()
+            #expect(hammock.send(bytes: Array(lines.utf8)))
+            try await hammock.waitUntil("every reload line is answered", timeout: .seconds(30)) { lines in
+                lines.filter { ["ack", "error"].contains($0.type ?? "") && $0["id"] != nil }.count >= sent
+            }
+            let answers = hammock.lines.filter { ["ack", "error"].contains($0.type ?? "") && $0["id"] != nil }
+            #expect(answers.count == sent, "each id answered once")
+            #expect(Set(answers.compactMap { $0["id"]?.stringValue }).count == sent)
+            let refused = answers.filter { $0.type == "error" }
+            #expect(refused.count == sent - 1_000, "\(refused.first?.text ?? "")")
+            #expect(refused.allSatisfy { $0["message"]?.stringValue?.hasPrefix("reload refused: 1000 reload requests already wait") == true })
+            let reloaded = try #require(hammock.lines.lastIndex { $0.type == "reloaded" })
+            #expect(
+                hammock.lines.indices.filter { hammock.lines[$0].type == "ack" }.allSatisfy { $0 > reloaded },
+                "the waiting reloads are acknowledged after a reload that began after them")
+        }
+    }
+
     /// A consumer that floods one command, each line with a new id, while not reading stdout: every id is
     /// answered once, in the order sent, when it reads again.
     @Test("a flood of ids while stdout is not read: every id is acknowledged exactly once, in order")
