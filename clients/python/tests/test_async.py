@@ -23,7 +23,11 @@ def test_start_states_updates_and_close(hammock_bin: str, config: Path) -> None:
     folder = str(config.parent)
 
     async def main() -> AsyncHammock:
+        unstarted = AsyncHammock(config, binary=hammock_bin)
+        assert repr(unstarted) == "<AsyncHammock not started>"
+        assert unstarted.returncode is None
         async with AsyncHammock(config, binary=hammock_bin) as h:
+            assert repr(h) == f"<AsyncHammock pid={h.pid} running>"
             assert list(h.states().sources) == ["flaky", "steady", "watched", "stuck"]
             states = await h.wait_for(
                 lambda s: s.source("flaky").latest_error is not None and s.source("watched").content is not None,
@@ -46,6 +50,7 @@ def test_start_states_updates_and_close(hammock_bin: str, config: Path) -> None:
 
     h = run(main)
     assert h.returncode == 0
+    assert repr(h) == f"<AsyncHammock pid={h.pid} exited 0>"
     assert h.bye_reason == "signal"
     assert wait_until(lambda: processes_naming(folder) == []), processes_naming(folder)
 

@@ -32,6 +32,7 @@ from _support import WAIT, is_stopped, processes_naming, wait_until, write_atomi
 
 def test_states_after_start(hammock_bin: str, config: Path) -> None:
     with Hammock(config, binary=hammock_bin) as h:
+        assert repr(h) == f"<Hammock pid={h.pid} running>"
         assert h.version
         assert list(h.states().sources) == ["flaky", "steady", "watched", "stuck"]
         assert list(h.states().views) == ["both"]
@@ -69,6 +70,7 @@ def test_states_after_start(hammock_bin: str, config: Path) -> None:
         with pytest.raises(KeyError):
             h.view("flaky")
     assert h.returncode == 0
+    assert repr(h) == f"<Hammock pid={h.pid} exited 0>"
     assert h.bye_reason == "signal"
 
 

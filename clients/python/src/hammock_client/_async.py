@@ -3,39 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
+import contextlib
 import signal
 import weakref
-from collections import deque
-from typing import Any, AsyncIterator, Callable, Deque, Dict, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Tuple
 
 from ._engine import (
-    STDERR_TAIL_LINES,
-    Model,
+    ClientCore,
     PathLike,
-    Reply,
-    command_error,
+    QueueItem,
+    UpdatesCore,
     command_line,
-    encode_command,
     find_binary,
-    late_reply_report,
     parse_line,
     target_fields,
 )
-from ._errors import EngineExited, HammockError
-from ._states import SourceState, States, Update, ViewState
-
-_END = object()
-_QueueItem = Union[Tuple[Update, States], object]
+from ._errors import HammockError
+from ._states import States, Update
 
 
-class AsyncUpdates(AsyncIterator[Update]):
+class AsyncUpdates(UpdatesCore, AsyncIterator[Update]):
     """An async iterator over every change from the moment it was made (see `AsyncHammock.updates`)."""
 
     def __init__(self, owner: "AsyncHammock") -> None:
-        self._owner = owner
-        self._queue: "asyncio.Queue[_QueueItem]" = asyncio.Queue()
-        self._done = False
+        super().__init__(owner)
+        self._queue: "asyncio.Queue[QueueItem]" = asyncio.Queue()
 
     def __aiter__(self) -> "AsyncUpdates":
         return self
@@ -48,17 +40,7 @@ class AsyncUpdates(AsyncIterator[Update]):
         once `close()` has stopped hammock."""
         return (await self._next_item(timeout))[0]
 
-    def close(self) -> None:
-        self._done = True
-        self._owner._subscribers.discard(self)
-
-    def __enter__(self) -> "AsyncUpdates":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _put(self, item: _QueueItem) -> None:
+    def _put(self, item: QueueItem) -> None:
         self._queue.put_nowait(item)
 
     async def _next_item(self, timeout: Optional[float]) -> Tuple[Update, States]:
@@ -75,18 +57,17 @@ class AsyncUpdates(AsyncIterator[Update]):
             except asyncio.TimeoutError:
                 # Before Python 3.11 asyncio's TimeoutError is not the built-in one.
                 raise TimeoutError(f"no update from hammock within {timeout} s") from None
-        if item is _END:
-            self._done = True
-            error = self._owner._exit_error()
-            if error is None or error.expected:
-                raise StopAsyncIteration
-            raise error
-        return cast(Tuple[Update, States], item)
+        unpacked = self._unpack(item)
+        if unpacked is None:
+            raise StopAsyncIteration
+        return unpacked
 
 
-class AsyncHammock:
+class AsyncHammock(ClientCore):
     """`Hammock` over asyncio: `async with AsyncHammock(config) as h:` starts hammock and waits for its
     `hello`; the control methods, `wait_for` and `close` are coroutines, the state readers are not."""
+
+    _name = "AsyncHammock"
 
     def __init__(
         self,
@@ -100,19 +81,12 @@ class AsyncHammock:
         stop_timeout: float = 10.0,
         command_timeout: Optional[float] = 60.0,
     ) -> None:
+        # Everything runs on the event loop's one thread: the shared state needs no lock.
+        super().__init__(contextlib.nullcontext(), stop_timeout, command_timeout)
         self._argv = command_line(find_binary(binary), config, args)
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._start_timeout = start_timeout
-        self._stop_timeout = stop_timeout
-        self._command_timeout = command_timeout
-        self._model = Model()
-        self._subscribers: "weakref.WeakSet[AsyncUpdates]" = weakref.WeakSet()
-        self._pending: Dict[int, Tuple[str, "asyncio.Future[States]"]] = {}
-        self._ids = itertools.count(1)
-        self._stderr_tail: Deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        self._exit: Optional[EngineExited] = None
-        self._closing = False
         self._proc: Optional[asyncio.subprocess.Process] = None
         # Made in start(): before Python 3.10 asyncio objects bind to the loop current when they are made.
         self._started: "Optional[asyncio.Future[None]]" = None
@@ -179,38 +153,7 @@ class AsyncHammock:
             if self._finalizer is not None:
                 self._finalizer.detach()
 
-    @property
-    def pid(self) -> int:
-        return self._running_process().pid
-
-    @property
-    def returncode(self) -> Optional[int]:
-        return self._proc.returncode if self._proc is not None else None
-
-    @property
-    def version(self) -> str:
-        hello = self._model.hello
-        return hello.version if hello is not None else ""
-
-    @property
-    def bye_reason(self) -> Optional[str]:
-        return self._model.bye_reason
-
-    @property
-    def stderr_tail(self) -> Tuple[str, ...]:
-        return tuple(self._stderr_tail)
-
-    # The latest states
-
-    def states(self) -> States:
-        self._raise_if_died()
-        return self._model.states
-
-    def source(self, id: str) -> SourceState:
-        return self.states().source(id)
-
-    def view(self, id: str) -> ViewState:
-        return self.states().view(id)
+    # The latest states: `states()`, `source(id)`, `view(id)` (in `ClientCore`), and the changes
 
     def updates(self) -> AsyncUpdates:
         """An async iterator over every change from now on (call it inside the event loop)."""
@@ -220,12 +163,10 @@ class AsyncHammock:
 
     async def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
         """Return the states as soon as `predicate(states)` is true, now or after a later line."""
-        self._raise_if_died()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         subscription = AsyncUpdates(self)
-        states = self._model.states
-        self._subscribe(subscription)
+        states = self._watch(subscription)
         try:
             if predicate(states):
                 return states
@@ -277,27 +218,24 @@ class AsyncHammock:
         if timeout is None:
             timeout = self._command_timeout
         proc = self._running_process()
-        id = next(self._ids)
-        line = encode_command(id, op, fields or {})
-        self._raise_if_stopped()
         answer: "asyncio.Future[States]" = asyncio.get_running_loop().create_future()
-        self._pending[id] = (op, answer)
+        id, line = self._register(op, fields, answer)
         try:
             assert proc.stdin is not None and self._write_lock is not None
             async with self._write_lock:  # concurrent drain() calls are not allowed before Python 3.10
                 proc.stdin.write(line)
                 await proc.stdin.drain()
         except (OSError, RuntimeError):
-            self._pending.pop(id, None)
+            self._forget(id)
             if self._stdout_task is not None:
                 await asyncio.wait([self._stdout_task], timeout=5.0)
-            raise self._exit_error() or HammockError("cannot write to hammock's stdin") from None
+            raise self._write_failed() from None
         try:
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
         finally:
-            self._pending.pop(id, None)
+            self._forget(id)
 
     # Internals
 
@@ -312,96 +250,47 @@ class AsyncHammock:
         finally:
             await self._record_exit()
 
-    def _apply(self, line: Any) -> None:
-        try:
-            outcome = self._model.apply(line)
-        except HammockError as error:
-            if self._started is not None and not self._started.done():
-                self._started.set_exception(error)
-            _signal(self._running_process(), signal.SIGTERM)
-            return
-        if self._model.hello is not None and self._started is not None and not self._started.done():
-            self._started.set_result(None)
-        if outcome.reply is not None:
-            self._answer(outcome.reply)
-        if outcome.update is not None:
-            self._publish(outcome.update)
-
-    def _answer(self, reply: Reply) -> None:
-        waiting = self._pending.pop(reply.id, None) if isinstance(reply.id, int) else None
-        if waiting is None or waiting[1].done():
-            late = late_reply_report(reply)
-            if late is not None:
-                self._publish(late)
-            return
-        op, answer = waiting
-        if reply.error is None:
-            answer.set_result(self._model.states)
-        else:
-            answer.set_exception(command_error(reply, op, reply.id))
-
-    def _publish(self, update: Update) -> None:
-        item = (update, self._model.states)
-        for subscription in list(self._subscribers):
-            subscription._put(item)
-
     async def _record_exit(self) -> None:
         proc = self._running_process()
         returncode = await proc.wait()
         if self._stderr_task is not None:
             await asyncio.wait([self._stderr_task], timeout=2.0)  # its last lines usually say why
-        exit = EngineExited(returncode, self._stderr_tail, self._model.bye_reason, expected=self._closing)
-        self._exit = exit
         if self._finalizer is not None:
             self._finalizer.detach()
-        for _, answer in self._pending.values():
-            if not answer.done():
-                answer.set_exception(exit.copy())
-        self._pending.clear()
-        for subscription in list(self._subscribers):
-            subscription._put(_END)
-        if self._started is not None and not self._started.done():
-            self._started.set_exception(exit.copy())
+        self._exited(returncode)
 
     async def _read_stderr(self) -> None:
         proc = self._running_process()
         assert proc.stderr is not None
         try:
             async for raw in _lines(proc.stderr):
-                self._stderr_tail.append(raw.decode("utf-8", errors="replace").rstrip("\r")[:4000])
+                self._note_stderr(raw)
         except (OSError, ValueError):
             pass
 
-    def _subscribe(self, subscription: AsyncUpdates) -> None:
-        self._subscribers.add(subscription)
-        if self._exit is not None:
-            subscription._put(_END)
+    # What `ClientCore` asks of a client
 
     def _running_process(self) -> asyncio.subprocess.Process:
         if self._proc is None:
             raise HammockError("this AsyncHammock has not been started: use `async with` or `await start()`")
         return self._proc
 
-    def _exit_error(self) -> Optional[EngineExited]:
-        return self._exit.copy() if self._exit is not None else None
+    def _process_if_started(self) -> Optional[asyncio.subprocess.Process]:
+        return self._proc
 
-    def _raise_if_died(self) -> None:
-        error = self._exit_error()
-        if error is not None and not error.expected:
-            raise error
+    def _terminate(self) -> None:
+        _signal(self._running_process(), signal.SIGTERM)
 
-    def _raise_if_stopped(self) -> None:
-        error = self._exit_error()
-        if error is not None:
-            raise error
-        if self._closing:
-            raise HammockError("this client is closing hammock")
-
-    def __repr__(self) -> str:
-        if self._proc is None:
-            return "<AsyncHammock not started>"
-        state = "running" if self._proc.returncode is None else f"exited {self._proc.returncode}"
-        return f"<AsyncHammock pid={self._proc.pid} {state}>"
+    def _wake_locked(self) -> None:
+        started = self._started
+        if started is None or started.done():
+            return
+        if self._fatal is not None:
+            started.set_exception(self._fatal)
+        elif self._model.hello is not None:
+            started.set_result(None)
+        elif self._exit is not None:
+            started.set_exception(self._exit.copy())
 
 
 async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:

@@ -1,15 +1,34 @@
-"""What the synchronous and the asyncio client share: finding the binary, applying lines, ids."""
+"""What the synchronous and the asyncio client share: finding the binary, applying lines, ids, and
+`ClientCore` / `UpdatesCore`, everything of the two clients that neither blocks nor awaits."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
+import weakref
+from collections import deque
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    ClassVar,
+    ContextManager,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
 
-from ._errors import CommandError, HammockError
+from ._errors import CommandError, EngineExited, HammockError
 from ._states import (
     EMPTY_STATES,
     ErrorReport,
@@ -189,3 +208,273 @@ def parse_line(raw: bytes) -> Any:
 
 def _ids(value: Any) -> Tuple[str, ...]:
     return tuple(str(item) for item in value) if isinstance(value, list) else ()
+
+
+END = object()  # put on every subscription's queue once hammock has exited
+QueueItem = Union[Tuple[Update, States], object]
+
+
+class ProcessLike(Protocol):
+    """What the shared code reads of hammock's process: a `subprocess.Popen` or an asyncio `Process`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> Optional[int]: ...
+
+
+class Answer(Protocol):
+    """What a command's caller waits on: a `concurrent.futures.Future` or an `asyncio.Future`."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, __result: States) -> None: ...
+
+    def set_exception(self, __exception: BaseException) -> None: ...
+
+
+_Self = TypeVar("_Self", bound="UpdatesCore")
+
+
+class UpdatesCore:
+    """What `Updates` and `AsyncUpdates` share: closing, and what an item taken from the queue means.
+    Each keeps its own queue and its own way of waiting on it."""
+
+    def __init__(self, owner: "ClientCore") -> None:
+        self._owner = owner
+        self._done = False
+
+    def close(self) -> None:
+        """Stop receiving updates (an iterator that is never read keeps every update until closed)."""
+        self._done = True
+        self._owner._unsubscribe(self)
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _put(self, item: QueueItem) -> None:
+        raise NotImplementedError
+
+    def _unpack(self, item: QueueItem) -> Optional[Tuple[Update, States]]:
+        """The update and the states after it; None at the end of a stop that was asked for. Raises
+        `EngineExited` when hammock ended by itself."""
+        if item is not END:
+            return cast(Tuple[Update, States], item)
+        self._done = True
+        error = self._owner._exit_error()
+        if error is None or error.expected:
+            return None
+        raise error
+
+
+class ClientCore:
+    """What `Hammock` and `AsyncHammock` share: the model, the commands waiting for an answer, the
+    subscribers, the exit, and what each line read does to them. Each client reads hammock's output
+    its own way (threads or asyncio) and hands it to `_apply`, `_note_stderr` and `_exited`.
+
+    `_guard` keeps this state whole: a lock where threads share it, nothing on an event loop (one
+    thread). The `_…_locked` methods and the `_raise_if_…` checks expect it held; the other methods
+    take it, so never call them holding it (the lock does not nest).
+    """
+
+    _name: ClassVar[str]  # the class's name in `repr`
+
+    def __init__(self, guard: ContextManager[object], stop_timeout: float, command_timeout: Optional[float]) -> None:
+        self._guard = guard
+        self._model = Model()
+        self._subscribers: "weakref.WeakSet[UpdatesCore]" = weakref.WeakSet()
+        self._pending: Dict[int, Tuple[str, Answer]] = {}
+        self._ids = itertools.count(1)
+        self._stderr_tail: Deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._exit: Optional[EngineExited] = None
+        self._fatal: Optional[HammockError] = None  # a line this client cannot follow: it stops hammock
+        self._closing = False
+        self._stop_timeout = stop_timeout
+        self._command_timeout = command_timeout
+
+    # What each client supplies
+
+    def _running_process(self) -> ProcessLike:
+        raise NotImplementedError
+
+    def _process_if_started(self) -> Optional[ProcessLike]:
+        raise NotImplementedError
+
+    def _terminate(self) -> None:
+        """SIGTERM to hammock unless it has exited."""
+        raise NotImplementedError
+
+    def _wake_locked(self) -> None:
+        """After each line and at the exit: whoever waits for the hello (or the fatal error, or the exit)
+        may look again."""
+        raise NotImplementedError
+
+    # Public, the same in both clients
+
+    @property
+    def pid(self) -> int:
+        return self._running_process().pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """None while hammock runs; then its exit status (negative: the signal that ended it)."""
+        process = self._process_if_started()
+        return process.returncode if process is not None else None
+
+    @property
+    def version(self) -> str:
+        """hammock's version, from its `hello`."""
+        hello = self._model.hello
+        return hello.version if hello is not None else ""
+
+    @property
+    def bye_reason(self) -> Optional[str]:
+        return self._model.bye_reason
+
+    @property
+    def stderr_tail(self) -> Tuple[str, ...]:
+        """The last lines (up to 50) hammock wrote on stderr."""
+        with self._guard:
+            return tuple(self._stderr_tail)
+
+    def states(self) -> States:
+        """Every source's and view's latest state, as of the newest line read."""
+        with self._guard:
+            self._raise_if_died()
+            return self._model.states
+
+    def source(self, id: str) -> SourceState:
+        return self.states().source(id)
+
+    def view(self, id: str) -> ViewState:
+        return self.states().view(id)
+
+    def __repr__(self) -> str:
+        process = self._process_if_started()
+        if process is None:
+            return f"<{self._name} not started>"
+        state = "running" if process.returncode is None else f"exited {process.returncode}"
+        return f"<{self._name} pid={process.pid} {state}>"
+
+    # Subscriptions
+
+    def _subscribe(self, subscription: UpdatesCore) -> None:
+        with self._guard:
+            self._subscribe_locked(subscription)
+
+    def _watch(self, subscription: UpdatesCore) -> States:
+        """The states now, with `subscription` receiving every change after them (for `wait_for`)."""
+        with self._guard:
+            self._raise_if_died()
+            self._subscribe_locked(subscription)
+            return self._model.states
+
+    def _subscribe_locked(self, subscription: UpdatesCore) -> None:
+        """With the guard held, so no line falls between the states read and the subscription."""
+        self._subscribers.add(subscription)
+        if self._exit is not None:
+            subscription._put(END)
+
+    def _unsubscribe(self, subscription: UpdatesCore) -> None:
+        with self._guard:
+            self._subscribers.discard(subscription)
+
+    # Commands
+
+    def _register(self, op: str, fields: Optional[Mapping[str, Any]], answer: Answer) -> Tuple[int, bytes]:
+        """Number and encode a command, and file `answer` to receive hammock's reply; raises if hammock
+        has stopped or is being stopped."""
+        with self._guard:
+            id = next(self._ids)
+        line = encode_command(id, op, fields or {})
+        with self._guard:
+            self._raise_if_stopped()
+            self._pending[id] = (op, answer)
+        return id, line
+
+    def _forget(self, id: int) -> None:
+        """A command nobody waits for any more: a late error reaches subscribers instead."""
+        with self._guard:
+            self._pending.pop(id, None)
+
+    def _write_failed(self) -> HammockError:
+        """Call once the reader has seen the exit that broke the pipe, so that the exit is what is reported."""
+        return self._exit_error() or HammockError("cannot write to hammock's stdin")
+
+    # What hammock writes
+
+    def _apply(self, line: Any) -> None:
+        with self._guard:
+            try:
+                outcome = self._model.apply(line)
+            except HammockError as error:
+                self._fatal = error
+                self._wake_locked()
+                self._terminate()
+                return
+            if outcome.reply is not None:
+                self._answer(outcome.reply)
+            if outcome.update is not None:
+                self._publish(outcome.update)
+            self._wake_locked()
+
+    def _answer(self, reply: Reply) -> None:
+        waiting = self._pending.pop(reply.id, None) if isinstance(reply.id, int) else None
+        if waiting is None or waiting[1].done():
+            late = late_reply_report(reply)
+            if late is not None:
+                self._publish(late)
+            return
+        op, answer = waiting
+        if reply.error is None:
+            answer.set_result(self._model.states)
+        else:
+            answer.set_exception(command_error(reply, op, reply.id))
+
+    def _publish(self, update: Update) -> None:
+        item = (update, self._model.states)
+        for subscription in list(self._subscribers):
+            subscription._put(item)
+
+    def _note_stderr(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        with self._guard:
+            self._stderr_tail.append(text[:4000])
+
+    def _exited(self, returncode: int) -> None:
+        """Every command still waiting and every subscription learn of the exit."""
+        with self._guard:
+            exit = EngineExited(returncode, self._stderr_tail, self._model.bye_reason, expected=self._closing)
+            self._exit = exit
+            for _, answer in self._pending.values():
+                if not answer.done():
+                    answer.set_exception(exit.copy())
+            self._pending.clear()
+            for subscription in list(self._subscribers):
+                subscription._put(END)
+            self._wake_locked()
+
+    # The exit as an error
+
+    def _exit_error(self) -> Optional[EngineExited]:
+        with self._guard:
+            return self._exit_error_locked()
+
+    def _exit_error_locked(self) -> Optional[EngineExited]:
+        return self._exit.copy() if self._exit is not None else None
+
+    def _raise_if_died(self) -> None:
+        error = self._exit_error_locked()
+        if error is not None and not error.expected:
+            raise error
+
+    def _raise_if_stopped(self) -> None:
+        error = self._exit_error_locked()
+        if error is not None:
+            raise error
+        if self._closing:
+            raise HammockError("this client is closing hammock")

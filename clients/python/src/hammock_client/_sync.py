@@ -3,37 +3,29 @@
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import queue
 import signal
 import subprocess
 import threading
 import time
 import weakref
-from collections import deque
-from typing import IO, Any, Callable, Deque, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import IO, Any, Callable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ._engine import (
-    STDERR_TAIL_LINES,
-    Model,
+    ClientCore,
     PathLike,
-    Reply,
-    command_error,
+    QueueItem,
+    UpdatesCore,
     command_line,
-    encode_command,
     find_binary,
-    late_reply_report,
     parse_line,
     target_fields,
 )
-from ._errors import EngineExited, HammockError
-from ._states import SourceState, States, Update, ViewState
-
-_END = object()  # put on every subscription's queue once hammock has exited
-_QueueItem = Union[Tuple[Update, States], object]
+from ._errors import HammockError
+from ._states import States, Update
 
 
-class Updates(Iterator[Update]):
+class Updates(UpdatesCore, Iterator[Update]):
     """An iterator over every change from the moment it was made (see `Hammock.updates`).
 
     Iteration ends when `close()` stopped hammock, and raises `EngineExited` when hammock ended by
@@ -41,9 +33,8 @@ class Updates(Iterator[Update]):
     """
 
     def __init__(self, owner: "Hammock") -> None:
-        self._owner = owner
-        self._queue: "queue.SimpleQueue[_QueueItem]" = queue.SimpleQueue()
-        self._done = False
+        super().__init__(owner)
+        self._queue: "queue.SimpleQueue[QueueItem]" = queue.SimpleQueue()
 
     def __iter__(self) -> "Updates":
         return self
@@ -55,18 +46,7 @@ class Updates(Iterator[Update]):
         """The next update; `TimeoutError` if none comes within `timeout` seconds."""
         return self._next(timeout)
 
-    def close(self) -> None:
-        """Stop receiving updates (an iterator that is never read keeps every update until closed)."""
-        self._done = True
-        self._owner._unsubscribe(self)
-
-    def __enter__(self) -> "Updates":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _put(self, item: _QueueItem) -> None:
+    def _put(self, item: QueueItem) -> None:
         self._queue.put(item)
 
     def _next_item(self, timeout: Optional[float]) -> Tuple[Update, States]:
@@ -76,25 +56,24 @@ class Updates(Iterator[Update]):
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"no update from hammock within {timeout} s") from None
-        if item is _END:
-            self._done = True
-            error = self._owner._exit_error()
-            if error is None or error.expected:
-                raise StopIteration
-            raise error
-        return cast(Tuple[Update, States], item)
+        unpacked = self._unpack(item)
+        if unpacked is None:
+            raise StopIteration
+        return unpacked
 
     def _next(self, timeout: Optional[float]) -> Update:
         return self._next_item(timeout)[0]
 
 
-class Hammock:
+class Hammock(ClientCore):
     """Runs `hammock run CONFIG` and keeps the latest state of every source and view.
 
     The constructor returns once hammock has written its `hello` (its configuration is valid and its
     plugins answer); use it as a context manager, or call `close()`, so hammock never outlives you.
     Every method may be called from any thread.
     """
+
+    _name = "Hammock"
 
     def __init__(
         self,
@@ -110,17 +89,8 @@ class Hammock:
     ) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._model = Model()
-        self._subscribers: "weakref.WeakSet[Updates]" = weakref.WeakSet()
-        self._pending: Dict[int, Tuple[str, "concurrent.futures.Future[States]"]] = {}
-        self._ids = itertools.count(1)
+        super().__init__(self._lock, stop_timeout, command_timeout)
         self._write_lock = threading.Lock()  # one control line at a time, whole
-        self._stderr_tail: Deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        self._exit: Optional[EngineExited] = None
-        self._fatal: Optional[HammockError] = None
-        self._closing = False
-        self._stop_timeout = stop_timeout
-        self._command_timeout = command_timeout
 
         # A session of its own: a terminal's Ctrl-C reaches Python, whose `with` block then stops hammock
         # in order, instead of reaching both at once.
@@ -175,51 +145,13 @@ class Hammock:
             pass  # a control line may be half written into a pipe nobody reads any more
         self._finalizer.detach()
 
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
-    @property
-    def returncode(self) -> Optional[int]:
-        """None while hammock runs; then its exit status (negative: the signal that ended it)."""
-        return self._proc.returncode
-
-    @property
-    def version(self) -> str:
-        """hammock's version, from its `hello`."""
-        hello = self._model.hello
-        return hello.version if hello is not None else ""
-
-    @property
-    def bye_reason(self) -> Optional[str]:
-        return self._model.bye_reason
-
-    @property
-    def stderr_tail(self) -> Tuple[str, ...]:
-        """The last lines (up to 50) hammock wrote on stderr."""
-        with self._lock:
-            return tuple(self._stderr_tail)
-
-    # The latest states
-
-    def states(self) -> States:
-        """Every source's and view's latest state, as of the newest line read."""
-        with self._lock:
-            self._raise_if_died()
-            return self._model.states
-
-    def source(self, id: str) -> SourceState:
-        return self.states().source(id)
-
-    def view(self, id: str) -> ViewState:
-        return self.states().view(id)
+    # The latest states: `states()`, `source(id)`, `view(id)` (in `ClientCore`), and the changes
 
     def updates(self) -> Updates:
         """An iterator over every change from now on: `SourceState`, `ViewState`, `Removed`, `Reloaded`
         and `ErrorReport` items, one per line, in hammock's order. Each iterator sees every change."""
         subscription = Updates(self)
-        with self._lock:
-            self._subscribe(subscription)
+        self._subscribe(subscription)
         return subscription
 
     def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
@@ -230,10 +162,7 @@ class Hammock:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         subscription = Updates(self)
-        with self._lock:
-            self._raise_if_died()
-            states = self._model.states
-            self._subscribe(subscription)
+        states = self._watch(subscription)
         try:
             if predicate(states):
                 return states
@@ -298,13 +227,8 @@ class Hammock:
         """
         if timeout is None:
             timeout = self._command_timeout
-        with self._lock:
-            id = next(self._ids)
-        line = encode_command(id, op, fields or {})
         answer: "concurrent.futures.Future[States]" = concurrent.futures.Future()
-        with self._lock:
-            self._raise_if_stopped()
-            self._pending[id] = (op, answer)
+        id, line = self._register(op, fields, answer)
         try:
             with self._write_lock:
                 stdin = self._proc.stdin
@@ -312,15 +236,13 @@ class Hammock:
                 stdin.write(line)
                 stdin.flush()
         except (OSError, ValueError):
-            with self._lock:
-                self._pending.pop(id, None)
+            self._forget(id)
             self._stdout_reader.join(5.0)  # the pipe broke because hammock is ending: report its exit
-            raise self._exit_error() or HammockError("cannot write to hammock's stdin") from None
+            raise self._write_failed() from None
         try:
             return answer.result(timeout)
         except concurrent.futures.TimeoutError:
-            with self._lock:
-                self._pending.pop(id, None)
+            self._forget(id)
             raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
 
     # Internals
@@ -355,96 +277,34 @@ class Hammock:
             if stream is not None:
                 stream.close()
 
-    def _apply(self, line: Any) -> None:
-        with self._lock:
-            try:
-                outcome = self._model.apply(line)
-            except HammockError as error:
-                self._fatal = error
-                self._changed.notify_all()
-                _signal(self._proc, signal.SIGTERM)
-                return
-            if outcome.reply is not None:
-                self._answer(outcome.reply)
-            if outcome.update is not None:
-                self._publish(outcome.update)
-            self._changed.notify_all()
-
-    def _answer(self, reply: Reply) -> None:
-        waiting = self._pending.pop(reply.id, None) if isinstance(reply.id, int) else None
-        if waiting is None:
-            late = late_reply_report(reply)
-            if late is not None:
-                self._publish(late)
-            return
-        op, answer = waiting
-        if reply.error is None:
-            answer.set_result(self._model.states)
-        else:
-            answer.set_exception(command_error(reply, op, reply.id))
-
-    def _publish(self, update: Update) -> None:
-        item = (update, self._model.states)
-        for subscription in list(self._subscribers):
-            subscription._put(item)
-
     def _record_exit(self) -> None:
         returncode = self._proc.wait()
         self._stderr_reader.join(2.0)  # its last lines usually say why
-        with self._lock:
-            exit = EngineExited(returncode, self._stderr_tail, self._model.bye_reason, expected=self._closing)
-            self._exit = exit
-            for _, answer in self._pending.values():
-                answer.set_exception(exit.copy())
-            self._pending.clear()
-            for subscription in list(self._subscribers):
-                subscription._put(_END)
-            self._changed.notify_all()
+        self._exited(returncode)
 
     def _read_stderr(self) -> None:
         stream = self._proc.stderr
         try:
             assert stream is not None
             for raw in iter(stream.readline, b""):
-                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                with self._lock:
-                    self._stderr_tail.append(text[:4000])
+                self._note_stderr(raw)
             stream.close()
         except (OSError, ValueError):
             pass
 
-    def _subscribe(self, subscription: Updates) -> None:
-        """Called with the lock held, so no line falls between the states read and the subscription."""
-        self._subscribers.add(subscription)
-        if self._exit is not None:
-            subscription._put(_END)
+    # What `ClientCore` asks of a client
 
-    def _unsubscribe(self, subscription: Updates) -> None:
-        with self._lock:
-            self._subscribers.discard(subscription)
+    def _running_process(self) -> "subprocess.Popen[bytes]":
+        return self._proc
 
-    def _exit_error(self) -> Optional[EngineExited]:
-        with self._lock:
-            return self._exit_error_locked()
+    def _process_if_started(self) -> "subprocess.Popen[bytes]":
+        return self._proc
 
-    def _exit_error_locked(self) -> Optional[EngineExited]:
-        return self._exit.copy() if self._exit is not None else None
+    def _terminate(self) -> None:
+        _signal(self._proc, signal.SIGTERM)
 
-    def _raise_if_died(self) -> None:
-        error = self._exit_error_locked()
-        if error is not None and not error.expected:
-            raise error
-
-    def _raise_if_stopped(self) -> None:
-        error = self._exit_error_locked()
-        if error is not None:
-            raise error
-        if self._closing:
-            raise HammockError("this client is closing hammock")
-
-    def __repr__(self) -> str:
-        state = "running" if self._proc.returncode is None else f"exited {self._proc.returncode}"
-        return f"<Hammock pid={self._proc.pid} {state}>"
+    def _wake_locked(self) -> None:
+        self._changed.notify_all()
 
 
 def _signal(process: "subprocess.Popen[bytes]", signum: int) -> None:
