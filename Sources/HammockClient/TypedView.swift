@@ -99,6 +99,9 @@ public struct TypedView<Content: Decodable & Sendable>: Loadable {
     /// Loads every failing source of the view: the "try again" button.
     public func retry() async throws { try await perform(.retry(.view(id))) }
 
+    /// Forgets the content and error of every source of the view, as if they had never loaded.
+    public func wipe() async throws { try await perform(.wipe(.view(id))) }
+
     private func perform(_ command: ControlCommand) async throws {
         try await hammock?.perform(command)
     }

@@ -79,6 +79,11 @@ struct ClientControlTests {
             try await pair.load()
             try await pair.loadIfNeeded()
             try await pair.cancel()
+            // Every source of the view forgets its content and error, and the view says so by the ack.
+            try await pair.wipe()
+            #expect(pair.viewState.content == nil)
+            #expect(pair.errors.isEmpty)
+            #expect(source.state.latestError == nil)
         }
     }
 
