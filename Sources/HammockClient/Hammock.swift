@@ -109,7 +109,13 @@ public final class Hammock: Sendable {
         let hammock = Hammock(
             lines: started.lines, process: process, enginePID: process.processIdentifier,
             stopReading: started.stopReading)
-        try await hammock.waitForHello()
+        do {
+            try await hammock.waitForHello()
+        } catch {
+            // The app never gets it to stop: what broke the protocol before its hello must not run on unseen.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            throw error
+        }
         return hammock
     }
 

@@ -233,6 +233,49 @@ struct ClientAttackTests {
         engine.closeStdout()
     }
 
+    @Test("launching a binary that is not hammock fails with protocolViolation, not a wait for a hello")
+    func launchNotHammock() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/hammock"
+        try "#!/bin/sh\necho $$ > pid\necho \"usage: something else\"\nexec sleep 297\n".write(
+            toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let error = try await withDeadline(.seconds(20), "the launch") { () async -> (any Error)? in
+            do {
+                _ = try await Hammock.launch(configuration: "nothing.yaml", binary: script, workingDirectory: directory)
+                return nil
+            } catch { return error }
+        }
+        guard case .protocolViolation(let message)? = error as? HammockError else {
+            Issue.record("the launch ended with \(String(describing: error)), not protocolViolation")
+            return
+        }
+        #expect(message.contains("usage: something else"), "\(message)")
+        // And it does not run on, unseen.
+        let written = try String(contentsOfFile: directory + "/pid", encoding: .utf8)
+        let pid = try #require(Int32(written.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while kill(pid, 0) == 0, ProcessTable.entry(pid)?.state != "Z", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(kill(pid, 0) != 0 || ProcessTable.entry(pid)?.state == "Z", "the launched binary still runs")
+    }
+
+    @Test("attached: a call the engine never answers ends when its task is cancelled")
+    func unansweredCallCancelled() async throws {
+        let engine = try FakeEngine()
+        let hammock = try Hammock(attachingTo: engine.clientInput, output: engine.clientOutput)
+        let call = Task { try await hammock.snapshot() }
+        _ = try engine.readControlID()
+        call.cancel()
+        await #expect(throws: CancellationError.self) {
+            try await withDeadline(.seconds(10), "the cancelled call") { try await call.value }
+        }
+        await hammock.stop()
+        engine.closeStdout()
+    }
+
     @Test("attached: an engine cut off in the middle of a line ends with engineExited, not a protocol error")
     func cutOffMidLine() async throws {
         let engine = try FakeEngine(errors: true)
