@@ -205,19 +205,21 @@ struct TypedViewFeed<Content: Decodable & Sendable>: ViewFeed {
 
     mutating func receive(_ line: ViewLine) {
         let (content, latestError) = decoding.update(content: line.content, engineError: line.latestError)
+        // `state` first: a reader woken by `viewStates` (on another thread) must find `state` already matching.
+        let key = LoadableKey(
+            content: line.content, latestError: latestError, isLoading: line.status == .loading,
+            failures: line.errors.count)
+        if key != loadableOf {
+            loadableOf = key
+            output.send(
+                LoadableState(
+                    content: content, latestError: latestError, isLoading: key.isLoading, timestamp: nil,
+                    failures: key.failures))
+        }
         viewOutput.send(
             ViewLoadableState(
                 status: line.status, content: content, latestError: latestError, errors: line.errors,
                 canTryAgain: line.canTryAgain))
-        let key = LoadableKey(
-            content: line.content, latestError: latestError, isLoading: line.status == .loading,
-            failures: line.errors.count)
-        guard key != loadableOf else { return }
-        loadableOf = key
-        output.send(
-            LoadableState(
-                content: content, latestError: latestError, isLoading: key.isLoading, timestamp: nil,
-                failures: key.failures))
     }
 
     func finish(throwing error: (any Error)?) {
