@@ -18,6 +18,9 @@ enum EngineLine: Sendable, Equatable {
     case ack(id: JSONValue)
     case bye(reason: String)
 
+    /// The line types this version reads; another type is a newer engine's, passed over.
+    static let knownTypes: Set<String> = ["hello", "reloaded", "source", "view", "removed", "error", "ack", "bye"]
+
     /// `nil` for a line that is not a JSON object with a known `type`, or lacks a field its type needs.
     init?(_ json: JSONValue) {
         guard case .object(let line) = json, let type = line["type"]?.stringValue else { return nil }

@@ -35,10 +35,32 @@ actor EngineLines {
 
     // MARK: Lines
 
-    /// Handles one stdout line. A line that is not JSON, or not a line this version knows, is passed over.
+    /// Handles one stdout line. A line of a type this version does not know is passed over (a newer engine's);
+    /// anything else that is not a line of the protocol ends everything with `protocolViolation`: stdout
+    /// carries nothing but these lines, so passing it over would hide a wrong binary or a broken engine, and
+    /// could leave a control call waiting for an ack that was in it.
     func handle(_ bytes: [UInt8]) {
-        guard let json = try? JSONValue(parsing: bytes), let line = EngineLine(json) else { return }
-        handle(line)
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: bytes)
+        } catch {
+            return finish(.protocolViolation("a line that is not JSON (\(error)): \(Self.quote(bytes))"))
+        }
+        if let line = EngineLine(json) { return handle(line) }
+        guard case .object(let object) = json else {
+            return finish(.protocolViolation("a line that is not a JSON object: \(Self.quote(bytes))"))
+        }
+        guard let type = object["type"]?.stringValue else {
+            return finish(.protocolViolation("a line without a \"type\": \(Self.quote(bytes))"))
+        }
+        guard EngineLine.knownTypes.contains(type) else { return }
+        finish(.protocolViolation("a \"\(type)\" line without the fields it needs: \(Self.quote(bytes))"))
+    }
+
+    /// The start of a line, for an error message.
+    static func quote(_ bytes: [UInt8]) -> String {
+        let shown = String(decoding: bytes.prefix(200), as: UTF8.self)
+        return bytes.count > 200 ? "\(shown)… (\(bytes.count) bytes)" : shown
     }
 
     func handle(_ line: EngineLine) {
@@ -183,19 +205,21 @@ struct TypedViewFeed<Content: Decodable & Sendable>: ViewFeed {
 
     mutating func receive(_ line: ViewLine) {
         let (content, latestError) = decoding.update(content: line.content, engineError: line.latestError)
+        // `state` first: a reader woken by `viewStates` (on another thread) must find `state` already matching.
+        let key = LoadableKey(
+            content: line.content, latestError: latestError, isLoading: line.status == .loading,
+            failures: line.errors.count)
+        if key != loadableOf {
+            loadableOf = key
+            output.send(
+                LoadableState(
+                    content: content, latestError: latestError, isLoading: key.isLoading, timestamp: nil,
+                    failures: key.failures))
+        }
         viewOutput.send(
             ViewLoadableState(
                 status: line.status, content: content, latestError: latestError, errors: line.errors,
                 canTryAgain: line.canTryAgain))
-        let key = LoadableKey(
-            content: line.content, latestError: latestError, isLoading: line.status == .loading,
-            failures: line.errors.count)
-        guard key != loadableOf else { return }
-        loadableOf = key
-        output.send(
-            LoadableState(
-                content: content, latestError: latestError, isLoading: key.isLoading, timestamp: nil,
-                failures: key.failures))
     }
 
     func finish(throwing error: (any Error)?) {

@@ -16,8 +16,8 @@ import HammockProtocol
 /// without being asked to, every stream and every pending call ends with `HammockError.engineExited`,
 /// carrying how it exited and the last lines of its stderr.
 ///
-/// Writing to an engine that has exited must be an error, not the end of the app, so the first `Hammock`
-/// makes the process ignore `SIGPIPE` (as most servers do): writes to closed pipes then fail with `EPIPE`.
+/// Writing to an engine that has exited is an error, not the end of the app: the client's writes block
+/// `SIGPIPE` on their own thread, and leave the app's disposition of it alone.
 public final class Hammock: Sendable {
     let lines: EngineLines
     /// `nil` when attached.
@@ -62,7 +62,6 @@ public final class Hammock: Sendable {
         environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
     ) async throws -> Hammock {
         let executable = try findBinary(binary)
-        ignoreBrokenPipes()
         let input = try makePipe()
         let output = try makePipe()
         let errors = try makePipe()
@@ -110,7 +109,13 @@ public final class Hammock: Sendable {
         let hammock = Hammock(
             lines: started.lines, process: process, enginePID: process.processIdentifier,
             stopReading: started.stopReading)
-        try await hammock.waitForHello()
+        do {
+            try await hammock.waitForHello()
+        } catch {
+            // The app never gets it to stop: what broke the protocol before its hello must not run on unseen.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            throw error
+        }
         return hammock
     }
 
@@ -130,7 +135,6 @@ public final class Hammock: Sendable {
     public convenience init(
         attachingTo input: Int32, output: Int32, errors: Int32? = nil, processIdentifier: Int32? = nil
     ) throws {
-        Self.ignoreBrokenPipes()
         let tail = errors.map { StderrTail(descriptor: $0, forwarding: false) }
         let started = try Self.start(
             input: input, output: output,
@@ -151,9 +155,14 @@ public final class Hammock: Sendable {
         let lines = EngineLines(writer: ControlWriter(descriptor: input))
         let stop = try makePipe()
         let (events, delivery) = AsyncStream.makeStream(of: LineReader.Event.self)
+        let maximumLineLength = Self.maximumLineLength
         let reader = Thread {
             // Content can be large (a whole file, an API's answer); a line beyond this is not one of hammock's.
-            LineReader.read(descriptor: output, maximumLineLength: 1 << 30, stopDescriptor: stop.read) {
+            // A last line without its newline is one the engine was killed in the middle of: its end says more.
+            LineReader.read(
+                descriptor: output, maximumLineLength: maximumLineLength, stopDescriptor: stop.read,
+                dropsUnterminatedLine: true
+            ) {
                 delivery.yield($0)
             }
             close(output)
@@ -164,13 +173,24 @@ public final class Hammock: Sendable {
         reader.start()
         Task {
             for await event in events {
-                if case .line(let bytes) = event { await lines.handle(bytes) }
+                switch event {
+                case .line(let bytes):
+                    await lines.handle(bytes)
+                case .tooLong(let length):
+                    await lines.finish(
+                        .protocolViolation("a line of \(length) bytes, beyond the client's \(maximumLineLength)"))
+                case .end:
+                    break
+                }
             }
             let stopRequested = await lines.stopRequested
             await lines.finish(await whenOutputEnds(stopRequested))
         }
         return (lines, stop.write)
     }
+
+    /// The longest stdout line the client reads.
+    static let maximumLineLength = 1 << 30
 
     private func waitForHello() async throws {
         for try await ids in lines.ids.stream where ids != nil { return }
@@ -190,8 +210,8 @@ public final class Hammock: Sendable {
             kill(pid, SIGTERM)
             if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
         } else {
-            var byte: UInt8 = 1
-            _ = write(stopReading, &byte, 1)
+            // The reading may have ended already (its end of this pipe closed): no SIGPIPE for that.
+            _ = writeWithoutBrokenPipeSignal(stopReading, [1])
         }
         _ = await lines.ended.first { $0 }
     }
@@ -292,10 +312,6 @@ public final class Hammock: Sendable {
         for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         return (descriptors[0], descriptors[1])
     }
-
-    private static func ignoreBrokenPipes() {
-        signal(SIGPIPE, SIG_IGN)
-    }
 }
 
 /// The last lines the engine wrote on stderr, read on a thread of its own.
@@ -313,7 +329,8 @@ final class StderrTail: Sendable {
         let reader = Thread {
             LineReader.read(descriptor: descriptor, maximumLineLength: 64 * 1024) { event in
                 guard case .line(let bytes) = event else { return }
-                if forwarding { FileHandle.standardError.write(Data(bytes + [UInt8(ascii: "\n")])) }
+                // Not `FileHandle.write`, which traps when the app's stderr is closed.
+                if forwarding { _ = writeWithoutBrokenPipeSignal(STDERR_FILENO, bytes + [UInt8(ascii: "\n")]) }
                 // This thread is the only writer, so reading the value back and sending the next is safe.
                 let line = String(decoding: bytes.prefix(1000), as: UTF8.self)
                 lines.send(Array((lines.value + [line]).suffix(Self.lineCount)))

@@ -31,6 +31,10 @@ public enum HammockError: Error, Sendable, Hashable, CustomStringConvertible {
     case binaryNotFound(searched: [String])
     /// The engine could not be started, or its control line could not be written.
     case io(String)
+    /// The engine's stdout carried a line that is not hammock's (not a JSON object, no `type`, a known type
+    /// without its fields, a line beyond the client's limit): what is at the other end is not a hammock engine,
+    /// or something else writes on its stdout. Every stream and call ends with it; `stop()` stops the engine.
+    case protocolViolation(String)
 
     public var description: String {
         switch self {
@@ -40,6 +44,7 @@ public enum HammockError: Error, Sendable, Hashable, CustomStringConvertible {
         case .stopped: "hammock was stopped"
         case .binaryNotFound(let searched): "no hammock executable at \(searched.joined(separator: ", "))"
         case .io(let message): message
+        case .protocolViolation(let problem): "hammock's output broke its protocol: \(problem)"
         }
     }
 }

@@ -115,6 +115,9 @@ public final class LatestValue<Value: Sendable>: Sendable {
 
     public var value: Value { state.withLock { $0.value } }
 
+    /// How many streams are being read: for tests that readers who left are let go.
+    var readerCount: Int { state.withLock { $0.readers.count } }
+
     /// Sets the value and tells every reader, unless it is not distinct from the current one.
     public func send(_ newValue: Value) {
         state.withLock { state in

@@ -25,7 +25,7 @@ import HammockJSON
 public struct TypedSource<Content: Decodable & Sendable>: Loadable {
     /// The source's id in the configuration.
     public let id: String
-    private let output: LatestValue<LoadableState<Content>>
+    let output: LatestValue<LoadableState<Content>>
     /// `nil` for a fake. Holding it keeps the engine running while the source is in use.
     private let hammock: Hammock?
 

@@ -25,9 +25,11 @@ public enum LineReader {
 
     /// Reads on the calling thread until the end of input, or until `stopDescriptor` (the read end of a
     /// pipe) becomes readable; then delivers `.end` and returns. Waits in `poll` for either, so that an
-    /// owner can end the reading without closing the descriptor read from.
+    /// owner can end the reading without closing the descriptor read from. A last line without a newline is
+    /// delivered, unless `dropsUnterminatedLine` (for a reader whose writer ends every line, so that such a
+    /// line is one the writer was cut off in).
     public static func read(
-        descriptor: Int32, maximumLineLength: Int, stopDescriptor: Int32? = nil,
+        descriptor: Int32, maximumLineLength: Int, stopDescriptor: Int32? = nil, dropsUnterminatedLine: Bool = false,
         deliver: @Sendable (Event) -> Void
     ) {
         var splitter = LineSplitter(maximumLineLength: maximumLineLength)
@@ -53,7 +55,7 @@ public enum LineReader {
             guard count > 0 else { break }
             chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), emit: forward) }
         }
-        splitter.finish(emit: forward)
+        if !dropsUnterminatedLine { splitter.finish(emit: forward) }
         deliver(.end)
     }
 }
