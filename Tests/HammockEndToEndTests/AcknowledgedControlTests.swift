@@ -143,7 +143,14 @@ struct AcknowledgedControlTests {
             try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
             try Data(after.utf8).write(to: URL(fileURLWithPath: hammock.configPath))
             try hammock.send(controlLine: #"{"op":"reload"}"#)
-            // The reload is now waiting for the test plugin's answer to `configure`.
+            // Once the reload has started the test plugin, it waits up to 5 s for its answer to `configure`.
+            // Sent before, the flood would coalesce with this reload line and wait for nothing.
+            let started = try await ProcessTable.eventually(within: .seconds(20)) {
+                ProcessTable.descendants(of: hammock.pid).contains { process in
+                    process.arguments.contains { $0.hasSuffix("misbehaving-plugin.py") }
+                }
+            }
+            #expect(started, "the reload started the test plugin")
             let sent = 1_100
             let lines = (0..<sent).map { #"{"op":"reload","id":"r\#($0)"}"# + "\n" }.joined()
             #expect(hammock.send(bytes: Array(lines.utf8)))
