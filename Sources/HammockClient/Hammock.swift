@@ -155,6 +155,10 @@ public final class Hammock: Sendable {
         let lines = EngineLines(writer: ControlWriter(descriptor: input))
         let stop = try makePipe()
         let (events, delivery) = AsyncStream.makeStream(of: LineReader.Event.self)
+        // At most this many lines wait between the reading thread and `EngineLines`: when the app keeps
+        // `EngineLines` busy, the reader stops, the pipe fills, and the engine's queue coalesces states per id
+        // instead of this process buffering a backlog.
+        let inFlight = DispatchSemaphore(value: Self.maximumLinesWaiting)
         let maximumLineLength = Self.maximumLineLength
         let reader = Thread {
             // Content can be large (a whole file, an API's answer); a line beyond this is not one of hammock's.
@@ -163,6 +167,7 @@ public final class Hammock: Sendable {
                 descriptor: output, maximumLineLength: maximumLineLength, stopDescriptor: stop.read,
                 dropsUnterminatedLine: true
             ) {
+                inFlight.wait()
                 delivery.yield($0)
             }
             close(output)
@@ -173,6 +178,7 @@ public final class Hammock: Sendable {
         reader.start()
         Task {
             for await event in events {
+                defer { inFlight.signal() }
                 switch event {
                 case .line(let bytes):
                     await lines.handle(bytes)
@@ -188,6 +194,9 @@ public final class Hammock: Sendable {
         }
         return (lines, stop.write)
     }
+
+    /// How many lines the reading thread may hand over before `EngineLines` has taken them.
+    static let maximumLinesWaiting = 256
 
     /// The longest stdout line the client reads.
     static let maximumLineLength = 1 << 30
