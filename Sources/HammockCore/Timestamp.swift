@@ -58,3 +58,70 @@ private func pad(_ value: Int64, _ width: Int) -> String {
     let digits = String(value)
     return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
 }
+
+extension Timestamp {
+    /// Reads RFC 3339: `2026-11-22T10:00:00Z`, with optional fractions of a second (milliseconds kept) and a
+    /// `±HH:MM` offset; `t`/`z` and a space for `T` are accepted too. `nil` for anything else.
+    public init?(rfc3339 text: String) {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ width: Int) -> Int64? {
+            guard index + width <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for byte in bytes[index..<index + width] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            }
+            index += width
+            return value
+        }
+        func expect(_ allowed: String) -> Bool {
+            guard index < bytes.count, allowed.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
+            expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
+            let second = number(2), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
+            second < 61
+        else { return nil }
+        var milliseconds: Int64 = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100
+            let start = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+                milliseconds += Int64(bytes[index] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offsetMinutes: Int64 = 0
+        if expect("Zz") {
+        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let hours = number(2), expect(":"), let minutes = number(2), hours < 24, minutes < 60 else {
+                return nil
+            }
+            offsetMinutes = sign * (hours * 60 + minutes)
+        } else {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        let days = daysSince1970(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+        self.init(millisecondsSince1970: seconds * 1000 + milliseconds)
+    }
+}
+
+/// Howard Hinnant's days-from-civil, the inverse of `civilDate`.
+private func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+    let y = month <= 2 ? year - 1 : year
+    let era = floorDivide(y, 400)
+    let yearOfEra = y - era * 400
+    let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+    let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+    return era * 146_097 + dayOfEra - 719_468
+}

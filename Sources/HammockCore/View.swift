@@ -55,12 +55,18 @@ public struct ViewDefinition: Sendable, Hashable {
     public var sources: [String]
     public var ready: Readiness
     public var display: [DisplayRule]
+    /// How a status bar shows the view (`render:`); `nil` gives the default rendering.
+    public var render: ViewRender?
 
-    public init(id: String, sources: [String], ready: Readiness = .all, display: [DisplayRule]? = nil) {
+    public init(
+        id: String, sources: [String], ready: Readiness = .all, display: [DisplayRule]? = nil,
+        render: ViewRender? = nil
+    ) {
         self.id = id
         self.sources = sources
         self.ready = ready
         self.display = display ?? DisplayRule.defaultRules(for: ready)
+        self.render = render
     }
 }
 
