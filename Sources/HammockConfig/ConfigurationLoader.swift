@@ -101,7 +101,7 @@ public struct ConfigurationLoader: Sendable {
         }
         let directory = (URL(fileURLWithPath: file).standardizedFileURL.deletingLastPathComponent().path)
         var reader = ConfigurationReader(
-            loader: self, context: InterpolationContext(environment: environment, configurationDirectory: directory))
+            loader: self, context: InterpolationContext(environment: environment, configurationDirectory: directory), text: text)
         var loaded = reader.read(root, file: file)
         // Here, not at the end of `read`: the secrets read before an early return (a file without `sources:`)
         // must be redacted from the diagnostics as well.
@@ -115,20 +115,23 @@ public struct ConfigurationLoader: Sendable {
 private struct ConfigurationReader {
     let loader: ConfigurationLoader
     let context: InterpolationContext
+    /// The file's lines, to place a problem inside a template at its column.
+    let sourceLines: [Substring]
     var diagnostics: [Diagnostic] = []
     var secrets: Set<String> = []
 
     static let topLevelKeys = ["version", "defaults", "sources", "views", "plugins"]
-    static let viewKeys = ["sources", "ready", "display"]
+    static let viewKeys = ["sources", "ready", "display", "render"]
 
     /// Options whose values are sent as credentials: a `${NAME}` inside them is a secret, redacted from
     /// everything hammock writes. Elsewhere (a URL's path, a file path, a duration) it is configuration and
     /// stays visible; `${secret:…}`, `${file:…}` and `${cred:…}` are secrets wherever they stand.
     static let secretOptionKeys: Set<String> = ["headers", "auth", "body", "query", "env"]
 
-    init(loader: ConfigurationLoader, context: InterpolationContext) {
+    init(loader: ConfigurationLoader, context: InterpolationContext, text: String) {
         self.loader = loader
         self.context = context
+        self.sourceLines = text.split(separator: "\n", omittingEmptySubsequences: false)
     }
 
     mutating func problem(_ mark: YAMLMark, _ message: String) {
@@ -409,7 +412,80 @@ private struct ConfigurationReader {
         if let node = pairs.value("display") {
             display = displayRules(node)
         }
-        return ViewDefinition(id: id, sources: sources, ready: ready, display: display)
+        var render: ViewRender?
+        if let node = pairs.value("render") {
+            render = readRender(node, view: id, sources: sources)
+        }
+        return ViewDefinition(id: id, sources: sources, ready: ready, display: display, render: render)
+    }
+
+    /// A view's `render:` block: the templates at the top, and under `loading:`, `error:` and `idle:`.
+    mutating func readRender(_ node: YAMLNode, view id: String, sources: [String]) -> ViewRender? {
+        let context = "render of view \"\(id)\""
+        guard let pairs = mapping(node, context) else { return nil }
+        let fields = ViewRender.Field.allCases.map(\.rawValue)
+        checkKeys(pairs, allowed: fields + ViewRender.overridableStatuses.map(\.rawValue), context: context)
+        var render = ViewRender(templates: renderTemplates(pairs, path: "render", view: id, sources: sources))
+        for status in ViewRender.overridableStatuses {
+            let path = "render.\(status.rawValue)"
+            guard let node = pairs.value(status.rawValue), let statusPairs = mapping(node, "\(path) of view \"\(id)\"")
+            else { continue }
+            checkKeys(statusPairs, allowed: fields, context: "\(path) of view \"\(id)\"")
+            render.overrides[status] = renderTemplates(statusPairs, path: path, view: id, sources: sources)
+        }
+        return render
+    }
+
+    /// Each field's template, parsed; a template that does not parse, or that names neither one of the view's
+    /// sources nor a name every view has (`status`, …), is a problem at the place it was written.
+    mutating func renderTemplates(
+        _ pairs: [YAMLPair], path: String, view id: String, sources: [String]
+    ) -> [ViewRender.Field: RenderTemplate] {
+        var templates: [ViewRender.Field: RenderTemplate] = [:]
+        for field in ViewRender.Field.allCases {
+            guard let node = pairs.value(field.rawValue) else { continue }
+            let what = "\(path).\(field.rawValue) of view \"\(id)\""
+            // Any scalar: `urgent: true` and `percentage: 50` are templates without `{{ }}`.
+            guard case .scalar(let scalar) = node.kind else {
+                problem(node.mark, "\(what) must be a template such as \"{{ source }}\", found \(node.kindName)")
+                continue
+            }
+            guard let text = interpolated(scalar.text, at: node.mark) else { continue }
+            let template: RenderTemplate
+            do {
+                template = try RenderTemplate.parse(text)
+            } catch {
+                let mark = text == scalar.text ? self.mark(of: error.offset, in: scalar, at: node.mark) : node.mark
+                problem(mark, "\(what): \(error.message)")
+                continue
+            }
+            let known = sources + RenderContext.reservedNames
+            for reference in template.references where !known.contains(reference.source) {
+                let hint = didYouMean(reference.source, among: known)
+                problem(
+                    node.mark,
+                    "\(what): {{ \(reference) }} names neither a source of the view nor \(RenderContext.reservedNames.joined(separator: ", "))\(hint)"
+                )
+            }
+            templates[field] = template
+        }
+        return templates
+    }
+
+    /// The place of the template's `offset`th Unicode scalar in the file, when the scalar's text stands on its
+    /// line as written (plain or quoted, without escapes or folding); else the scalar's own mark.
+    func mark(of offset: Int, in scalar: YAMLScalar, at start: YAMLMark) -> YAMLMark {
+        let opening: Int
+        switch scalar.style {
+        case .plain: opening = 0
+        case .singleQuoted, .doubleQuoted: opening = 1
+        case .literal, .folded: return start
+        }
+        guard start.line >= 1, start.line <= sourceLines.count else { return start }
+        let line = sourceLines[start.line - 1].unicodeScalars.dropFirst(start.column - 1 + opening)
+        let written = scalar.text.unicodeScalars.prefix(offset + 1)
+        guard line.starts(with: written) else { return start }
+        return YAMLMark(line: start.line, column: start.column + opening + offset)
     }
 
     mutating func displayRules(_ node: YAMLNode) -> [DisplayRule]? {

@@ -3,7 +3,8 @@ import HammockJSON
 /// One step of a render template's pipeline (`{{ load | split | first }}`). docs/configuration.md, "Rendering
 /// a view", documents each one; arguments are checked when the template is parsed, values when it renders.
 ///
-/// A value that is not there (`.missing`) passes every filter but `default` unchanged. A filter given a value
+/// Nothing (a member that is not there, or `null`: a source without content yet) passes every filter but
+/// `default` unchanged, so a pipeline over nothing renders as nothing. A filter given a value
 /// it cannot use (`upper` on an object, `bytes` on "abc") is a render problem: its expression renders as the
 /// empty string and the problem is reported.
 public enum RenderFilter: Sendable, Hashable {
@@ -118,7 +119,7 @@ public enum RenderFilter: Sendable, Hashable {
             default: return .success(input)
             }
         }
-        guard case .json(let value) = input else { return .success(.missing) }
+        guard case .json(let value) = input, !value.isNull else { return .success(input) }
         return apply(to: value, now: now).map(RenderValue.json)
     }
 
@@ -195,7 +196,7 @@ extension JSONValue {
         return value
     }
 
-    /// Text for the text filters: a string as it is, a number or a boolean as JSON writes it, `null` as "".
+    /// Text for the text filters: a string as it is, a number or a boolean as JSON writes it.
     var scalarText: String? {
         switch self {
         case .array, .object: nil

@@ -77,6 +77,11 @@ public struct TemplateReference: Sendable, Hashable, CustomStringConvertible {
     public var source: String
     public var path: [String]
 
+    public init(source: String, path: [String]) {
+        self.source = source
+        self.path = path
+    }
+
     public var pointer: JSONPointer { JSONPointer(tokens: path) }
     public var description: String { ([source] + path).joined(separator: ".") }
 }

@@ -82,6 +82,17 @@ public struct ViewState: Sendable, Equatable {
     /// Whether the consumer's "try again" (`{"op":"retry","view":…}`) has something to retry.
     public var canTryAgain: Bool
 
+    public init(
+        status: ViewStatus, content: JSONValue, latestError: SourceError? = nil,
+        errors: [(source: String, error: SourceError)] = [], canTryAgain: Bool = false
+    ) {
+        self.status = status
+        self.content = content
+        self.latestError = latestError
+        self.errors = errors
+        self.canTryAgain = canTryAgain
+    }
+
     public static func == (lhs: ViewState, rhs: ViewState) -> Bool {
         lhs.status == rhs.status && lhs.content == rhs.content && lhs.latestError == rhs.latestError
             && lhs.canTryAgain == rhs.canTryAgain
