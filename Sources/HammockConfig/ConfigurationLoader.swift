@@ -447,7 +447,9 @@ private struct ConfigurationReader {
             let what = "\(path).\(field.rawValue) of view \"\(id)\""
             // Any scalar: `urgent: true` and `percentage: 50` are templates without `{{ }}`.
             guard case .scalar(let scalar) = node.kind else {
-                problem(node.mark, "\(what) must be a template such as \"{{ source }}\", found \(node.kindName)")
+                // `text: {{ load }}` unquoted is a YAML flow mapping: the likeliest way to get here.
+                let hint = if case .mapping = node.kind { " (quote a template that starts with {{)" } else { "" }
+                problem(node.mark, "\(what) must be a template such as \"{{ source }}\", found \(node.kindName)\(hint)")
                 continue
             }
             guard let text = interpolated(scalar.text, at: node.mark) else { continue }

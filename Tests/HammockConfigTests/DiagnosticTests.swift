@@ -347,3 +347,102 @@ import Testing
         #expect(problems(text) == [#"2:3: source id "a b" may hold only letters, digits, "_" and "-""#])
     }
 }
+
+/// A view's `render:` block: every problem at the place to edit, inside the template when it can be found.
+@Suite struct RenderBlockDiagnostics {
+    @Test func aValidBlockIsRead() throws {
+        let text = """
+            sources:
+              load: { kind: fake }
+            views:
+              v:
+                sources: [load]
+                render:
+                  text: "{{ load | split | first }}"
+                  percentage: 50
+                  urgent: false
+                  error:
+                    text: "⚠ {{ latestError.message }}"
+                    class: failed
+            """
+        let view = try #require(try load(text).configuration.views.first)
+        let render = try #require(view.render)
+        #expect(render.templates[.text] == (try RenderTemplate.parse("{{ load | split | first }}")))
+        #expect(render.templates[.percentage] == (try RenderTemplate.parse("50")))
+        #expect(render.templates[.urgent] == (try RenderTemplate.parse("false")))
+        #expect(render.overrides[.error]?[.class] == (try RenderTemplate.parse("failed")))
+        #expect(view.render(state: ViewState(status: .data, content: ["load": "1 2"]), now: Timestamp(millisecondsSince1970: 0)).text == "1")
+    }
+
+    @Test func templateErrorsPointIntoTheTemplate() {
+        let text = """
+            sources:
+              load: { kind: fake }
+            views:
+              v:
+                sources: [load]
+                render:
+                  text: "{{ load | uper }}"
+                  tooltip: {{ load | truncate(0) }}
+                  color: '{{ load '
+                  loading:
+                    text: |
+                      {{ load | bytes(2) }}
+            """
+        #expect(
+            problems(text) == [
+                #"7:24: render.text of view "v": unknown filter "uper" (did you mean "upper"?); filters: default, round, truncate, upper, lower, first, last, split, join, bytes, duration, ago"#,
+                #"8:16: render.tooltip of view "v" must be a template such as "{{ source }}", found a mapping (quote a template that starts with {{)"#,
+                #"9:15: render.color of view "v": unclosed "{{" (expected "}}")"#,
+                #"11:15: render.loading.text of view "v": bytes takes no arguments, given 1 argument(s)"#,
+            ])
+    }
+
+    @Test func unknownKeysAndNames() {
+        let text = """
+            sources:
+              load: { kind: fake }
+              repo: { kind: fake }
+            views:
+              v:
+                sources: [load]
+                render:
+                  txt: x
+                  text: "{{ lod }} {{ repo.x }} {{ status }} {{ latestErrors.message }}"
+                  errror: { text: x }
+                  idle: { colour: grey }
+            """
+        #expect(
+            problems(text) == [
+                #"8:7: unknown key "txt" in render of view "v" (did you mean "text"?)"#,
+                #"9:13: render.text of view "v": {{ latestErrors.message }} names neither a source of the view nor content, status, latestError, errors, canTryAgain (did you mean "latestError"?)"#,
+                #"9:13: render.text of view "v": {{ lod }} names neither a source of the view nor content, status, latestError, errors, canTryAgain (did you mean "load"?)"#,
+                #"9:13: render.text of view "v": {{ repo.x }} names neither a source of the view nor content, status, latestError, errors, canTryAgain"#,
+                #"10:7: unknown key "errror" in render of view "v" (did you mean "error"?)"#,
+                #"11:15: unknown key "colour" in render.idle of view "v" (did you mean "color"?)"#,
+            ])
+    }
+
+    /// When the text in the file is not the template as written (an escape, an interpolation), the problem is
+    /// at the start of the value rather than at a wrong column.
+    @Test func escapedOrInterpolatedTemplatesPointAtTheirStart() {
+        let text = """
+            sources:
+              load: { kind: fake }
+            views:
+              v:
+                sources: [load]
+                render:
+                  text: 'it''s {{ load | nope }}'
+                  tooltip: "${WHO} {{ load | nope }}"
+                  color: x {{ load | nope }}
+            """
+        let filters = "filters: default, round, truncate, upper, lower, first, last, split, join, bytes, duration, ago"
+        #expect(
+            problems(text, environment: ["WHO": "me"]) == [
+                #"7:13: render.text of view "v": unknown filter "nope"; "# + filters,
+                #"8:16: render.tooltip of view "v": unknown filter "nope"; "# + filters,
+                #"9:26: render.color of view "v": unknown filter "nope"; "# + filters,
+            ])
+    }
+}
