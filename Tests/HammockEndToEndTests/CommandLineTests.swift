@@ -74,6 +74,35 @@ struct CommandLineTests {
         #expect(positioned.count == 4, "exactly the four problems: \(problems)")
     }
 
+    @Test("check: a view's render templates are checked, each problem at its line and column")
+    func checkRenderTemplates() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try HammockProcess.writeConfig(
+            """
+            sources:
+              load: { kind: fake, content: "0.5 0.6" }
+            views:
+              v:
+                sources: [load]
+                render:
+                  text: "{{ load | splt(' ') | first }}"
+                  error: { txt: "⚠ {{ latestError.message }}" }
+            """, in: directory)
+        //  7       text: "{{ load | splt(' ') | first }}"     "splt" starts at column 24
+        //  8       error: { txt: … }                          "txt" starts at column 16
+        let run = try await HammockProcess.execute(["check", path])
+        #expect(run.termination == .exited(2), "stdout: \(run.stdout) stderr: \(run.stderr)")
+        let problems = run.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix(path + ":") }
+        #expect(
+            problems == [
+                "\(path):7:24: render.text of view \"v\": unknown filter \"splt\" (did you mean \"split\"?); filters: "
+                    + RenderFilterNames.all,
+                "\(path):8:16: unknown key \"txt\" in render.error of view \"v\" (did you mean \"text\"?)",
+                "\(path): 2 errors",
+            ], "\(run.stderr)")
+    }
+
     @Test("check: a missing file is reported with exit 2")
     func checkMissingFile() async throws {
         let run = try await HammockProcess.execute(["check", "/nonexistent/hammock.yaml"])
@@ -109,4 +138,8 @@ struct CommandLineTests {
             #expect(hammock.stderrText.contains("\(hammock.configPath):3:"), "\(hammock.stderrText)")
         }
     }
+}
+
+private enum RenderFilterNames {
+    static let all = "default, round, truncate, upper, lower, first, last, split, join, bytes, duration, ago"
 }
