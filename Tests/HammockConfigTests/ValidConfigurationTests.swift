@@ -280,3 +280,48 @@ import Testing
         ])
     }
 }
+
+/// The example of docs/configuration.md, "Rendering a view", rendered as the page says.
+@Suite struct DocumentedRenderExample {
+    @Test func rendersAsDocumented() throws {
+        let text = """
+            sources:
+              load: { kind: fake }
+              repo: { kind: fake }
+            views:
+              system:
+                sources: [load, repo]
+                render:
+                  text: "⚙ {{ load | split | first }}  {{ repo.stargazers_count | default('–') }} ★"
+                  tooltip: "{{ repo.full_name }}: updated {{ repo.pushed_at | ago }}"
+                  percentage: "{{ load | split | first | round(2) }}"
+                  color: "#a3be8c"
+                  loading:
+                    text: "⚙ …"
+                  error:
+                    text: "⚠ {{ latestError.message | truncate(30) }}"
+                    color: "#bf616a"
+                    urgent: true
+            """
+        let view = try #require(try load(text).configuration.views.first)
+        let now = try #require(Timestamp(rfc3339: "2026-11-22T12:00:00Z"))
+        let content: JSONValue = [
+            "load": "0.52 0.58 0.59\n",
+            "repo": ["stargazers_count": 1234, "full_name": "ann/hammock", "pushed_at": "2026-11-22T10:00:00Z"],
+        ]
+        #expect(
+            view.render(state: ViewState(status: .data, content: content), now: now)
+                == RenderedBlock(
+                    text: "⚙ 0.52  1234 ★", tooltip: "ann/hammock: updated 2 h ago", class: "data", percentage: 1,
+                    color: "#a3be8c"))
+        #expect(view.render(state: ViewState(status: .loading, content: .null), now: now).text == "⚙ …")
+        let error = SourceError(message: "HTTP 503 Service Unavailable from api.github.com")
+        let failing = view.render(
+            state: ViewState(status: .error, content: .null, latestError: error, errors: [("repo", error)], canTryAgain: true),
+            now: now)
+        #expect(failing.text == "⚠ HTTP 503 Service Unavailable …")
+        #expect(failing.color == "#bf616a" && failing.urgent && failing.class == "error" && failing.problems == [])
+        // The data-time tooltip and percentage stand in `error` too; over no content they render as nothing.
+        #expect(failing.tooltip == ": updated " && failing.percentage == nil)
+    }
+}
