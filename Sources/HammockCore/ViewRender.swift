@@ -93,9 +93,8 @@ extension ViewDefinition {
     /// `error: ` and the first line of the latest error's message, or `idle`; the tooltip is the whole
     /// message in `error`.
     func defaultBlock(state: ViewState, context: RenderContext) -> RenderedBlock {
-        let content = sources.compactMap { source in
-            context.roots[source].flatMap { $0.isNull ? nil : shortForm($0) }
-        }.joined(separator: " · ")
+        let content = sources.compactMap { source in context.roots[source].map(shortForm) }
+            .filter { !$0.isEmpty }.joined(separator: " · ")
         let message = context.roots["latestError"]?["message"]?.stringValue
         let text: String
         var tooltip: String?

@@ -244,6 +244,10 @@ private func parseError(_ template: String) -> RenderTemplateError? {
         let long = String(repeating: "x", count: 50)
         let content: JSONValue = ["a": [1, 2, 3], "b": .string(long), "c": ["k": 1]]
         #expect(two.render(state: state(.data, content: content), now: t0).text == "[3 items] · \(long.prefix(39))… · {\"k\":1}")
+        // A blank source adds nothing; the first line that is not blank stands for text.
+        let sparse: JSONValue = ["a": " \n", "b": "\n  second line \nthird", "c": nil]
+        #expect(two.render(state: state(.data, content: sparse), now: t0).text == "second line")
+        #expect(two.render(state: state(.data, content: ["a": nil, "b": nil, "c": nil]), now: t0).text == "–")
     }
 
     @Test func perStatusKeysReplaceTheDataOnes() throws {
