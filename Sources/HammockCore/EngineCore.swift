@@ -177,6 +177,16 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// SIGUSR1 (`failingOnly`): loads every source that has an error; SIGUSR2: loads every source. A status
+    /// bar without stdin acts through these, as a consumer would with `retry` or `load` for each source.
+    public mutating func loadEverySource(failingOnly: Bool, now: EngineTime) -> [EngineAction] {
+        for id in sourceIDs where !failingOnly || sources[id]!.state.latestError != nil {
+            loadOrFollowUp(id, now: now)
+        }
+        emitChangedViews()
+        return takeActions()
+    }
+
     public mutating func loadFinished(
         source id: String, loadID: Int, outcome: LoadOutcome, now: EngineTime
     ) -> [EngineAction] {

@@ -13,11 +13,20 @@ public struct RunOptions: Sendable {
     /// Continuous mode: how long, once stopping, to go on writing to a consumer that does not read before
     /// exiting anyway (never in the middle of a line). `--once` waits for its consumer however long it takes.
     public var drainTimeout: Duration
+    /// `--format`: the protocol's JSON lines, or a status bar's.
+    public var format: StdoutFormat
+    /// `--view`: the views a bar format shows, in order (checked by the command).
+    public var views: [String]
 
-    public init(once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2)) {
+    public init(
+        once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
+        format: StdoutFormat = .json, views: [String] = []
+    ) {
         self.once = once
         self.onceDeadline = onceDeadline
         self.drainTimeout = drainTimeout
+        self.format = format
+        self.views = views
     }
 }
 
@@ -191,12 +200,19 @@ public final class Engine: Sendable {
         signal(SIGPIPE, SIG_IGN)
         OrphanReaper.becomeSubreaper()
         let stop = StopRequest()
-        let writer = OutputWriter(secrets: standardError.secrets) {
+        let definitions = loaded.configuration.views
+        let bar = options.format == .json
+            ? nil
+            : BarEncoder(
+                format: options.format, views: options.views.compactMap { id in definitions.first { $0.id == id } })
+        let writer = OutputWriter(secrets: standardError.secrets, bar: bar) {
             if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
         }
         let reloadWasAsked = signals.route { number in
             switch number {
             case SIGHUP: inbox.yield(.reload)
+            case SIGUSR1: inbox.yield(.loadEverySource(failingOnly: true))
+            case SIGUSR2: inbox.yield(.loadEverySource(failingOnly: false))
             case SIGINT: if stop.request("interrupt", signal: number) { inbox.yield(.stop) }
             default: if stop.request("signal", signal: number) { inbox.yield(.stop) }
             }
@@ -392,6 +408,7 @@ public final class Engine: Sendable {
                 let replacedKinds = Set(reloading.fresh.keys)
                 reloading.fresh = [:]
                 current = next
+                writer.viewsReloaded(next.configuration.views)
                 // The rules first, so that the new configuration's templated sources load at once.
                 var actions: [EngineAction] = []
                 for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: .current) }
@@ -442,6 +459,8 @@ public final class Engine: Sendable {
                 case .reload:
                     startReload()
                     actions = []
+                case .loadEverySource(let failingOnly):
+                    actions = core.loadEverySource(failingOnly: failingOnly, now: now)
                 case .templateRulesLearned(let kind):
                     // Only the running plugin's word counts, not a plugin started to check a reload.
                     if let host = loaders[kind] as? PluginHost, let rules = await host.templateRules {
@@ -463,7 +482,7 @@ public final class Engine: Sendable {
         controls.close()
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
-            guard number != SIGHUP else { return }
+            guard ![SIGHUP, SIGUSR1, SIGUSR2].contains(number) else { return }
             _ = stop.request(number == SIGINT ? "interrupt" : "signal", signal: number)
             writer.interrupt()
         }
@@ -544,7 +563,7 @@ final class StopRequest: Sendable {
     var isRequested: Bool { state.withLock { $0 != nil } }
 }
 
-/// hammock's SIGINT, SIGTERM and SIGHUP, from the first instruction of a command to its exit.
+/// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2, from the first instruction of a command to its exit.
 ///
 /// The three are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
 /// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
@@ -576,7 +595,7 @@ public final class SignalRouter: Sendable {
     public init(exitStatusDuringStartUp exitStatus: @escaping @Sendable (Int32) -> Int32) {
         signal(SIGPIPE, SIG_IGN)
         self.exitStatus = exitStatus
-        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP]) { [self] number in received(number) }
+        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2]) { [self] number in received(number) }
     }
 
     /// Where a start-up stop writes its last words.
@@ -634,13 +653,15 @@ public final class SignalRouter: Sendable {
             case .startingUp where number == SIGHUP:
                 state.reloadWasAsked = true
                 return .nothing
+            case .startingUp where number == SIGUSR1 || number == SIGUSR2:
+                return .nothing  // every source loads as the engine starts anyway
             case .startingUp:
                 state.phase = .stoppingStartUp
                 state.startUpStop = Self.stopStartUp(
                     state.engines, log: state.standardError, signal: number, status: exitStatus(number))
                 return .nothing
             case .stoppingStartUp:
-                return number == SIGHUP ? .nothing : .exitNow
+                return [SIGHUP, SIGUSR1, SIGUSR2].contains(number) ? .nothing : .exitNow
             }
         }
         switch action {

@@ -29,6 +29,8 @@ enum EngineInput: Sendable {
     case clockJumped
     /// SIGHUP: read the configuration again.
     case reload
+    /// SIGUSR1 (`failingOnly`) or SIGUSR2: load every failing source, or every source.
+    case loadEverySource(failingOnly: Bool)
     /// A step of a reload, done off the loop, is over (see `Engine.ReloadStep`).
     case reloadStep(Engine.ReloadStep)
     /// A plugin said hello, with its template rules (`TemplateRules`): the core may fill in its sources'

@@ -20,6 +20,9 @@ import HammockCore
 public final class OutputWriter: @unchecked Sendable {
     private let transport: any OutputTransport
     private let secrets: Secrets
+    /// `--format waybar|polybar|text`: what the bar shows instead of the protocol's lines. Used by the
+    /// writing thread only.
+    private var bar: BarEncoder?
     private let condition = NSCondition()
     // Everything below is guarded by `condition`.
     private var pending = CoalescingQueue<OutputLine>()
@@ -42,6 +45,8 @@ public final class OutputWriter: @unchecked Sendable {
     /// The writer is done, or `finish` gave up on it: `run()` returns.
     private var isEnded = false
     private var endWaiter: CheckedContinuation<Void, Never>?
+    /// A reload's view definitions, for `bar` to take before its next batch.
+    private var reloadedViews: [ViewDefinition]?
 
     /// Error lines without an `id` beyond this many waiting are dropped (and counted), so a flood of bad
     /// control lines to a consumer that does not read cannot grow the queue. Answers to lines with an `id`
@@ -49,14 +54,29 @@ public final class OutputWriter: @unchecked Sendable {
     /// (`waitForRoomForAnswers`).
     static let maximumWaitingUncoalescedLines = 1000
 
-    public convenience init(descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
-        self.init(transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, onClosed: onClosed)
+    /// - Parameter bar: encodes for a status bar instead of writing JSON lines; `nil` for the protocol.
+    public convenience init(
+        descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil,
+        onClosed: @escaping @Sendable () -> Void
+    ) {
+        self.init(transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, bar: bar, onClosed: onClosed)
     }
 
-    init(transport: any OutputTransport, secrets: Secrets, onClosed: @escaping @Sendable () -> Void) {
+    init(
+        transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil,
+        onClosed: @escaping @Sendable () -> Void
+    ) {
         self.transport = transport
         self.secrets = secrets
+        self.bar = bar
         self.onClosed = onClosed
+    }
+
+    /// A reload is in force: the bar renders the selected views with their new templates from now on.
+    public func viewsReloaded(_ views: [ViewDefinition]) {
+        condition.lock()
+        reloadedViews = views
+        condition.unlock()
     }
 
     /// Writes lines as they come until `finish` is done with them or the consumer is gone.
@@ -213,6 +233,8 @@ public final class OutputWriter: @unchecked Sendable {
                 droppedErrorLines = 0
             }
             batch += pending.removeAll()
+            let reloaded = reloadedViews
+            reloadedViews = nil
             uncoalescedCount = 0
             holdsBatch = true
             condition.broadcast()  // stdin's reader may wait for room for answers
@@ -221,10 +243,22 @@ public final class OutputWriter: @unchecked Sendable {
             buffer.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
             let redactor = secrets.redactor
-            for line in batch {
-                seq += 1
-                line.encode(seq: seq, into: &buffer, redactor: redactor)
-                ends.append(buffer.count)
+            if var bar {
+                // Lines the bar has nothing to show for are not lines at all: no `seq`, nothing to write.
+                if let reloaded { bar.update(reloaded) }
+                let now = Timestamp(millisecondsSince1970: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+                for line in batch {
+                    guard let text = bar.encode(line, now: now, redactor: redactor) else { continue }
+                    buffer.append(contentsOf: text.utf8)
+                    ends.append(buffer.count)
+                }
+                self.bar = bar
+            } else {
+                for line in batch {
+                    seq += 1
+                    line.encode(seq: seq, into: &buffer, redactor: redactor)
+                    ends.append(buffer.count)
+                }
             }
             switch write(buffer, lineEnds: ends) {
             case .written:

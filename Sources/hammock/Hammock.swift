@@ -121,6 +121,18 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
     var deadline: String = "30s"
 
+    @Option(help: "What stdout carries: json (the protocol), or a status bar's lines: waybar, polybar, text. See docs/formats.md.")
+    var format: String = "json"
+
+    @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \").")
+    var view: [String] = []
+
+    /// A wrong `--format` or `--view` is a usage error like a configuration's: stderr says why, exit 2.
+    private func usageError(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("hammock: error: \(message)\n".utf8))
+        return ExitCode(2)
+    }
+
     func run() async throws {
         // First of all: no signal may end hammock before it has stopped what it started. A stop during
         // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
@@ -131,11 +143,22 @@ struct Run: AsyncParsableCommand {
         case .success(let value): onceDeadline = value
         case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
         }
+        guard let outputFormat = StdoutFormat(rawValue: format) else {
+            let known = StdoutFormat.allCases.map(\.rawValue).joined(separator: ", ")
+            throw usageError("--format \"\(format)\" is not a format (formats: \(known))")
+        }
+        if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
         let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
+        let knownViews = loaded.configuration.views.map(\.id)
+        if let unknown = view.first(where: { !knownViews.contains($0) }) {
+            standardError.flush(timeout: .milliseconds(500))
+            let known = knownViews.isEmpty ? "none" : knownViews.joined(separator: ", ")
+            throw usageError("--view \"\(unknown)\": \(arguments.config) has no such view (views: \(known))")
+        }
         // hammock's last words, without waiting long for a consumer that does not read stderr.
         defer { standardError.flush(timeout: .milliseconds(500)) }
         let engine = Engine(
-            configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline),
+            configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline, format: outputFormat, views: view),
             logger: logger, standardError: standardError,
             pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
         guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }

@@ -186,16 +186,19 @@ public final class HammockProcess: Sendable {
     ///   for the rare test that must wrap it.
     /// - Parameter readingStderr: false leaves stderr unread (its pipe fills up) until `resumeReadingStderr()`,
     ///   as with a consumer that never reads it.
+    /// - Parameter stdoutIsJSON: false reads stdout as plain text lines (`--format text`, `polybar`):
+    ///   `stdoutLines`, `waitForStdoutLines`.
     public static func withRunning<Result: Sendable>(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
         readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
-        sourceLocation: SourceLocation = #_sourceLocation,
+        stdoutIsJSON: Bool = true, sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
         try await RunSlots.withSlot {
             let hammock = try launch(
                 config: config, arguments: arguments, environment: environment, readingStdout: readingStdout,
-                readingStderr: readingStderr, launcher: launcher, sourceLocation: sourceLocation)
+                readingStderr: readingStderr, launcher: launcher, stdoutIsJSON: stdoutIsJSON,
+                sourceLocation: sourceLocation)
             let result: Result
             do {
                 result = try await body(hammock)
@@ -234,7 +237,7 @@ public final class HammockProcess: Sendable {
     public static func launch(
         config: String, arguments: [String] = [], environment: [String: String] = [:],
         readingStdout: Bool = true, readingStderr: Bool = true, launcher: [String] = [],
-        sourceLocation: SourceLocation = #_sourceLocation
+        stdoutIsJSON: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> HammockProcess {
         let hammock = try executablePath(sourceLocation: sourceLocation)
         let directory = try makeTemporaryDirectory()
@@ -243,7 +246,7 @@ public final class HammockProcess: Sendable {
         return try HammockProcess(
             executable: command[0], arguments: Array(command.dropFirst()),
             environment: Self.environment(environment, home: directory), directory: directory,
-            configPath: configPath, stdoutIsJSON: true, readingStdout: readingStdout, readingStderr: readingStderr,
+            configPath: configPath, stdoutIsJSON: stdoutIsJSON, readingStdout: readingStdout, readingStderr: readingStderr,
             sourceLocation: sourceLocation)
     }
 
@@ -553,6 +556,32 @@ public final class HammockProcess: Sendable {
         await stderr.waitUntilFinished(timeout: timeout)
         guard stderr.withState({ $0.finished }) else {
             throw failure("stderr did not reach its end within \(timeout)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Stdout's complete lines, as text (for a process whose stdout is not JSON).
+    public var stdoutLines: [String] {
+        let text = stdout.text
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines.removeLast()  // what follows the last newline: empty, or a line not finished yet
+        return lines
+    }
+
+    /// Waits until stdout's complete text lines satisfy `condition`; throws when `timeout` passes first.
+    @discardableResult
+    public func waitForStdoutLines(
+        _ what: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: ([String]) -> Bool
+    ) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let lines = stdoutLines
+            if condition(lines) { return lines }
+            if ContinuousClock.now >= deadline {
+                throw failure(
+                    "timed out after \(timeout) waiting until \(what); stdout: \(lines)", sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -1,0 +1,142 @@
+import HammockJSON
+
+/// What `hammock run --format` writes on stdout. docs/formats.md.
+public enum StdoutFormat: String, Sendable, CaseIterable {
+    /// The protocol's JSON lines (docs/protocol.md).
+    case json
+    /// One JSON object per line for Waybar's `custom` module: `text`, `alt`, `tooltip`, `class`, `percentage`.
+    case waybar
+    /// One line of text per change, with `%{F#rrggbb}` color tags, for polybar's `custom/script` with `tail`.
+    case polybar
+    /// The rendered text, one line per change (tmux `#()`, conky, eww `deflisten`).
+    case text
+
+    /// What `--view` may select: `waybar` shows exactly one view, the text formats one or more.
+    public func checkSelection(_ views: [String]) -> String? {
+        switch self {
+        case .json:
+            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text), not to json"
+        case .waybar:
+            return views.count == 1 ? nil : "--format waybar shows one view per process: give exactly one --view"
+        case .polybar, .text:
+            return views.isEmpty ? "--format \(rawValue) needs at least one --view" : nil
+        }
+    }
+}
+
+/// Turns the engine's output lines into a status bar's lines: each `view` line of a selected view is
+/// rendered (`ViewDefinition.render`), and a line is written only when what the bar would show changed.
+/// Every other line (`hello`, `source`, `ack`, `bye`…) is the protocol's business and is dropped.
+///
+/// With several views (`polybar`, `text`), their texts are joined by `separator` in the order given, and
+/// nothing is written until each has had a state (the engine states every view at start).
+public struct BarEncoder: Sendable {
+    public static let separator = " | "
+
+    public let format: StdoutFormat
+    /// The selected views, in the order their texts are joined.
+    private var views: [ViewDefinition]
+    private var blocks: [String: (status: ViewStatus, block: RenderedBlock)] = [:]
+    private var lastLine: String?
+
+    /// - Precondition: `format` is not `json`, and `views` satisfies `format.checkSelection`.
+    public init(format: StdoutFormat, views: [ViewDefinition]) {
+        precondition(format != .json, "json is the protocol's own encoding")
+        self.format = format
+        self.views = views
+    }
+
+    /// A reload's new definitions (templates) for the selected views; a selected view that the reload removed
+    /// keeps its old definition and its last state.
+    public mutating func update(_ definitions: [ViewDefinition]) {
+        for index in views.indices {
+            if let new = definitions.first(where: { $0.id == views[index].id }) { views[index] = new }
+        }
+    }
+
+    /// The bar's line for `line`, `\n` included, or nil when it has nothing new to show.
+    public mutating func encode(_ line: OutputLine, now: Timestamp, redactor: Redactor) -> String? {
+        guard case .view(let id, let state) = line, let view = views.first(where: { $0.id == id }) else { return nil }
+        let rendered = view.render(state: state, now: now, redactor: redactor)
+        blocks[id] = (state.status, rendered.redactingLiterals(with: redactor))
+        guard views.allSatisfy({ blocks[$0.id] != nil }) else { return nil }
+        let encoded = encodeSelection() + "\n"
+        guard encoded != lastLine else { return nil }
+        lastLine = encoded
+        return encoded
+    }
+
+    private func encodeSelection() -> String {
+        let selected = views.map { blocks[$0.id]! }
+        switch format {
+        case .waybar:
+            return Self.waybar(selected[0].block, status: selected[0].status)
+        case .polybar:
+            return selected.map { Self.polybar($0.block) }.joined(separator: Self.separator)
+        case .text, .json:
+            return selected.map { Self.oneLine($0.block.text) }.joined(separator: Self.separator)
+        }
+    }
+
+    /// Waybar's `return-type: json`: `alt` is the view's status (for `format-icons`), `class` the rendered
+    /// class, with `urgent` added while the block is urgent.
+    static func waybar(_ block: RenderedBlock, status: ViewStatus) -> String {
+        var object = JSONObject()
+        object["text"] = .string(block.text)
+        object["alt"] = .string(status.rawValue)
+        object["tooltip"] = .string(block.tooltip ?? "")
+        object["class"] = block.urgent ? .array([.string(block.class), .string("urgent")]) : .string(block.class)
+        if let percentage = block.percentage { object["percentage"] = .number(JSONNumber(percentage)) }
+        var out: [UInt8] = []
+        JSONValue.object(object).write(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The text on one line, in the block's color when it has one polybar can show (`#rgb`, `#rrggbb`,
+    /// `#aarrggbb`); a color name is left out.
+    static func polybar(_ block: RenderedBlock) -> String {
+        let text = oneLine(block.text)
+        guard let color = block.color, isHexColor(color) else { return text }
+        return "%{F\(color)}\(text)%{F-}"
+    }
+
+    /// A line per change: line breaks inside the text become spaces.
+    static func oneLine(_ text: String) -> String {
+        String(text.map { $0.isNewline ? " " : $0 })
+    }
+
+    static func isHexColor(_ color: String) -> Bool {
+        guard color.first == "#" else { return false }
+        let digits = color.dropFirst()
+        return [3, 6, 8].contains(digits.count) && digits.allSatisfy(\.isHexDigit)
+    }
+}
+
+extension RenderedBlock {
+    /// `render` redacts the values a template reads, not the text the template writes around them: the
+    /// finished strings are redacted once more, leaving the `[redacted]` already there alone (a short secret
+    /// could be found inside it).
+    func redactingLiterals(with redactor: Redactor) -> RenderedBlock {
+        guard !redactor.isEmpty else { return self }
+        var block = self
+        block.text = redactor.redactAround(text)
+        block.tooltip = tooltip.map(redactor.redactAround)
+        block.class = redactor.redactAround(self.class)
+        block.color = color.map(redactor.redactAround)
+        return block
+    }
+}
+
+extension Redactor {
+    /// `text` redacted between the `[redacted]` it holds already.
+    public func redactAround(_ text: String) -> String {
+        guard !isEmpty else { return text }
+        var result = ""
+        var rest = text[...]
+        while let range = rest.firstRange(of: Self.replacement) {
+            result += redact(String(rest[..<range.lowerBound])) + Self.replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + redact(String(rest))
+    }
+}
