@@ -93,7 +93,9 @@ extension ViewDefinition {
     /// `error: ` and the first line of the latest error's message, or `idle`; the tooltip is the whole
     /// message in `error`.
     func defaultBlock(state: ViewState, context: RenderContext) -> RenderedBlock {
-        let content = sources.compactMap { source in context.roots[source].map(shortForm) }
+        // From the view's content, not the template names: a source may be called `status` or `content`,
+        // names a template reserves for the view's own.
+        let content = sources.compactMap { source in context.roots["content"]?[source].map(shortForm) }
             .filter { !$0.isEmpty }.joined(separator: " · ")
         let message = context.roots["latestError"]?["message"]?.stringValue
         let text: String

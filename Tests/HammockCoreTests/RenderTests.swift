@@ -248,6 +248,11 @@ private func parseError(_ template: String) -> RenderTemplateError? {
         let sparse: JSONValue = ["a": " \n", "b": "\n  second line \nthird", "c": nil]
         #expect(two.render(state: state(.data, content: sparse), now: t0).text == "second line")
         #expect(two.render(state: state(.data, content: ["a": nil, "b": nil, "c": nil]), now: t0).text == "–")
+        // A source named like a template's reserved name (the demo's `status`) shows its own content.
+        let reserved = ViewDefinition(id: "v", sources: ["status", "content"])
+        #expect(
+            reserved.render(state: state(.loading, content: ["status": "all good", "content": 2]), now: t0).text
+                == "loading: all good · 2")
     }
 
     @Test func perStatusKeysReplaceTheDataOnes() throws {
