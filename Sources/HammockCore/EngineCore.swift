@@ -177,6 +177,16 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// A click on a view's block in i3bar: button 1 loads the view again, its failing sources only when it
+    /// can try again (`retry`), every source otherwise (`load`); other buttons do nothing. Nil for a view the
+    /// configuration does not have.
+    public mutating func clicked(_ click: BarClick, now: EngineTime) -> [EngineAction]? {
+        guard let index = configuration.views.firstIndex(where: { $0.id == click.view }) else { return nil }
+        guard click.button == 1 else { return [] }
+        let target = ControlTarget.view(click.view)
+        return handle(viewState(index).canTryAgain ? .retry(target) : .load(target), now: now)
+    }
+
     /// SIGUSR1 (`failingOnly`): loads every source that has an error; SIGUSR2: loads every source. A status
     /// bar without stdin acts through these, as a consumer would with `retry` or `load` for each source.
     public mutating func loadEverySource(failingOnly: Bool, now: EngineTime) -> [EngineAction] {

@@ -10,16 +10,22 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
     case polybar
     /// The rendered text, one line per change (tmux `#()`, conky, eww `deflisten`).
     case text
+    /// i3bar's protocol (also swaybar's): a header, then an endless JSON array with an array of blocks per
+    /// change, one block per view; click events come on stdin.
+    case i3bar
 
-    /// What `--view` may select: `waybar` shows exactly one view, the text formats one or more.
+    /// What `--view` may select: `waybar` shows exactly one view, the text formats one or more, `i3bar` the
+    /// views given or, with none, every view.
     public func checkSelection(_ views: [String]) -> String? {
         switch self {
         case .json:
-            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text), not to json"
+            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, i3bar), not to json"
         case .waybar:
             return views.count == 1 ? nil : "--format waybar shows one view per process: give exactly one --view"
         case .polybar, .text:
             return views.isEmpty ? "--format \(rawValue) needs at least one --view" : nil
+        case .i3bar:
+            return nil
         }
     }
 }
@@ -38,6 +44,8 @@ public struct BarEncoder: Sendable {
     private var views: [ViewDefinition]
     private var blocks: [String: (status: ViewStatus, block: RenderedBlock)] = [:]
     private var lastLine: String?
+    /// `i3bar`: the header and the array's `[` go before the first blocks.
+    private var hasStarted = false
 
     /// - Precondition: `format` is not `json`, and `views` satisfies `format.checkSelection`.
     public init(format: StdoutFormat, views: [ViewDefinition]) {
@@ -63,6 +71,10 @@ public struct BarEncoder: Sendable {
         let encoded = encodeSelection() + "\n"
         guard encoded != lastLine else { return nil }
         lastLine = encoded
+        if format == .i3bar && !hasStarted {
+            hasStarted = true
+            return Self.i3barHeader + "\n[\n" + encoded
+        }
         return encoded
     }
 
@@ -75,7 +87,44 @@ public struct BarEncoder: Sendable {
             return selected.map { Self.polybar($0.block) }.joined(separator: Self.separator)
         case .text, .json:
             return selected.map { Self.oneLine($0.block.text) }.joined(separator: Self.separator)
+        case .i3bar:
+            return Self.i3bar(zip(views, selected).map { ($0.id, $1.block) }) + ","
         }
+    }
+
+    /// The signals i3bar sends to hide and show the bar. i3bar signals the whole process group, plugins
+    /// included, so both must be harmless to a process that does not catch them: SIGURG is ignored by
+    /// default, and SIGCONT only continues (i3bar's default, SIGSTOP, would freeze hammock and its plugins).
+    /// Linux's numbers (HammockCore does no system calls); a test checks them against Glibc's.
+    public static let i3barStopSignal: Int32 = 23  // SIGURG
+    public static let i3barContSignal: Int32 = 18  // SIGCONT
+
+    /// The first line: protocol version 1, with clicks on stdin and the pair of signals hammock catches.
+    public static var i3barHeader: String {
+        var object = JSONObject()
+        object["version"] = .number(JSONNumber(1))
+        object["click_events"] = .bool(true)
+        object["stop_signal"] = .number(JSONNumber(Int(i3barStopSignal)))
+        object["cont_signal"] = .number(JSONNumber(Int(i3barContSignal)))
+        var out: [UInt8] = []
+        JSONValue.object(object).write(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One array of blocks: `name` is the view's id; `color` only when i3bar can read it (`#rrggbb`,
+    /// `#rrggbbaa`); `urgent` as rendered.
+    static func i3bar(_ blocks: [(name: String, block: RenderedBlock)]) -> String {
+        let objects = blocks.map { name, block -> JSONValue in
+            var object = JSONObject()
+            object["name"] = .string(name)
+            object["full_text"] = .string(oneLine(block.text))
+            if let color = block.color, isHexColor(color), color.count != 4 { object["color"] = .string(color) }
+            object["urgent"] = .bool(block.urgent)
+            return .object(object)
+        }
+        var out: [UInt8] = []
+        JSONValue.array(objects).write(into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Waybar's `return-type: json`: `alt` is the view's status (for `format-icons`), `class` the rendered

@@ -204,15 +204,22 @@ public final class Engine: Sendable {
         let bar = options.format == .json
             ? nil
             : BarEncoder(
-                format: options.format, views: options.views.compactMap { id in definitions.first { $0.id == id } })
+                format: options.format,
+                // i3bar without --view: every view, in the configuration's order.
+                views: options.format == .i3bar && options.views.isEmpty
+                    ? definitions : options.views.compactMap { id in definitions.first { $0.id == id } })
         let writer = OutputWriter(secrets: standardError.secrets, bar: bar) {
             if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
         }
+        let isI3bar = options.format == .i3bar
         let reloadWasAsked = signals.route { number in
             switch number {
             case SIGHUP: inbox.yield(.reload)
             case SIGUSR1: inbox.yield(.loadEverySource(failingOnly: true))
             case SIGUSR2: inbox.yield(.loadEverySource(failingOnly: false))
+            // i3bar's stop_signal and cont_signal: the bar is hidden or shown again.
+            case BarEncoder.i3barStopSignal: if isI3bar { writer.pause() }
+            case BarEncoder.i3barContSignal: writer.resume()
             case SIGINT: if stop.request("interrupt", signal: number) { inbox.yield(.stop) }
             default: if stop.request("signal", signal: number) { inbox.yield(.stop) }
             }
@@ -233,7 +240,9 @@ public final class Engine: Sendable {
         return await withTaskGroup(of: Void.self) { services in
             services.addTask { await writer.run() }
             services.addTask { await clock.run() }
-            services.addTask { await Self.readControls(into: controls, inbox: inbox) }
+            services.addTask { [options] in
+                await Self.readControls(into: controls, inbox: inbox, clicks: options.format == .i3bar)
+            }
             services.addTask { await Self.sweepOrphans() }
             let status = await withTaskGroup(of: Void.self) { work in
                 await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
@@ -244,9 +253,9 @@ public final class Engine: Sendable {
         }
     }
 
-    /// Control lines from stdin, until cancelled. Reading blocks, so on a thread of its own; the thread
-    /// waits in `poll` for stdin or for the cancellation.
-    private static func readControls(into controls: ControlMailbox, inbox: EngineInbox) async {
+    /// Control lines from stdin (i3bar's click events with `clicks`), until cancelled. Reading blocks, so on
+    /// a thread of its own; the thread waits in `poll` for stdin or for the cancellation.
+    private static func readControls(into controls: ControlMailbox, inbox: EngineInbox, clicks: Bool) async {
         let stopping = WakeupPipe()
         await withTaskCancellationHandler {
             await onOwnThread(named: "hammock.stdin") {
@@ -254,7 +263,7 @@ public final class Engine: Sendable {
                     descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
                     stopDescriptor: stopping.readEnd
                 ) {
-                    if controls.receive($0) { inbox.yield(.controls) }
+                    if clicks ? controls.receiveClick($0) : controls.receive($0) { inbox.yield(.controls) }
                 }
             }
         } onCancel: {
@@ -444,8 +453,16 @@ public final class Engine: Sendable {
                         // A stop goes before the control lines that came ahead of it.
                         if stop.isRequested { break inputs }
                         switch entry {
+                        case .invalid(let message, nil) where options.format == .i3bar:
+                            logger.warning("stdin: \(message)")  // the bar shows no error lines
                         case .invalid(let message, let id):
                             running = await perform([.emit(.error(message: message, id: id))])
+                        case .click(let click):
+                            if let clicked = core.clicked(click, now: .current) {
+                                running = await perform(clicked)
+                            } else {
+                                logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
+                            }
                         case .command(let command, let ids):
                             running = await perform(core.handle(command, replyingTo: ids, now: .current))
                         }
@@ -482,7 +499,7 @@ public final class Engine: Sendable {
         controls.close()
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
-            guard ![SIGHUP, SIGUSR1, SIGUSR2].contains(number) else { return }
+            guard !SignalRouter.nonStopping.contains(number) else { return }
             _ = stop.request(number == SIGINT ? "interrupt" : "signal", signal: number)
             writer.interrupt()
         }
@@ -563,7 +580,7 @@ final class StopRequest: Sendable {
     var isRequested: Bool { state.withLock { $0 != nil } }
 }
 
-/// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2, from the first instruction of a command to its exit.
+/// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGURG and SIGCONT, from the first instruction of a command to its exit.
 ///
 /// The three are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
 /// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
@@ -595,8 +612,14 @@ public final class SignalRouter: Sendable {
     public init(exitStatusDuringStartUp exitStatus: @escaping @Sendable (Int32) -> Int32) {
         signal(SIGPIPE, SIG_IGN)
         self.exitStatus = exitStatus
-        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2]) { [self] number in received(number) }
+        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP] + Self.nonStopping.filter { $0 != SIGHUP }) { [self] number in
+            received(number)
+        }
     }
+
+    /// The signals that never stop hammock: SIGHUP reloads, SIGUSR1 and SIGUSR2 load, SIGURG and SIGCONT
+    /// pause and resume `--format i3bar`'s output (`BarEncoder.i3barStopSignal`, `i3barContSignal`).
+    static let nonStopping: [Int32] = [SIGHUP, SIGUSR1, SIGUSR2, SIGURG, SIGCONT]
 
     /// Where a start-up stop writes its last words.
     public func log(to standardError: StandardError) {
@@ -653,15 +676,15 @@ public final class SignalRouter: Sendable {
             case .startingUp where number == SIGHUP:
                 state.reloadWasAsked = true
                 return .nothing
-            case .startingUp where number == SIGUSR1 || number == SIGUSR2:
-                return .nothing  // every source loads as the engine starts anyway
+            case .startingUp where Self.nonStopping.contains(number):
+                return .nothing  // every source loads as the engine starts anyway; nothing is written yet
             case .startingUp:
                 state.phase = .stoppingStartUp
                 state.startUpStop = Self.stopStartUp(
                     state.engines, log: state.standardError, signal: number, status: exitStatus(number))
                 return .nothing
             case .stoppingStartUp:
-                return [SIGHUP, SIGUSR1, SIGUSR2].contains(number) ? .nothing : .exitNow
+                return Self.nonStopping.contains(number) ? .nothing : .exitNow
             }
         }
         switch action {

@@ -97,6 +97,8 @@ final class ControlMailbox: @unchecked Sendable {
         /// A line that is not a valid command: the consumer gets this message on an `error` line, with the
         /// line's `id` if it had one.
         case invalid(String, id: ControlID?)
+        /// `--format i3bar`: a click on a view's block (stdin carries clicks, not control lines).
+        case click(BarClick)
     }
 
     static let maximumEntries = 1024
@@ -173,6 +175,22 @@ final class ControlMailbox: @unchecked Sendable {
             return put(.invalid(message, id: nil), key: nil, cost: 0)
         case .end:
             return false  // the end of stdin is not a reason to stop: the consumer may only read
+        }
+    }
+
+    /// Puts in what stdin's reader read under `--format i3bar`: a click, or the reason a line is not one
+    /// (the `[` that opens i3bar's stream is not a line to act on). Returns whether the engine must be told.
+    func receiveClick(_ event: LineReader.Event) -> Bool {
+        switch event {
+        case .line(let bytes):
+            switch BarClick.parse(bytes) {
+            case .framing: return false
+            case .click(let click):
+                return put(.click(click), key: "click\u{0}\(click.view)\u{0}\(click.button)", cost: bytes.count)
+            case .invalid(let message): return put(.invalid(message, id: nil), key: nil, cost: bytes.count)
+            }
+        case .tooLong, .end:
+            return receive(event)
         }
     }
 

@@ -45,6 +45,8 @@ public final class OutputWriter: @unchecked Sendable {
     /// The writer is done, or `finish` gave up on it: `run()` returns.
     private var isEnded = false
     private var endWaiter: CheckedContinuation<Void, Never>?
+    /// i3bar hid the bar (its stop_signal): lines wait, coalescing as ever, until `resume`.
+    private var isPaused = false
     /// A reload's view definitions, for `bar` to take before its next batch.
     private var reloadedViews: [ViewDefinition]?
 
@@ -112,6 +114,21 @@ public final class OutputWriter: @unchecked Sendable {
         condition.unlock()
         waiter?.resume()
     }
+    /// Writes nothing from now until `resume` (a hidden i3bar); a stop writes what waits all the same.
+    public func pause() {
+        condition.lock()
+        isPaused = true
+        condition.unlock()
+    }
+
+    /// Writes what waited while paused, at once.
+    public func resume() {
+        condition.lock()
+        isPaused = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
     public func send(_ line: OutputLine) {
         condition.lock()
         defer { condition.unlock() }
@@ -218,7 +235,7 @@ public final class OutputWriter: @unchecked Sendable {
         var ends: [Int] = []
         while true {
             condition.lock()
-            while pending.isEmpty && !isClosing { condition.wait() }
+            while (pending.isEmpty || isPaused) && !isClosing { condition.wait() }
             if pending.isEmpty && isClosing {
                 isDone = true
                 condition.broadcast()

@@ -121,10 +121,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
     var deadline: String = "30s"
 
-    @Option(help: "What stdout carries: json (the protocol), or a status bar's lines: waybar, polybar, text. See docs/formats.md.")
+    @Option(help: "What stdout carries: json (the protocol), or a status bar's lines: waybar, polybar, text, i3bar. See docs/formats.md.")
     var format: String = "json"
 
-    @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \").")
+    @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
     var view: [String] = []
 
     /// A wrong `--format` or `--view` is a usage error like a configuration's: stderr says why, exit 2.

@@ -1,6 +1,9 @@
 import HammockCore
 import HammockJSON
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 private let now = Timestamp(millisecondsSince1970: 1_700_000_000_000)
 
@@ -14,6 +17,47 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
 }
 
 @Suite struct BarEncoding {
+    @Test func i3barWritesTheHeaderThenAnArrayOfBlocksPerChange() throws {
+        var encoder = BarEncoder(
+            format: .i3bar,
+            views: [try view("a", [.text: "a={{ s }}", .color: "#00ff00", .urgent: "{{ s }}"]), try view("b")])
+        #expect(encoder.encode(line("a", 1), now: now, redactor: .none) == nil)  // b has no state yet
+        let encoded = encoder.encode(line("b", "B\nmore"), now: now, redactor: .none)
+        let first = try #require(encoded)
+        let lines = first.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 4 && lines[3].isEmpty, "\(first)")
+        let header = try JSONValue(parsing: Array(lines[0].utf8))
+        #expect(header["version"]?.numberValue?.intValue == 1)
+        #expect(header["click_events"] == .bool(true))
+        #expect(header["stop_signal"]?.numberValue?.intValue == Int(BarEncoder.i3barStopSignal))
+        #expect(header["cont_signal"]?.numberValue?.intValue == Int(BarEncoder.i3barContSignal))
+        #expect(lines[1] == "[")
+        #expect(lines[2] == ##"[{"name":"a","full_text":"a=1","color":"#00ff00","urgent":true},{"name":"b","full_text":"B","urgent":false}],"##)
+        #expect(encoder.encode(line("b", "B"), now: now, redactor: .none) == nil)  // shows the same
+        #expect(
+            encoder.encode(line("a", false), now: now, redactor: .none)
+                == ##"[{"name":"a","full_text":"a=false","color":"#00ff00","urgent":false},{"name":"b","full_text":"B","urgent":false}],"## + "\n")
+    }
+
+    @Test func i3barLeavesOutAColorItCannotRead() throws {
+        for (color, shown) in [("#f00", false), ("red", false), ("#ff000080", true), ("#ff0000", true)] {
+            var encoder = BarEncoder(format: .i3bar, views: [try view("v", [.color: color])])
+            let encoded = encoder.encode(line("v", 1), now: now, redactor: .none)
+            let text = try #require(encoded)
+            #expect(text.contains("\"color\"") == shown, "\(color): \(text)")
+        }
+    }
+
+    @Test func i3barSignalsAreLinuxs() {
+        #expect(BarEncoder.i3barStopSignal == SIGURG)
+        #expect(BarEncoder.i3barContSignal == SIGCONT)
+    }
+
+    @Test func i3barNeedsNoViewList() {
+        #expect(StdoutFormat.i3bar.checkSelection([]) == nil)
+        #expect(StdoutFormat.i3bar.checkSelection(["a", "b"]) == nil)
+    }
+
     @Test func textIsWrittenOncePerChangeOfWhatIsShown() throws {
         var encoder = BarEncoder(format: .text, views: [try view("v", [.text: "n={{ s | round }}"])])
         #expect(encoder.encode(line("v", 1.2), now: now, redactor: .none) == "n=1\n")

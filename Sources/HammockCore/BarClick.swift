@@ -1,0 +1,37 @@
+import HammockJSON
+
+/// A click on a block, as i3bar (and swaybar) write them on hammock's stdin with `click_events`: a `[` line,
+/// then an object per click, each after the first preceded by a comma. docs/formats.md, "i3bar".
+public struct BarClick: Sendable, Equatable {
+    /// The block's `name`: the view's id.
+    public var view: String
+    /// 1 left, 2 middle, 3 right, 4 and 5 the wheel.
+    public var button: Int
+
+    public init(view: String, button: Int) {
+        self.view = view
+        self.button = button
+    }
+
+    /// What one line of i3bar's click stream holds.
+    public enum Line: Sendable, Equatable {
+        case click(BarClick)
+        /// The array's `[`, or a blank line.
+        case framing
+        case invalid(String)
+    }
+
+    public static func parse(_ bytes: some Collection<UInt8>) -> Line {
+        var text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
+        if text.hasPrefix(",") { text = String(text.dropFirst()).trimmingWhitespace() }
+        if text.isEmpty || text == "[" || text == "]" { return .framing }
+        guard let value = try? JSONValue(parsing: text), case .object(let object) = value else {
+            return .invalid("not a click event (a JSON object): \(text.prefix(200))")
+        }
+        guard let name = object["name"]?.stringValue else {
+            return .invalid("a click event without a \"name\": \(text.prefix(200))")
+        }
+        let button = object["button"]?.numberValue?.intValue ?? 1
+        return .click(BarClick(view: name, button: button))
+    }
+}

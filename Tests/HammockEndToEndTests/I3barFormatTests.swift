@@ -1,0 +1,118 @@
+import Foundation
+import HammockJSON
+import HammockTestSupport
+import Testing
+
+/// `hammock run --format i3bar`: i3bar's (and swaybar's) protocol on stdout, its click events on stdin, and
+/// its stop and cont signals. docs/formats.md, "i3bar".
+@Suite("i3bar format")
+struct I3barFormatTests {
+    /// A block line: an array of blocks followed by the comma of the endless array.
+    private func blocks(_ line: String) throws -> [JSONValue] {
+        #expect(line.hasSuffix(","), "\(line)")
+        guard case .array(let blocks) = try JSONValue(parsing: String(line.dropLast())) else {
+            Issue.record("not an array: \(line)")
+            return []
+        }
+        return blocks
+    }
+
+    private func fullTexts(_ line: String) -> [String] {
+        guard line.hasPrefix("[{"), let blocks = try? blocks(line) else { return [] }
+        return blocks.compactMap { $0["full_text"]?.stringValue }
+    }
+
+    @Test("the header, the array's opening, then an array with a block per view (every view without --view)")
+    func headerAndBlocks() async throws {
+        let config = """
+            sources:
+              n: { kind: fake, content: 42 }
+            views:
+              answer:
+                sources: [n]
+                render:
+                  text: "n={{ n }}"
+                  color: "#00ff00"
+              plain: { sources: [n] }
+            """
+        try await HammockProcess.withRunning(config: config, arguments: ["--format", "i3bar"], stdoutIsJSON: false) { hammock in
+            let lines = try await hammock.waitForStdoutLines("the blocks") { $0.contains { $0.contains("\"n=42\"") } }
+            let header = try JSONValue(parsing: lines[0])
+            #expect(header["version"]?.numberValue?.intValue == 1)
+            #expect(header["click_events"] == .bool(true))
+            #expect(header["stop_signal"]?.numberValue?.intValue == Int(SIGURG))
+            #expect(header["cont_signal"]?.numberValue?.intValue == Int(SIGCONT))
+            #expect(lines[1] == "[")
+            for line in lines.dropFirst(2) { _ = try blocks(line) }
+            let shown = try blocks(lines.first { $0.contains("\"n=42\"") }!)
+            #expect(shown.count == 2)
+            #expect(shown[0]["name"] == .string("answer"))
+            #expect(shown[0]["full_text"] == .string("n=42"))
+            #expect(shown[0]["color"] == .string("#00ff00"))
+            #expect(shown[0]["urgent"] == .bool(false))
+            #expect(shown[1]["name"] == .string("plain"))
+            #expect(shown[1]["full_text"] == .string("42"))
+        }
+    }
+
+    private let clickConfig = """
+        sources:
+          flaky:
+            kind: shell
+            command: [sh, -c, 'if [ -e "$HOME/ok" ]; then echo fine; else echo broken >&2; exit 3; fi']
+            retry: off
+          count:
+            kind: shell
+            command: [sh, -c, 'echo x >> "$HOME/count"; echo "c$(wc -l < "$HOME/count")"']
+        views:
+          flaky: { sources: [flaky] }
+          count: { sources: [count] }
+        """
+
+    @Test("a click retries a view that failed and loads one that did not; an unknown name is logged")
+    func clicks() async throws {
+        try await HammockProcess.withRunning(
+            config: clickConfig, arguments: ["--format", "i3bar", "--view", "flaky", "--view", "count"],
+            stdoutIsJSON: false
+        ) { hammock in
+            try await hammock.waitForStdoutLines("flaky failed, count loaded") {
+                $0.contains { self.fullTexts($0).first?.hasPrefix("error") == true && self.fullTexts($0).last == "c1" }
+            }
+            _ = FileManager.default.createFile(atPath: hammock.directory + "/ok", contents: nil)
+            try hammock.send(controlLine: "[")
+            try hammock.send(controlLine: #"{"name":"flaky","instance":"","button":1,"x":5,"y":5}"#)
+            try await hammock.waitForStdoutLines("flaky loaded again") { self.fullTexts($0.last ?? "") == ["fine", "c1"] }
+            try hammock.send(controlLine: #",{"name":"nope","button":1}"#)
+            try await hammock.waitForStderr(containing: #"a click on "nope", which is not a view"#)
+            try hammock.send(controlLine: #",{"name":"count","button":1}"#)
+            try await hammock.waitForStdoutLines("count loaded again") { self.fullTexts($0.last ?? "") == ["fine", "c2"] }
+            #expect(hammock.isRunning)
+        }
+    }
+
+    @Test("after the stop signal nothing is written until the cont signal, which writes what changed meanwhile")
+    func stopAndCont() async throws {
+        try await HammockProcess.withRunning(
+            config: clickConfig, arguments: ["--format", "i3bar", "--view", "count"], stdoutIsJSON: false
+        ) { hammock in
+            try await hammock.waitForStdoutLines("count loaded") { self.fullTexts($0.last ?? "") == ["c1"] }
+            hammock.signal(SIGURG)
+            // The signal's way to the writer is much shorter than a click's to a finished load; the wait
+            // below only gives the second load every chance to be written, were the writer not paused.
+            try await Task.sleep(for: .milliseconds(200))
+            try hammock.send(controlLine: "[")
+            try hammock.send(controlLine: #"{"name":"count","button":1}"#)
+            let count = hammock.directory + "/count"
+            let deadline = ContinuousClock.now + .seconds(15)
+            while ((try? String(contentsOfFile: count, encoding: .utf8))?.split(separator: "\n").count ?? 0) < 2 {
+                try #require(ContinuousClock.now < deadline, "the click did not load count again")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(!hammock.stdoutLines.contains { self.fullTexts($0) == ["c2"] }, "written while stopped")
+            #expect(hammock.isRunning)
+            hammock.signal(SIGCONT)
+            try await hammock.waitForStdoutLines("the change made while stopped") { self.fullTexts($0.last ?? "") == ["c2"] }
+        }
+    }
+}
