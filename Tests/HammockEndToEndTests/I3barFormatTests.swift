@@ -36,7 +36,11 @@ struct I3barFormatTests {
               plain: { sources: [n] }
             """
         try await HammockProcess.withRunning(config: config, arguments: ["--format", "i3bar"], stdoutIsJSON: false) { hammock in
-            let lines = try await hammock.waitForStdoutLines("the blocks") { $0.contains { $0.contains("\"n=42\"") } }
+            // Both views change with n's answer, but the writer may take the first view's line before the
+            // engine sends the second's: wait for the array that shows both.
+            let lines = try await hammock.waitForStdoutLines("the blocks") { lines in
+                lines.contains { fullTexts($0) == ["n=42", "42"] }
+            }
             let header = try JSONValue(parsing: lines[0])
             #expect(header["version"]?.numberValue?.intValue == 1)
             #expect(header["click_events"] == .bool(true))
@@ -44,7 +48,7 @@ struct I3barFormatTests {
             #expect(header["cont_signal"]?.numberValue?.intValue == Int(SIGCONT))
             #expect(lines[1] == "[")
             for line in lines.dropFirst(2) { _ = try blocks(line) }
-            let shown = try blocks(lines.first { $0.contains("\"n=42\"") }!)
+            let shown = try blocks(lines.first { fullTexts($0) == ["n=42", "42"] }!)
             #expect(shown.count == 2)
             #expect(shown[0]["name"] == .string("answer"))
             #expect(shown[0]["full_text"] == .string("n=42"))
