@@ -171,8 +171,7 @@ public struct EngineCore: Sendable {
             }
         } catch {
             emitChangedViews()
-            if ids.isEmpty { emit(.error(message: error.message)) }
-            for id in ids { emit(.error(message: error.message, id: id)) }
+            for line in OutputLine.refusals(error.message, answering: ids) { emit(line) }
         }
         return takeActions()
     }

@@ -36,6 +36,11 @@ public enum OutputLine: Sendable {
         }
     }
 
+    /// The `error` lines that refuse a control command: one per id it answers, or one without id.
+    public static func refusals(_ message: String, answering ids: [ControlID]) -> [OutputLine] {
+        ids.isEmpty ? [.error(message: message)] : ids.map { .error(message: message, id: $0) }
+    }
+
     /// An `ack`, or an `error` that answers a control line with an `id`.
     public var isAnswer: Bool {
         switch self {

@@ -106,9 +106,7 @@ public struct BarEncoder: Sendable {
         object["click_events"] = .bool(true)
         object["stop_signal"] = .number(JSONNumber(Int(i3barStopSignal)))
         object["cont_signal"] = .number(JSONNumber(Int(i3barContSignal)))
-        var out: [UInt8] = []
-        JSONValue.object(object).write(into: &out)
-        return String(decoding: out, as: UTF8.self)
+        return JSONValue.object(object).jsonString
     }
 
     /// One array of blocks: `name` is the view's id; `color` only when i3bar can read it (`#rrggbb`,
@@ -122,9 +120,7 @@ public struct BarEncoder: Sendable {
             object["urgent"] = .bool(block.urgent)
             return .object(object)
         }
-        var out: [UInt8] = []
-        JSONValue.array(objects).write(into: &out)
-        return String(decoding: out, as: UTF8.self)
+        return JSONValue.array(objects).jsonString
     }
 
     /// Waybar's `return-type: json`: `alt` is the view's status (for `format-icons`), `class` the rendered
@@ -136,9 +132,7 @@ public struct BarEncoder: Sendable {
         object["tooltip"] = .string(block.tooltip ?? "")
         object["class"] = block.urgent ? .array([.string(block.class), .string("urgent")]) : .string(block.class)
         if let percentage = block.percentage { object["percentage"] = .number(JSONNumber(percentage)) }
-        var out: [UInt8] = []
-        JSONValue.object(object).write(into: &out)
-        return String(decoding: out, as: UTF8.self)
+        return JSONValue.object(object).jsonString
     }
 
     /// The text on one line, in the block's color when it has one polybar can show (`#rgb`, `#rrggbb`,

@@ -173,8 +173,7 @@ public final class Engine: Sendable {
     private func rejectionActions(_ error: ConfigurationError, replyingTo ids: [ControlID]) -> [EngineAction] {
         for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
         let message = "reload failed, the running configuration goes on:\n\(error.description)"
-        if ids.isEmpty { return [.emit(.error(message: message))] }
-        return ids.map { .emit(.error(message: message, id: $0)) }
+        return OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
     }
 
     /// Stops every plugin (and every command they run); returns when they are gone.
@@ -582,7 +581,7 @@ final class StopRequest: Sendable {
 
 /// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGURG and SIGCONT, from the first instruction of a command to its exit.
 ///
-/// The three are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
+/// They are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
 /// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
 /// their answers) SIGINT or SIGTERM stops every plugin started so far and exits with the status the command
 /// chose, and a second one exits at once; SIGHUP is kept for the engine, since the file may have changed

@@ -263,7 +263,7 @@ public final class OutputWriter: @unchecked Sendable {
             if var bar {
                 // Lines the bar has nothing to show for are not lines at all: no `seq`, nothing to write.
                 if let reloaded { bar.update(reloaded) }
-                let now = Timestamp(millisecondsSince1970: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+                let now = EngineTime.current.wall
                 for line in batch {
                     guard let text = bar.encode(line, now: now, redactor: redactor) else { continue }
                     buffer.append(contentsOf: text.utf8)
