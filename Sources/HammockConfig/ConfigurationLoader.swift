@@ -121,7 +121,7 @@ private struct ConfigurationReader {
     var secrets: Set<String> = []
 
     static let topLevelKeys = ["version", "defaults", "sources", "views", "plugins"]
-    static let viewKeys = ["sources", "ready", "display", "render"]
+    static let viewKeys = ["sources", "ready", "display", "render", "on-click"]
 
     /// Options whose values are sent as credentials: a `${NAME}` inside them is a secret, redacted from
     /// everything hammock writes. Elsewhere (a URL's path, a file path, a duration) it is configuration and
@@ -416,7 +416,64 @@ private struct ConfigurationReader {
         if let node = pairs.value("render") {
             render = readRender(node, view: id, sources: sources)
         }
-        return ViewDefinition(id: id, sources: sources, ready: ready, display: display, render: render)
+        var onClick: [Int: ClickAction] = [:]
+        if let node = pairs.value("on-click") {
+            onClick = readOnClick(node, view: id)
+        }
+        return ViewDefinition(id: id, sources: sources, ready: ready, display: display, render: render, onClick: onClick)
+    }
+
+    /// A view's `on-click:`: a button (`left`, `middle`, `right`, `scroll-up`, `scroll-down`, `back`,
+    /// `forward`, or its number, 1 to 9) to `load`, `retry`, `loadIfNeeded`, or `{ run: COMMAND }`.
+    mutating func readOnClick(_ node: YAMLNode, view id: String) -> [Int: ClickAction] {
+        let context = "on-click of view \"\(id)\""
+        guard let pairs = mapping(node, context) else { return [:] }
+        let names = ClickAction.buttons.map(\.key)
+        var actions: [Int: ClickAction] = [:]
+        var named: Set<Int> = []
+        for pair in pairs {
+            guard let key = keyText(pair.key) else { continue }
+            let button = ClickAction.buttons.first { $0.key == key }?.value ?? Int(key).flatMap { (1...9).contains($0) ? $0 : nil }
+            guard let button else {
+                let hint = didYouMean(key, among: names)
+                problem(pair.key.mark, "\(context): \"\(key)\" is not a button\(hint); buttons: \(names.joined(separator: ", ")), or a number from 1 to 9")
+                continue
+            }
+            guard named.insert(button).inserted else {
+                problem(pair.key.mark, "\(context) says twice what button \(button) does")
+                continue
+            }
+            if let action = clickAction(pair.value, what: "\(context), \(key)") { actions[button] = action }
+        }
+        return actions
+    }
+
+    mutating func clickAction(_ node: YAMLNode, what: String) -> ClickAction? {
+        let operations = ClickAction.operations.keys.sorted()
+        let expected = "\(operations.joined(separator: ", ")), or { run: COMMAND }"
+        switch node.kind {
+        case .scalar:
+            guard let word = string(node, what) else { return nil }
+            if let action = ClickAction.operations[word] { return action }
+            let hint = didYouMean(word, among: operations)
+            problem(node.mark, "\(what): \"\(word)\" is not an action\(hint); actions: \(expected)")
+            return nil
+        case .mapping(let pairs):
+            checkKeys(pairs, allowed: ["run"], context: what)
+            guard let command = pairs.value("run") else {
+                problem(node.mark, "\(what) needs `run:`, the command to run")
+                return nil
+            }
+            guard let text = string(command, "\(what), run") else { return nil }
+            guard !text.trimmingWhitespace().isEmpty else {
+                problem(command.mark, "\(what), run: the command is empty")
+                return nil
+            }
+            return .run(text)
+        default:
+            problem(node.mark, "\(what) must be one of \(expected), found \(node.kindName)")
+            return nil
+        }
     }
 
     /// A view's `render:` block: the templates at the top, and under `loading:`, `error:` and `idle:`.

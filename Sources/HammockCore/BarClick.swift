@@ -35,3 +35,32 @@ public struct BarClick: Sendable, Equatable {
         return .click(BarClick(view: name, button: button))
     }
 }
+
+/// What a click on a view's block does: a view's `on-click:` (docs/configuration.md, "Clicks").
+public enum ClickAction: Sendable, Hashable {
+    /// The control op of that name on the view: `load`, `retry` or `loadIfNeeded`.
+    case load, retry, loadIfNeeded
+    /// `/bin/sh -c COMMAND`, with `HAMMOCK_VIEW` and `HAMMOCK_BUTTON` set; its output goes to the log.
+    case run(String)
+
+    /// The words `on-click:` takes for the ops.
+    public static let operations: [String: ClickAction] = ["load": .load, "retry": .retry, "loadIfNeeded": .loadIfNeeded]
+
+    /// i3bar's numbers for the buttons `on-click:` may name; a number from 1 to 9 is taken too.
+    public static let buttons: KeyValuePairs<String, Int> = [
+        "left": 1, "middle": 2, "right": 3, "scroll-up": 4, "scroll-down": 5, "back": 8, "forward": 9,
+    ]
+}
+
+/// An `on-click` command to run, which the engine starts (`EngineAction.runClickCommand`).
+public struct ClickCommand: Sendable, Equatable {
+    public var command: String
+    public var view: String
+    public var button: Int
+
+    public init(command: String, view: String, button: Int) {
+        self.command = command
+        self.view = view
+        self.button = button
+    }
+}

@@ -18,6 +18,8 @@ public enum EngineAction: Sendable {
     /// I/O, so the runtime does it, then hands the result to `reconfigure`. The runtime acknowledges
     /// `replyingTo` once the new configuration is in force, or refuses them with the reason.
     case reload(replyingTo: [ControlID])
+    /// A view's `on-click:` names a command for the button clicked.
+    case runClickCommand(ClickCommand)
     /// `--once` is done: write nothing more and exit with this status.
     case finish(exitStatus: Int32)
 }
@@ -176,14 +178,22 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
-    /// A click on a view's block in i3bar: button 1 loads the view again, its failing sources only when it
-    /// can try again (`retry`), every source otherwise (`load`); other buttons do nothing. Nil for a view the
-    /// configuration does not have.
+    /// A click on a view's block in i3bar: what the view's `on-click:` says for the button; without a word
+    /// for it, button 1 loads the view again, its failing sources only when it can try again (`retry`), every
+    /// source otherwise (`load`), and other buttons do nothing. Nil for a view the configuration does not have.
     public mutating func clicked(_ click: BarClick, now: EngineTime) -> [EngineAction]? {
         guard let index = configuration.views.firstIndex(where: { $0.id == click.view }) else { return nil }
-        guard click.button == 1 else { return [] }
         let target = ControlTarget.view(click.view)
-        return handle(viewState(index).canTryAgain ? .retry(target) : .load(target), now: now)
+        let action = configuration.views[index].onClick[click.button]
+            ?? (click.button == 1 ? (viewState(index).canTryAgain ? .retry : .load) : nil)
+        switch action {
+        case nil: return []
+        case .load: return handle(.load(target), now: now)
+        case .retry: return handle(.retry(target), now: now)
+        case .loadIfNeeded: return handle(.loadIfNeeded(target), now: now)
+        case .run(let command):
+            return [.runClickCommand(ClickCommand(command: command, view: click.view, button: click.button))]
+        }
     }
 
     /// SIGUSR1 (`failingOnly`): loads every source that has an error; SIGUSR2: loads every source. A status

@@ -109,13 +109,14 @@ public struct BarEncoder: Sendable {
         return JSONValue.object(object).jsonString
     }
 
-    /// One array of blocks: `name` is the view's id; `color` only when i3bar can read it (`#rrggbb`,
-    /// `#rrggbbaa`); `urgent` as rendered.
+    /// One array of blocks: `name` is the view's id; `short_text` when the view renders one; `color` only
+    /// when i3bar can read it (`#rrggbb`, `#rrggbbaa`); `urgent` as rendered.
     static func i3bar(_ blocks: [(name: String, block: RenderedBlock)]) -> String {
         let objects = blocks.map { name, block -> JSONValue in
             var object = JSONObject()
             object["name"] = .string(name)
             object["full_text"] = .string(oneLine(block.text))
+            if let short = block.short { object["short_text"] = .string(oneLine(short)) }
             if let color = block.color, isHexColor(color), color.count != 4 { object["color"] = .string(color) }
             object["urgent"] = .bool(block.urgent)
             return .object(object)
@@ -163,6 +164,7 @@ extension RenderedBlock {
         guard !redactor.isEmpty else { return self }
         var block = self
         block.text = redactor.redactAround(text)
+        block.short = short.map(redactor.redactAround)
         block.tooltip = tooltip.map(redactor.redactAround)
         block.class = redactor.redactAround(self.class)
         block.color = color.map(redactor.redactAround)

@@ -57,16 +57,20 @@ public struct ViewDefinition: Sendable, Hashable {
     public var display: [DisplayRule]
     /// How a status bar shows the view (`render:`); `nil` gives the default rendering.
     public var render: ViewRender?
+    /// What a click on the view's block does, by i3bar's button number (`on-click:`). A button left out does
+    /// nothing, but button 1, which retries the view when it `canTryAgain` and loads it otherwise.
+    public var onClick: [Int: ClickAction]
 
     public init(
         id: String, sources: [String], ready: Readiness = .all, display: [DisplayRule]? = nil,
-        render: ViewRender? = nil
+        render: ViewRender? = nil, onClick: [Int: ClickAction] = [:]
     ) {
         self.id = id
         self.sources = sources
         self.ready = ready
         self.display = display ?? DisplayRule.defaultRules(for: ready)
         self.render = render
+        self.onClick = onClick
     }
 }
 

@@ -4,7 +4,7 @@ import OrderedCollections
 /// A view's `render:` block: how a status bar shows it. docs/configuration.md, "Rendering a view".
 public struct ViewRender: Sendable, Hashable {
     public enum Field: String, Sendable, Hashable, CaseIterable {
-        case text, tooltip, `class`, percentage, color, urgent
+        case text, short, tooltip, `class`, percentage, color, urgent
     }
 
     /// The statuses that may have keys of their own (`loading:`, `error:`, `idle:`); the top-level keys are
@@ -30,6 +30,8 @@ public struct ViewRender: Sendable, Hashable {
 /// A view as a status bar shows it; every output format takes what it needs from here.
 public struct RenderedBlock: Sendable, Equatable {
     public var text: String
+    /// What a narrow bar shows instead of `text` (i3bar's `short_text`); `nil` leaves it to the bar.
+    public var short: String?
     public var tooltip: String?
     public var `class`: String
     /// 0–100.
@@ -42,10 +44,11 @@ public struct RenderedBlock: Sendable, Equatable {
     public var problems: [String]
 
     public init(
-        text: String, tooltip: String? = nil, class: String, percentage: Int? = nil, color: String? = nil,
-        urgent: Bool = false, problems: [String] = []
+        text: String, short: String? = nil, tooltip: String? = nil, class: String, percentage: Int? = nil,
+        color: String? = nil, urgent: Bool = false, problems: [String] = []
     ) {
         self.text = text
+        self.short = short
         self.tooltip = tooltip
         self.class = `class`
         self.percentage = percentage
@@ -70,6 +73,7 @@ extension ViewDefinition {
             return text
         }
         if let text = rendered(.text) { block.text = text }
+        if let short = rendered(.short) { block.short = short.isEmpty ? nil : short }
         if let tooltip = rendered(.tooltip) { block.tooltip = tooltip.isEmpty ? nil : tooltip }
         if let name = rendered(.class), !name.isEmpty { block.class = name }
         if let color = rendered(.color) { block.color = color.isEmpty ? nil : color }

@@ -303,6 +303,7 @@ public final class Engine: Sendable {
             configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
         // A child of the loop's own task: the stop waits for it to write what waits.
         async let caching: Void = cache.run()
+        let clickCommands = ClickCommands(logger: logger, standardError: standardError)
         func perform(_ actions: [EngineAction]) async -> Bool {
             for action in actions {
                 switch action {
@@ -318,6 +319,8 @@ public final class Engine: Sendable {
                     await loaders[kind]?.cancel(source: source, loadID: loadID)
                 case .removeSource(let source, let kind):
                     await loaders[kind]?.remove(source: source)
+                case .runClickCommand(let click):
+                    work.addTask { await clickCommands.run(click) }
                 case .finish(let status):
                     exitStatus = status
                     isFinished = true
@@ -503,6 +506,7 @@ public final class Engine: Sendable {
             writer.interrupt()
         }
         let stopped = stop.current
+        await clickCommands.endAll()
         await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values) + Array(reloading.checkers.values))
         // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
         await work.waitForAll()

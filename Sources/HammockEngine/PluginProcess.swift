@@ -20,6 +20,8 @@ struct ProcessTransport: PluginTransport {
     /// Whether hammock takes in the orphans of its plugins and ends them (`OrphanReaper`): the engine does;
     /// `hammock plugin check` has nothing else running to protect.
     let reapsOrphans: Bool
+    /// Set in the process's environment, over what it inherits from hammock.
+    let environment: [String: String]
     let standardErrorLine: @Sendable ([UInt8]) async -> Void
     private let input = AsyncStream.makeStream(of: [UInt8].self)
     /// What the task that enforces a kill hears: the guard's pid once it is spawned, and kill requests.
@@ -32,11 +34,12 @@ struct ProcessTransport: PluginTransport {
 
     init(
         command: [String], maximumLineLength: Int = PluginHost.maximumLineLength, reapsOrphans: Bool,
-        standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
+        environment: [String: String] = [:], standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
     ) {
         self.command = command
         self.maximumLineLength = maximumLineLength
         self.reapsOrphans = reapsOrphans
+        self.environment = environment
         self.standardErrorLine = standardErrorLine
     }
 
@@ -98,7 +101,9 @@ struct ProcessTransport: PluginTransport {
         // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
         // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch);
         // the guard checks the same.
-        let environment = Environment.inherit.updating(["HAMMOCK_ENGINE_PID": String(getpid())])
+        var variables = self.environment.reduce(into: [Environment.Key: String?]()) { $0[.init(rawValue: $1.key)!] = $1.value }
+        variables["HAMMOCK_ENGINE_PID"] = String(getpid())
+        let environment = Environment.inherit.updating(variables)
         // /proc/self/exe, not a path: in the child it still names this executable, even one replaced on disk.
         let configuration = Configuration(
             executable: .path(FilePath("/proc/self/exe")),

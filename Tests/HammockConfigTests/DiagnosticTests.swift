@@ -446,3 +446,57 @@ import Testing
             ])
     }
 }
+
+/// A view's `on-click:`: buttons by name or number, ops or a command, and every mistake at its place.
+@Suite struct OnClickDiagnostics {
+    @Test func buttonsByNameOrNumber() throws {
+        let text = """
+            sources:
+              s: { kind: fake }
+            views:
+              v:
+                sources: [s]
+                on-click:
+                  left: retry
+                  middle: loadIfNeeded
+                  right: { run: "notify-send ${WHO}" }
+                  4: load
+                  forward: load
+            """
+        let view = try #require(try load(text, environment: ["WHO": "me"]).configuration.views.first)
+        #expect(view.onClick == [1: .retry, 2: .loadIfNeeded, 3: .run("notify-send me"), 4: .load, 9: .load])
+    }
+
+    @Test func mistakes() {
+        let text = """
+            sources:
+              s: { kind: fake }
+            views:
+              v:
+                sources: [s]
+                on-click:
+                  lefft: retry
+                  1: relaod
+                  left: load
+                  right: { command: ls }
+                  middle: { run: "  " }
+                  10: load
+                  scroll-up: [load]
+              w:
+                sources: [s]
+                on-click: retry
+            """
+        #expect(
+            problems(text) == [
+                #"7:7: on-click of view "v": "lefft" is not a button (did you mean "left"?); buttons: left, middle, right, scroll-up, scroll-down, back, forward, or a number from 1 to 9"#,
+                #"8:10: on-click of view "v", 1: "relaod" is not an action; actions: load, loadIfNeeded, retry, or { run: COMMAND }"#,
+                #"9:7: on-click of view "v" says twice what button 1 does"#,
+                #"10:14: on-click of view "v", right needs `run:`, the command to run"#,
+                #"10:16: unknown key "command" in on-click of view "v", right; expected one of: run"#,
+                #"11:22: on-click of view "v", middle, run: the command is empty"#,
+                #"12:7: on-click of view "v": "10" is not a button; buttons: left, middle, right, scroll-up, scroll-down, back, forward, or a number from 1 to 9"#,
+                #"13:18: on-click of view "v", scroll-up must be one of load, loadIfNeeded, retry, or { run: COMMAND }, found a list"#,
+                #"16:15: on-click of view "w" must be a mapping, found a string"#,
+            ])
+    }
+}

@@ -48,6 +48,15 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         }
     }
 
+    @Test func i3barShortTextOnlyWhenRendered() throws {
+        var encoder = BarEncoder(
+            format: .i3bar, views: [try view("a", [.text: "load {{ s }}", .short: "{{ s }}"]), try view("b", [.short: ""])])
+        _ = encoder.encode(line("a", 0.5), now: now, redactor: .none)
+        let line = encoder.encode(line("b", 2), now: now, redactor: .none)
+        let encoded = try #require(line)
+        #expect(encoded.hasSuffix(##"[{"name":"a","full_text":"load 0.5","short_text":"0.5","urgent":false},{"name":"b","full_text":"2","urgent":false}],"## + "\n"))
+    }
+
     @Test func i3barSignalsAreLinuxs() {
         #expect(BarEncoder.i3barStopSignal == SIGURG)
         #expect(BarEncoder.i3barContSignal == SIGCONT)

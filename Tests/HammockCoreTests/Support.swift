@@ -65,6 +65,7 @@ extension EngineAction {
         case .emit(let line): line.summary
         case .persist(let source, let content): content == nil ? "persist \(source) nil" : "persist \(source)"
         case .reload(let ids): ids.isEmpty ? "reload" : "reload \(ids)"
+        case .runClickCommand(let click): "run \(click.view) \(click.button) \(click.command)"
         case .finish(let status): "finish \(status)"
         }
     }

@@ -119,4 +119,56 @@ struct I3barFormatTests {
             try await hammock.waitForStdoutLines("the change made while stopped") { self.fullTexts($0.last ?? "") == ["c2"] }
         }
     }
+
+    @Test("on-click: each button's op or command; a command's output goes to the log, and it ends with hammock")
+    func onClick() async throws {
+        let config = """
+            sources:
+              count:
+                kind: shell
+                command: [sh, -c, 'echo x >> "$HOME/count"; echo "c$(wc -l < "$HOME/count")"']
+            views:
+              count:
+                sources: [count]
+                render: { text: "{{ count }}", short: "#" }
+                on-click:
+                  left: { run: 'echo "$HAMMOCK_VIEW $HAMMOCK_BUTTON" > "$HOME/clicked"; echo said-on-stdout; echo said-on-stderr >&2; exit 3' }
+                  middle: load
+                  right: { run: 'echo $$$$ > "$HOME/sleeper.tmp"; mv "$HOME/sleeper.tmp" "$HOME/sleeper"; exec sleep 600' }
+            """
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--format", "i3bar"], stdoutIsJSON: false
+        ) { hammock in
+            try await hammock.waitForStdoutLines("count loaded") { self.fullTexts($0.last ?? "") == ["c1"] }
+            #expect(hammock.stdoutLines.last?.contains(##""short_text":"#""##) == true)
+            try hammock.send(controlLine: "[")
+            try hammock.send(controlLine: #"{"name":"count","button":1}"#)
+            try await hammock.waitForStderr(containing: #"on-click of view "count": `echo"#)
+            try await hammock.waitForStderr(containing: "exited with status 3")
+            #expect(try String(contentsOfFile: hammock.directory + "/clicked", encoding: .utf8) == "count 1\n")
+            #expect(hammock.stderrText.contains(#"on-click of view "count": said-on-stdout"#))
+            #expect(hammock.stderrText.contains(#"on-click of view "count": said-on-stderr"#))
+            #expect(!hammock.stdoutText.contains("said-on"), "a command's output reached the bar")
+
+            try hammock.send(controlLine: #",{"name":"count","button":2}"#)
+            try await hammock.waitForStdoutLines("middle loads") { self.fullTexts($0.last ?? "") == ["c2"] }
+
+            try hammock.send(controlLine: #",{"name":"count","button":3}"#)
+            let sleeperFile = hammock.directory + "/sleeper"
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !FileManager.default.fileExists(atPath: sleeperFile) {
+                try #require(ContinuousClock.now < deadline, "the right button's command did not start")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let sleeper = try #require(Int32(try String(contentsOfFile: sleeperFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            let running = try #require(ProcessTable.entry(sleeper))
+            #expect(ProcessTable.isAlive(running))
+            hammock.signal(SIGTERM)
+            let termination = try await hammock.waitForExit(timeout: .seconds(10))
+            #expect(termination == .exited(0), "the stop waited for the command, or failed: \(hammock.stderrText)")
+            let gone = ContinuousClock.now + .seconds(5)
+            while ProcessTable.isAlive(running), ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(!ProcessTable.isAlive(running), "the on-click command outlived hammock")
+        }
+    }
 }

@@ -1,0 +1,49 @@
+import HammockCore
+import Logging
+
+/// The `on-click` commands that are running. Each runs as a plugin does, below hammock's guard, so it dies
+/// with hammock however hammock dies; its output goes to the log, never to stdout, which is the bar's.
+/// A stop ends the ones still running rather than wait for them (a click may start something that runs on).
+actor ClickCommands {
+    private var running: [Int: ProcessTransport] = [:]
+    private var nextID = 0
+    private var isStopped = false
+    private let logger: Logger
+    private let standardError: StandardError
+
+    init(logger: Logger, standardError: StandardError) {
+        self.logger = logger
+        self.standardError = standardError
+    }
+
+    /// Runs `click.command` with `/bin/sh -c` to its end; nothing once `endAll` was called.
+    func run(_ click: ClickCommand) async {
+        guard !isStopped else { return }
+        let prefix = "on-click of view \"\(click.view)\""
+        let standardError = standardError
+        let transport = ProcessTransport(
+            command: ["/bin/sh", "-c", click.command], reapsOrphans: true,
+            environment: ["HAMMOCK_VIEW": click.view, "HAMMOCK_BUTTON": String(click.button)]
+        ) { standardError.write(prefix: prefix, line: $0) }
+        transport.closeInput()
+        let id = nextID
+        nextID += 1
+        running[id] = transport
+        logger.info("\(prefix): running `\(click.command)` for button \(click.button)")
+        let exit = await transport.run { piece in
+            if case .line(let line) = piece { standardError.write(prefix: prefix, line: line) }
+        }
+        running[id] = nil
+        switch exit {
+        case .exited(0): break
+        case .killed where isStopped: break
+        default: logger.warning("\(prefix): `\(click.command)` \(exit)")
+        }
+    }
+
+    /// Ends every command still running (its guard ends what it started), and runs no more.
+    func endAll() {
+        isStopped = true
+        for transport in running.values { transport.kill() }
+    }
+}
