@@ -17,6 +17,11 @@ public struct RenderTemplate: Sendable, Hashable {
 
     public init(parts: [Part]) { self.parts = parts }
 
+    /// Whether the text changes with the time of rendering alone (`ago`), with the same content.
+    public var dependsOnTime: Bool {
+        parts.contains { if case .expression(let expression) = $0 { expression.filters.contains(.ago) } else { false } }
+    }
+
     public var references: [TemplateReference] {
         parts.compactMap { if case .expression(let expression) = $0 { expression.reference } else { nil } }
     }

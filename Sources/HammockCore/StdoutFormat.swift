@@ -42,6 +42,8 @@ public struct BarEncoder: Sendable {
     public let format: StdoutFormat
     /// The selected views, in the order their texts are joined.
     private var views: [ViewDefinition]
+    /// Each selected view's latest state, kept to render again as time passes (`refresh`).
+    private var states: [String: ViewState] = [:]
     private var blocks: [String: (status: ViewStatus, block: RenderedBlock)] = [:]
     private var lastLine: String?
     /// `i3bar`: the header and the array's `[` go before the first blocks.
@@ -62,11 +64,36 @@ public struct BarEncoder: Sendable {
         }
     }
 
+    /// How often `refresh` should run while `dependsOnTime`: `ago` counts whole seconds.
+    public static let refreshInterval: Duration = .seconds(1)
+
+    /// Whether what the bar shows changes with time alone (a template uses `ago`): then `refresh` must run
+    /// every `refreshInterval`, though no state changes.
+    public var dependsOnTime: Bool { views.contains { $0.render?.dependsOnTime == true } }
+
     /// The bar's line for `line`, `\n` included, or nil when it has nothing new to show.
     public mutating func encode(_ line: OutputLine, now: Timestamp, redactor: Redactor) -> String? {
         guard case .view(let id, let state) = line, let view = views.first(where: { $0.id == id }) else { return nil }
+        states[id] = state
+        render(view, state: state, now: now, redactor: redactor)
+        return encodeIfChanged()
+    }
+
+    /// Every view rendered again at `now`: the bar's line when an `ago` changed what it shows, else nil.
+    public mutating func refresh(now: Timestamp, redactor: Redactor) -> String? {
+        for view in views {
+            guard let state = states[view.id] else { continue }
+            render(view, state: state, now: now, redactor: redactor)
+        }
+        return encodeIfChanged()
+    }
+
+    private mutating func render(_ view: ViewDefinition, state: ViewState, now: Timestamp, redactor: Redactor) {
         let rendered = view.render(state: state, now: now, redactor: redactor)
-        blocks[id] = (state.status, rendered.redactingLiterals(with: redactor))
+        blocks[view.id] = (state.status, rendered.redactingLiterals(with: redactor))
+    }
+
+    private mutating func encodeIfChanged() -> String? {
         guard views.allSatisfy({ blocks[$0.id] != nil }) else { return nil }
         let encoded = encodeSelection() + "\n"
         guard encoded != lastLine else { return nil }

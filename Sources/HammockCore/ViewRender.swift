@@ -21,6 +21,12 @@ public struct ViewRender: Sendable, Hashable {
         self.overrides = overrides
     }
 
+    /// Whether some template renders differently as time passes (`ago`), so a bar must render it again.
+    public var dependsOnTime: Bool {
+        (templates.values.contains(where: \.dependsOnTime))
+            || overrides.values.contains { $0.values.contains(where: \.dependsOnTime) }
+    }
+
     /// The templates in force in `status`: its own keys over the top-level ones.
     public func templates(for status: ViewStatus) -> [Field: RenderTemplate] {
         templates.merging(overrides[status] ?? [:]) { _, override in override }

@@ -233,9 +233,26 @@ public final class OutputWriter: @unchecked Sendable {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var ends: [Int] = []
+        // A bar whose templates use `ago` is rendered again each `BarEncoder.refreshInterval`, though no
+        // state changed: the time of the next such render, when one is due. Monotonic, and the wait is cut
+        // into steps of at most that interval, so that a stepped wall clock cannot stretch it for long.
+        var nextRefresh: MonotonicInstant?
         while true {
             condition.lock()
-            while (pending.isEmpty || isPaused) && !isClosing { condition.wait() }
+            var isRefreshDue = false
+            while (pending.isEmpty || isPaused) && !isClosing {
+                if let due = nextRefresh, !isPaused {
+                    let left = due - MonotonicInstant.current
+                    if left <= .zero {
+                        isRefreshDue = true
+                        break
+                    }
+                    let seconds = Double(min(left, BarEncoder.refreshInterval).milliseconds) / 1000
+                    _ = condition.wait(until: Date().addingTimeInterval(seconds))
+                } else {
+                    condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
+                }
+            }
             if pending.isEmpty && isClosing {
                 isDone = true
                 condition.broadcast()
@@ -269,6 +286,11 @@ public final class OutputWriter: @unchecked Sendable {
                     buffer.append(contentsOf: text.utf8)
                     ends.append(buffer.count)
                 }
+                if isRefreshDue, let text = bar.refresh(now: now, redactor: redactor) {
+                    buffer.append(contentsOf: text.utf8)
+                    ends.append(buffer.count)
+                }
+                nextRefresh = bar.dependsOnTime ? MonotonicInstant.current + BarEncoder.refreshInterval : nil
                 self.bar = bar
             } else {
                 for line in batch {

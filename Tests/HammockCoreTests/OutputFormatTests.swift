@@ -57,6 +57,19 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         #expect(encoded.hasSuffix(##"[{"name":"a","full_text":"load 0.5","short_text":"0.5","urgent":false},{"name":"b","full_text":"2","urgent":false}],"## + "\n"))
     }
 
+    @Test func refreshRendersAgoAgainAndWritesOnlyWhatChanged() throws {
+        var encoder = BarEncoder(format: .text, views: [try view("a", [.text: "{{ s | ago }}"])])
+        #expect(encoder.dependsOnTime)
+        let loaded = now.millisecondsSince1970 / 1000
+        #expect(encoder.encode(line("a", .number(JSONNumber(Int(loaded)))), now: now, redactor: .none) == "just now\n")
+        #expect(encoder.refresh(now: now, redactor: .none) == nil)
+        let later = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + 61_000)
+        #expect(encoder.refresh(now: later, redactor: .none) == "1 min ago\n")
+        #expect(encoder.refresh(now: Timestamp(millisecondsSince1970: later.millisecondsSince1970 + 500), redactor: .none) == nil)
+        let plain = BarEncoder(format: .text, views: [try view("a", [.text: "{{ s | round }}"]), try view("b")])
+        #expect(!plain.dependsOnTime)
+    }
+
     @Test func i3barSignalsAreLinuxs() {
         #expect(BarEncoder.i3barStopSignal == SIGURG)
         #expect(BarEncoder.i3barContSignal == SIGCONT)

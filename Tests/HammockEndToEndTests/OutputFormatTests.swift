@@ -41,6 +41,32 @@ struct OutputFormatTests {
         }
     }
 
+    @Test("a template with ago is rendered again as time passes, with no new state; one without ago is not")
+    func agoIsRenderedAgain() async throws {
+        // `at` loads once (its refresh is an hour away): every later line comes from the clock alone.
+        let config = """
+            sources:
+              at: { kind: shell, command: [date, +%s], refresh: 1h }
+            views:
+              age: { sources: [at], render: { text: "loaded {{ at | ago }}" } }
+              plain: { sources: [at], render: { text: "loaded at {{ at }}" } }
+            """
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--format", "text", "--view", "age"], stdoutIsJSON: false
+        ) { hammock in
+            let lines = try await hammock.waitForStdoutLines("two seconds of age") { $0.contains("loaded 2 s ago") }
+            #expect(lines.contains("loaded 1 s ago"), "\(lines)")
+            #expect(zip(lines, lines.dropFirst()).allSatisfy { $0 != $1 }, "a line repeats the one before: \(lines)")
+        }
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--format", "text", "--view", "plain"], stdoutIsJSON: false
+        ) { hammock in
+            let shown = try await hammock.waitForStdoutLines("the time loaded") { $0.last?.last?.isNumber == true }
+            try await Task.sleep(for: .milliseconds(2500))
+            #expect(hammock.stdoutLines == shown)
+        }
+    }
+
     @Test("--format waybar writes one JSON object per change with text, alt, tooltip, class and percentage")
     func waybar() async throws {
         let config = """
