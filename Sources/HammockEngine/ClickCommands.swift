@@ -4,8 +4,16 @@ import Logging
 /// The `on-click` commands that are running. Each runs as a plugin does, below hammock's guard, so it dies
 /// with hammock however hammock dies; its output goes to the log, never to stdout, which is the bar's.
 /// A stop ends the ones still running rather than wait for them (a click may start something that runs on).
+///
+/// A click on a button whose command still runs is ignored: a scroll wheel sends dozens of clicks a second,
+/// and each must not become a process.
 actor ClickCommands {
+    private struct ButtonOfView: Hashable {
+        var view: String
+        var button: Int
+    }
     private var running: [Int: ProcessTransport] = [:]
+    private var busy: Set<ButtonOfView> = []
     private var nextID = 0
     private var isStopped = false
     private let logger: Logger
@@ -20,6 +28,12 @@ actor ClickCommands {
     func run(_ click: ClickCommand) async {
         guard !isStopped else { return }
         let prefix = "on-click of view \"\(click.view)\""
+        let button = ButtonOfView(view: click.view, button: click.button)
+        guard busy.insert(button).inserted else {
+            logger.info("\(prefix): button \(click.button)'s command still runs; click ignored")
+            return
+        }
+        defer { busy.remove(button) }
         let standardError = standardError
         let transport = ProcessTransport(
             command: ["/bin/sh", "-c", click.command], reapsOrphans: true,

@@ -171,4 +171,32 @@ struct I3barFormatTests {
             #expect(!ProcessTable.isAlive(running), "the on-click command outlived hammock")
         }
     }
+
+    @Test("a flood of clicks on a button whose command still runs starts it once")
+    func clickFlood() async throws {
+        let config = """
+            sources:
+              n: { kind: fake, content: 1 }
+            views:
+              n:
+                sources: [n]
+                on-click:
+                  scroll-up: { run: 'echo x >> "$HOME/runs"; sleep 3' }
+            """
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--format", "i3bar", "--log-level", "info"], stdoutIsJSON: false
+        ) { hammock in
+            try await hammock.waitForStdoutLines("the block") { self.fullTexts($0.last ?? "") == ["1"] }
+            try hammock.send(controlLine: "[")
+            // Spread over a second: clicks that come together are taken as one already (the mailbox coalesces).
+            for index in 0..<20 {
+                try hammock.send(controlLine: (index == 0 ? "" : ",") + #"{"name":"n","button":4}"#)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await hammock.waitForStderr(containing: "click ignored")
+            let runs = try String(contentsOfFile: hammock.directory + "/runs", encoding: .utf8)
+            #expect(runs == "x\n", "the command ran more than once while it was running")
+            #expect(hammock.isRunning)
+        }
+    }
 }
