@@ -165,8 +165,12 @@ public struct BarEncoder: Sendable {
 
     /// The text on one line, in the block's color when it has one polybar can show (`#rgb`, `#rrggbb`,
     /// `#aarrggbb`); a color name is left out.
+    ///
+    /// polybar reads every `%{` as a tag, and a content value may hold one: a color, or an `A` action that runs
+    /// a command when the bar is clicked. polybar has no escape for it (`%%` is not one), so an offset of zero
+    /// pixels, `%{O0}`, goes between the `%` and the `{`: both are drawn as they are, and nothing moves.
     static func polybar(_ block: RenderedBlock) -> String {
-        let text = oneLine(block.text)
+        let text = oneLine(block.text).replacing("%{", with: "%%{O0}{")
         guard let color = block.color, isHexColor(color) else { return text }
         return "%{F\(color)}\(text)%{F-}"
     }

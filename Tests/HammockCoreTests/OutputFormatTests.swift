@@ -131,6 +131,16 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         #expect(encoder.encode(line("v", "#fff"), now: now, redactor: .none) == "%{F#fff}#fff%{F-}\n")
     }
 
+    @Test func polybarDrawsATagInTheTextAsText() throws {
+        var encoder = BarEncoder(format: .polybar, views: [try view("v", [.text: "{{ s }}", .color: "#f00"])])
+        let text = "%{A1:rm -rf ~:}click%{A} 50% %%{F-} {F#fff}%"
+        #expect(
+            encoder.encode(line("v", .string(text)), now: now, redactor: .none)
+                == "%{F#f00}%%{O0}{A1:rm -rf ~:}click%%{O0}{A} 50% %%%{O0}{F-} {F#fff}%%{F-}\n")
+        var plain = BarEncoder(format: .polybar, views: [try view("v", [.text: "{{ s }}"])])
+        #expect(plain.encode(line("v", "%{T2}"), now: now, redactor: .none) == "%%{O0}{T2}\n")
+    }
+
     @Test func secretsAreRedactedInLiteralsAndValuesOnce() throws {
         var encoder = BarEncoder(format: .text, views: [try view("v", [.text: "token tok-1 {{ s }}"])])
         let redactor = Redactor(secrets: ["tok-1", "act"])

@@ -37,6 +37,14 @@ ocr() {
   tesseract "$scaled" - --psm 6 2>/dev/null
 }
 
+# ocr_bright IMAGE [tsv]: ocr for light or colored text on a dark bar: each pixel's brightest channel, inverted,
+# so red or blue text reads as well as white. With `tsv`, tesseract's word boxes (in pixels of the 3x image).
+ocr_bright() {
+  local scaled="${1%.png}-ocr.png"
+  convert "$1" -resize 300% -separate -evaluate-sequence max -negate "$scaled"
+  tesseract "$scaled" - --psm 6 "${@:2}" 2>/dev/null
+}
+
 # start_http_server DIR: serves DIR/NAME's bytes for GET /NAME (503 when it does not exist) on 127.0.0.1, logs
 # each request's path to DIR/requests.log, and sets HTTP_PORT.
 start_http_server() {
