@@ -8,6 +8,8 @@ note() { echo "$*" >&2; }
 cleanup() {
   local status=$?
   trap '' TERM
+  # Whatever the test had to say is said; bash's notices of the jobs killed below are noise.
+  exec 2>/dev/null
   if [ "$(ps -o pgid= $$ | tr -d ' ')" = "$$" ]; then
     # Run by tests/consumers/run (setsid): the whole group but this shell, grandchildren included.
     kill -TERM -- -$$ 2>/dev/null || true
