@@ -1,4 +1,5 @@
 """Clicks at X,Y on a headless wlroots compositor (sway): python3 wayland_click.py X Y [BUTTON].
+With --hover SECONDS first, moves the pointer to X,Y and keeps it there that long instead (a tooltip shows).
 
 A headless sway has no input device, so its seat has no pointer and a bar never gets a click; `swaymsg seat -
 cursor press` goes nowhere. This client adds one through wlr-virtual-pointer-unstable-v1, moves it to X,Y of
@@ -74,8 +75,13 @@ def string_at(payload, offset):
 
 
 def main():
-    x, y = int(sys.argv[1]), int(sys.argv[2])
-    button = BUTTON_CODES[int(sys.argv[3]) if len(sys.argv) > 3 else 1]
+    args = sys.argv[1:]
+    hover = None
+    if args[0] == "--hover":
+        hover = float(args[1])
+        args = args[2:]
+    x, y = int(args[0]), int(args[1])
+    button = BUTTON_CODES[int(args[2]) if len(args) > 2 else 1]
     wl = Connection()
     registry = wl.new_id()
     wl.send(1, 1, registry)  # wl_display.get_registry
@@ -102,6 +108,9 @@ def main():
     wl.send(pointer, 1, now(), x * width // layout_w, y * height // layout_h, width, height)
     wl.send(pointer, 4)  # frame
     wl.roundtrip()
+    if hover is not None:
+        time.sleep(hover)
+        return
     time.sleep(0.2)
     wl.send(pointer, 2, now(), button, 1)  # button pressed
     wl.send(pointer, 4)
