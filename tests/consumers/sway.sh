@@ -61,12 +61,16 @@ screenshot() {
   grim -g "0,0 1280x$2" "$ARTIFACTS/$1.png"
 }
 
-# read_bar IMAGE: the text tesseract reads in IMAGE. Unlike lib.sh's `ocr`, it does not scale: these bars use
-# fonts of 28 px and more, which tesseract reads at their size and no longer reads at three times it.
+# read_bar IMAGE: the text tesseract reads in IMAGE, read twice: in plain gray (white on a colored background)
+# and in the brightest of the three channels (colored text on black, such as swaybar's red error line, is too
+# dark in plain gray). Unlike lib.sh's `ocr`, it does not scale: these bars use fonts of 28 px and more, which
+# tesseract reads at their size and no longer reads at three times it.
 read_bar() {
-  local gray="${1%.png}-ocr.png"
+  local gray="${1%.png}-ocr.png" bright="${1%.png}-ocr-bright.png"
   convert "$1" -colorspace Gray -normalize -bordercolor white -border 10 "$gray"
+  convert "$1" -separate -evaluate-sequence Max -normalize -bordercolor black -border 10 "$bright"
   tesseract "$gray" - --psm 6 2>/dev/null
+  tesseract "$bright" - --psm 6 2>/dev/null
 }
 
 # wait_for_text SECONDS NAME HEIGHT REGEX: takes screenshots (NAME.png, its OCR in NAME.txt) until the OCR
