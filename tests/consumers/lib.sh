@@ -14,7 +14,10 @@ cleanup() {
     # Run by tests/consumers/run (setsid): the whole group but this shell, grandchildren included.
     kill -TERM -- -$$ 2>/dev/null || true
     sleep 0.5
-    pgrep -g $$ | grep -vx $$ | xargs -r kill -KILL 2>/dev/null || true
+    # The list first: a pipeline that kills would be in the group it kills.
+    local left
+    left=$(pgrep -g $$ | grep -vx $$ || true)
+    [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
   else
     jobs -p | xargs -r kill 2>/dev/null || true
   fi
