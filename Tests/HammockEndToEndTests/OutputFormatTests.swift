@@ -147,7 +147,7 @@ struct OutputFormatTests {
               w: { sources: [n] }
             """, in: directory)
         let cases: [([String], String)] = [
-            (["--format", "xml"], #"--format "xml" is not a format (formats: json, waybar, polybar, text, i3bar)"#),
+            (["--format", "xml"], #"--format "xml" is not a format (formats: json, waybar, polybar, text, i3bar, tui)"#),
             (["--format", "waybar"], "--format waybar shows one view per process: give exactly one --view"),
             (["--format", "waybar", "--view", "v", "--view", "w"], "give exactly one --view"),
             (["--format", "text"], "--format text needs at least one --view"),
