@@ -26,7 +26,8 @@ final class WatchTerminal: @unchecked Sendable {
     private var screen: WatchScreen
     private var isDirty = true
     private var isClosing = false
-    private var isDrawingDone = false
+    /// `run` switched the terminal and started drawing.
+    private var hasStarted = false
     private var isEnded = false
     private var endWaiter: CheckedContinuation<Void, Never>?
 
@@ -61,7 +62,8 @@ final class WatchTerminal: @unchecked Sendable {
     }
 
     func run() async {
-        TerminalMode.enter()
+        // A stop that came first (`finish` before this task ran) must not leave the screen switched.
+        guard startDrawing() else { return }
         let drawing = Thread { [self] in
             drawFrames()
             TerminalMode.restore()
@@ -77,6 +79,16 @@ final class WatchTerminal: @unchecked Sendable {
             if isEnded { continuation.resume() } else { endWaiter = continuation }
             condition.unlock()
         }
+    }
+
+    /// Switches the terminal, unless the end came first.
+    private func startDrawing() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isClosing && !isEnded else { return false }
+        TerminalMode.enter()
+        hasStarted = true
+        return true
     }
 
     private func end() {
@@ -109,8 +121,6 @@ final class WatchTerminal: @unchecked Sendable {
                 _ = condition.wait(until: Date().addingTimeInterval(Double((next - now).milliseconds) / 1000))
             }
             if isClosing {
-                isDrawingDone = true
-                condition.broadcast()
                 condition.unlock()
                 return
             }
@@ -182,7 +192,10 @@ extension WatchTerminal: EngineOutput {
 
     /// Stops drawing and puts the terminal back. Nothing waits to be shown: the screen goes away.
     func finish(with last: OutputLine?, deadline: Duration?) async -> OutputWriter.Completion {
-        beginClosing()
+        guard beginClosing() else {
+            end()
+            return .complete
+        }
         // The drawing thread may be in a write to a terminal that does not read: wait for it up to the
         // deadline, then put the terminal back all the same.
         let timeout = deadline ?? .seconds(2)
@@ -200,11 +213,13 @@ extension WatchTerminal: EngineOutput {
         return done ? .complete : .incomplete(unwritten: 0)
     }
 
-    private func beginClosing() {
+    /// No drawing starts from now on; returns whether it had started.
+    private func beginClosing() -> Bool {
         condition.lock()
+        defer { condition.unlock() }
         isClosing = true
         condition.broadcast()
-        condition.unlock()
+        return hasStarted
     }
 
     func interrupt() {
