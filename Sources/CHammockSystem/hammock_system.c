@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -365,4 +366,12 @@ __attribute__((constructor)) static void hammock_guard_entry(int argc, char **ar
     (void)environment;
     if (argc < 4 || strcmp(argv[1], HAMMOCK_GUARD_FLAG) != 0) return;
     _exit(guard_run(argv[2], argv + 3));
+}
+
+int hammock_terminal_size(int fd, int *columns, int *rows) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0 || size.ws_col == 0 || size.ws_row == 0) return -1;
+    *columns = size.ws_col;
+    *rows = size.ws_row;
+    return 0;
 }

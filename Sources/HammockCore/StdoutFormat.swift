@@ -13,13 +13,15 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
     /// i3bar's protocol (also swaybar's): a header, then an endless JSON array with an array of blocks per
     /// change, one block per view; click events come on stdin.
     case i3bar
+    /// `hammock watch`: a live screen of every source and view for a person at a terminal (`WatchScreen`).
+    case tui
 
     /// What `--view` may select: `waybar` shows exactly one view, the text formats one or more, `i3bar` the
     /// views given or, with none, every view.
     public func checkSelection(_ views: [String]) -> String? {
         switch self {
-        case .json:
-            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, i3bar), not to json"
+        case .json, .tui:
+            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, i3bar), not to \(rawValue)"
         case .waybar:
             return views.count == 1 ? nil : "--format waybar shows one view per process: give exactly one --view"
         case .polybar, .text:
@@ -49,9 +51,9 @@ public struct BarEncoder: Sendable {
     /// `i3bar`: the header and the array's `[` go before the first blocks.
     private var hasStarted = false
 
-    /// - Precondition: `format` is not `json`, and `views` satisfies `format.checkSelection`.
+    /// - Precondition: `format` is a bar's (not `json` nor `tui`), and `views` satisfies `format.checkSelection`.
     public init(format: StdoutFormat, views: [ViewDefinition]) {
-        precondition(format != .json, "json is the protocol's own encoding")
+        precondition(format != .json && format != .tui, "json and tui are not a bar's")
         self.format = format
         self.views = views
     }
@@ -112,7 +114,7 @@ public struct BarEncoder: Sendable {
             return Self.waybar(selected[0].block, status: selected[0].status)
         case .polybar:
             return selected.map { Self.polybar($0.block) }.joined(separator: Self.separator)
-        case .text, .json:
+        case .text, .json, .tui:
             return selected.map { Self.oneLine($0.block.text) }.joined(separator: Self.separator)
         case .i3bar:
             return Self.i3bar(zip(views, selected).map { ($0.id, $1.block) }) + ","

@@ -200,15 +200,31 @@ public final class Engine: Sendable {
         OrphanReaper.becomeSubreaper()
         let stop = StopRequest()
         let definitions = loaded.configuration.views
-        let bar = options.format == .json
+        let bar = options.format == .json || options.format == .tui
             ? nil
             : BarEncoder(
                 format: options.format,
                 // i3bar without --view: every view, in the configuration's order.
                 views: options.format == .i3bar && options.views.isEmpty
                     ? definitions : options.views.compactMap { id in definitions.first { $0.id == id } })
-        let writer = OutputWriter(secrets: standardError.secrets, bar: bar) {
-            if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
+        let writer: any EngineOutput
+        let controls: ControlMailbox
+        if options.format == .tui {
+            // Keys, not control lines: their commands carry no id, so nothing waits for room for an answer.
+            let keyCommands = ControlMailbox()
+            controls = keyCommands
+            writer = WatchTerminal(
+                title: URL(fileURLWithPath: loaded.file).lastPathComponent, sources: loaded.configuration.sources.map(\.id),
+                views: definitions, secrets: standardError.secrets,
+                act: { if keyCommands.command($0) { inbox.yield(.controls) } },
+                quit: { if stop.request("quit", signal: nil) { inbox.yield(.stop) } })
+        } else {
+            let lines = OutputWriter(secrets: standardError.secrets, bar: bar) {
+                if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
+            }
+            writer = lines
+            // A line with an id waits until stdout has room for its answer, which is never dropped.
+            controls = ControlMailbox(waitForRoomForAnswers: { lines.waitForRoomForAnswers() })
         }
         let isI3bar = options.format == .i3bar
         let reloadWasAsked = signals.route { number in
@@ -219,6 +235,7 @@ public final class Engine: Sendable {
             // i3bar's stop_signal and cont_signal: the bar is hidden or shown again.
             case BarEncoder.i3barStopSignal: if isI3bar { writer.pause() }
             case BarEncoder.i3barContSignal: writer.resume()
+            case SIGWINCH: writer.resized()
             case SIGINT: if stop.request("interrupt", signal: number) { inbox.yield(.stop) }
             default: if stop.request("signal", signal: number) { inbox.yield(.stop) }
             }
@@ -226,8 +243,6 @@ public final class Engine: Sendable {
         // A stop signal came during start-up: its own stop is under way, and it exits.
         guard let reloadWasAsked else { await signals.waitForStartUpStop() }
         if reloadWasAsked { inbox.yield(.reload) }
-        // A line with an id waits until stdout has room for its answer, which is never dropped.
-        let controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
         let clock = EngineClock(inbox: inbox)
 
         // One owner for every part of a run, each a child task: the writer, stdin, the clock and the orphan
@@ -239,8 +254,11 @@ public final class Engine: Sendable {
         return await withTaskGroup(of: Void.self) { services in
             services.addTask { await writer.run() }
             services.addTask { await clock.run() }
-            services.addTask { [options] in
-                await Self.readControls(into: controls, inbox: inbox, clicks: options.format == .i3bar)
+            // `hammock watch` reads keys from stdin itself.
+            if options.format != .tui {
+                services.addTask { [options] in
+                    await Self.readControls(into: controls, inbox: inbox, clicks: options.format == .i3bar)
+                }
             }
             services.addTask { await Self.sweepOrphans() }
             let status = await withTaskGroup(of: Void.self) { work in
@@ -281,7 +299,7 @@ public final class Engine: Sendable {
     /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
     /// wait on one): a reload stuck on a plugin never holds up a stop.
     private func serve(
-        writer: OutputWriter, controls: ControlMailbox, clock: EngineClock, stop: StopRequest, signals: SignalRouter,
+        writer: any EngineOutput, controls: ControlMailbox, clock: EngineClock, stop: StopRequest, signals: SignalRouter,
         work: inout TaskGroup<Void>
     ) async -> Int32 {
         let inbox = inbox
@@ -528,7 +546,7 @@ public final class Engine: Sendable {
     /// however long it takes to read them: a consumer that leaves first gets status 1, a signal 128 + its
     /// number, and stderr says why.
     private func finishOutput(
-        _ writer: OutputWriter, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
+        _ writer: any EngineOutput, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
     ) async -> Int32 {
         if isFinished {
             switch await writer.finish(with: nil, deadline: nil) {
@@ -583,7 +601,7 @@ final class StopRequest: Sendable {
     var isRequested: Bool { state.withLock { $0 != nil } }
 }
 
-/// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGURG and SIGCONT, from the first instruction of a command to its exit.
+/// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGURG, SIGCONT and SIGWINCH, from the first instruction of a command to its exit.
 ///
 /// They are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
 /// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
@@ -622,7 +640,8 @@ public final class SignalRouter: Sendable {
 
     /// The signals that never stop hammock: SIGHUP reloads, SIGUSR1 and SIGUSR2 load, SIGURG and SIGCONT
     /// pause and resume `--format i3bar`'s output (`BarEncoder.i3barStopSignal`, `i3barContSignal`).
-    static let nonStopping: [Int32] = [SIGHUP, SIGUSR1, SIGUSR2, SIGURG, SIGCONT]
+    /// SIGWINCH redraws `hammock watch` at its new size.
+    static let nonStopping: [Int32] = [SIGHUP, SIGUSR1, SIGUSR2, SIGURG, SIGCONT, SIGWINCH]
 
     /// Where a start-up stop writes its last words.
     public func log(to standardError: StandardError) {

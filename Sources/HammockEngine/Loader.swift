@@ -178,6 +178,11 @@ final class ControlMailbox: @unchecked Sendable {
         }
     }
 
+    /// Puts in a command of `hammock watch`'s keys (no line, no id). Returns whether the engine must be told.
+    func command(_ command: ControlCommand) -> Bool {
+        put(.command(command, ids: []), key: command.coalescingKey, cost: 0)
+    }
+
     /// Puts in what stdin's reader read under `--format i3bar`: a click, or the reason a line is not one
     /// (the `[` that opens i3bar's stream is not a line to act on). Returns whether the engine must be told.
     func receiveClick(_ event: LineReader.Event) -> Bool {

@@ -16,7 +16,7 @@ struct Hammock: AsyncParsableCommand {
             stdin. See docs/protocol.md.
             """,
         version: hammockVersion,
-        subcommands: [Run.self, Check.self, PluginCommand.self]
+        subcommands: [Run.self, Watch.self, Check.self, PluginCommand.self]
     )
 }
 
@@ -121,62 +121,90 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
     var deadline: String = "30s"
 
-    @Option(help: "What stdout carries: json (the protocol), or a status bar's lines: waybar, polybar, text, i3bar. See docs/formats.md.")
+    @Option(help: "What stdout carries: json (the protocol), a status bar's lines: waybar, polybar, text, i3bar, or tui (as `hammock watch`). See docs/formats.md.")
     var format: String = "json"
 
     @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
     var view: [String] = []
 
-    /// A wrong `--format` or `--view` is a usage error like a configuration's: stderr says why, exit 2.
-    private func usageError(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("hammock: error: \(message)\n".utf8))
-        return ExitCode(2)
+    func run() async throws {
+        try await runEngine(arguments: arguments, once: once, deadline: deadline, format: format, view: view)
     }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show every source and view live on the terminal: status, age, failures, errors, content.",
+        discussion: """
+            Keys: up/down or j/k move, r retries the selected source or view, l loads it, q quits. The same as \
+            `hammock run --format tui`. See docs/formats.md, "hammock watch".
+            """)
+
+    @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
-        // First of all: no signal may end hammock before it has stopped what it started. A stop during
-        // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
-        // 0 says every source was loaded and written, 128 + the signal's number.
-        let signals = SignalRouter(exitStatusDuringStartUp: { [once] in once ? 128 + $0 : 0 })
-        let onceDeadline: Duration
-        switch parseDuration(deadline) {
-        case .success(let value): onceDeadline = value
-        case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
-        }
-        guard let outputFormat = StdoutFormat(rawValue: format) else {
-            let known = StdoutFormat.allCases.map(\.rawValue).joined(separator: ", ")
-            throw usageError("--format \"\(format)\" is not a format (formats: \(known))")
-        }
-        if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
-        let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
-        let knownViews = loaded.configuration.views.map(\.id)
-        if let unknown = view.first(where: { !knownViews.contains($0) }) {
-            standardError.flush(timeout: .milliseconds(500))
-            let known = knownViews.isEmpty ? "none" : knownViews.joined(separator: ", ")
-            throw usageError("--view \"\(unknown)\": \(arguments.config) has no such view (views: \(known))")
-        }
-        // hammock's last words, without waiting long for a consumer that does not read stderr.
-        defer { standardError.flush(timeout: .milliseconds(500)) }
-        let engine = Engine(
-            configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline, format: outputFormat, views: view),
-            logger: logger, standardError: standardError,
-            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
-        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
-        // Plugins check their own options first, so a typo stops hammock with its line and column instead of
-        // turning into a source error at run time. A plugin that fails to start is not a configuration
-        // error: supervision restarts it and its sources show why.
-        let validation = await engine.validatePlugins()
-        await signals.waitIfStopping()
-        if !validation.optionProblems.isEmpty {
-            await engine.shutdownLoaders()
-            arguments.report(
-                ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
-            throw ExitCode(2)
-        }
-        for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
-        let status = await engine.run(signals: signals)
-        if status != 0 { throw ExitCode(status) }
+        try await runEngine(arguments: arguments, once: false, deadline: "30s", format: StdoutFormat.tui.rawValue, view: [])
     }
+}
+
+/// A wrong `--format` or `--view` is a usage error like a configuration's: stderr says why, exit 2.
+private func usageError(_ message: String) -> ExitCode {
+    FileHandle.standardError.write(Data("hammock: error: \(message)\n".utf8))
+    return ExitCode(2)
+}
+
+/// `hammock run`, and `hammock watch` as `run --format tui`.
+private func runEngine(
+    arguments: ConfigurationArguments, once: Bool, deadline: String, format: String, view: [String]
+) async throws {
+    // First of all: no signal may end hammock before it has stopped what it started. A stop during
+    // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
+    // 0 says every source was loaded and written, 128 + the signal's number.
+    let signals = SignalRouter(exitStatusDuringStartUp: { [once] in once ? 128 + $0 : 0 })
+    let onceDeadline: Duration
+    switch parseDuration(deadline) {
+    case .success(let value): onceDeadline = value
+    case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
+    }
+    guard let outputFormat = StdoutFormat(rawValue: format) else {
+        let known = StdoutFormat.allCases.map(\.rawValue).joined(separator: ", ")
+        throw usageError("--format \"\(format)\" is not a format (formats: \(known))")
+    }
+    if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
+    // The screen needs a terminal to draw on; a pipe or a file would get a stream of escape sequences.
+    if outputFormat == .tui && isatty(STDOUT_FILENO) != 1 {
+        throw usageError(
+            "watch draws on a terminal and stdout is not one; for lines to read use `hammock run` (JSON) or `hammock run --format text --view ID`")
+    }
+    if outputFormat == .tui && once { throw usageError("--once writes states for a program; watch them without it") }
+    let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
+    let knownViews = loaded.configuration.views.map(\.id)
+    if let unknown = view.first(where: { !knownViews.contains($0) }) {
+        standardError.flush(timeout: .milliseconds(500))
+        let known = knownViews.isEmpty ? "none" : knownViews.joined(separator: ", ")
+        throw usageError("--view \"\(unknown)\": \(arguments.config) has no such view (views: \(known))")
+    }
+    // hammock's last words, without waiting long for a consumer that does not read stderr.
+    defer { standardError.flush(timeout: .milliseconds(500)) }
+    let engine = Engine(
+        configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline, format: outputFormat, views: view),
+        logger: logger, standardError: standardError,
+        pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+    guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
+    // Plugins check their own options first, so a typo stops hammock with its line and column instead of
+    // turning into a source error at run time. A plugin that fails to start is not a configuration
+    // error: supervision restarts it and its sources show why.
+    let validation = await engine.validatePlugins()
+    await signals.waitIfStopping()
+    if !validation.optionProblems.isEmpty {
+        await engine.shutdownLoaders()
+        arguments.report(
+            ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
+        throw ExitCode(2)
+    }
+    for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
+    let status = await engine.run(signals: signals)
+    if status != 0 { throw ExitCode(status) }
 }
 
 struct Check: AsyncParsableCommand {

@@ -49,4 +49,8 @@ int hammock_watch_parent(pid_t parent);
 /// The guard runs from a constructor, before the program's own main: the program needs no code for it.
 #define HAMMOCK_GUARD_FLAG "--hammock-plugin-guard"
 
+/// The size of the terminal on `fd` (ioctl TIOCGWINSZ, which Swift cannot call: ioctl is variadic). Returns 0
+/// and sets `columns` and `rows`, or -1 when `fd` is not a terminal or the size is unknown (zero).
+int hammock_terminal_size(int fd, int *columns, int *rows);
+
 #endif

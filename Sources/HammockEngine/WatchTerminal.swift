@@ -1,0 +1,270 @@
+import CHammockSystem
+import Foundation
+import HammockCore
+import Synchronization
+
+/// `hammock watch`'s terminal: draws `WatchScreen` on stdout and reads keys from stdin.
+///
+/// The engine's lines only update the screen's model, so a terminal that is slow to draw (ssh on a bad
+/// line) holds up nothing and nothing piles up: each frame shows the newest states. Frames are whole
+/// screens, drawn at most ten times a second, and once a second without a change so that the ages move.
+/// The terminal is put back (cbreak mode off, main screen, cursor shown) on every way out: `finish`, and an
+/// `atexit` handler for an `exit` elsewhere.
+///
+/// A condition variable hands work to the drawing thread, which blocks in `write` (hence `@unchecked
+/// Sendable`: every stored property below `condition` is only touched with it held).
+final class WatchTerminal: @unchecked Sendable {
+    private let secrets: Secrets
+    private let style: WatchScreen.Style
+    /// A key's command for the engine (`r`, `l`).
+    private let act: @Sendable (ControlCommand) -> Void
+    /// `q`.
+    private let quit: @Sendable () -> Void
+    private let stopReading = WakeupPipe()
+
+    private let condition = NSCondition()
+    private var screen: WatchScreen
+    private var isDirty = true
+    private var isClosing = false
+    /// `run` switched the terminal and started drawing.
+    private var hasStarted = false
+    private var isEnded = false
+    private var endWaiter: CheckedContinuation<Void, Never>?
+
+    static let minimumFrameInterval: Duration = .milliseconds(100)
+    static let ageRefreshInterval: Duration = .seconds(1)
+
+    init(
+        title: String, sources: [String], views: [ViewDefinition], secrets: Secrets,
+        act: @escaping @Sendable (ControlCommand) -> Void, quit: @escaping @Sendable () -> Void
+    ) {
+        screen = WatchScreen(title: title, sources: sources, views: views)
+        self.secrets = secrets
+        self.act = act
+        self.quit = quit
+        style = WatchScreen.Style(colors: Self.terminalHasColors, unicode: Self.localeIsUTF8)
+    }
+
+    /// Colors only on a terminal that is not `dumb`, and not when NO_COLOR is set (no-color.org).
+    static var terminalHasColors: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard isatty(STDOUT_FILENO) == 1 else { return false }
+        if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return false }
+        return (environment["TERM"] ?? "dumb") != "dumb"
+    }
+
+    /// The first of LC_ALL, LC_CTYPE, LANG that is set names the locale.
+    static var localeIsUTF8: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let lowered = locale.lowercased()
+        return lowered.contains("utf-8") || lowered.contains("utf8")
+    }
+
+    func run() async {
+        // A stop that came first (`finish` before this task ran) must not leave the screen switched.
+        guard startDrawing() else { return }
+        let drawing = Thread { [self] in
+            drawFrames()
+            TerminalMode.restore()
+            end()
+        }
+        drawing.name = "hammock.watch.draw"
+        drawing.start()
+        let reading = Thread { [self] in readKeys() }
+        reading.name = "hammock.watch.keys"
+        reading.start()
+        await withCheckedContinuation { continuation in
+            condition.lock()
+            if isEnded { continuation.resume() } else { endWaiter = continuation }
+            condition.unlock()
+        }
+    }
+
+    /// Switches the terminal, unless the end came first.
+    private func startDrawing() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isClosing && !isEnded else { return false }
+        TerminalMode.enter()
+        hasStarted = true
+        return true
+    }
+
+    private func end() {
+        stopReading.wake()
+        condition.lock()
+        isEnded = true
+        let waiter = endWaiter
+        endWaiter = nil
+        condition.broadcast()
+        condition.unlock()
+        waiter?.resume()
+    }
+
+    private func changed(_ change: (inout WatchScreen) -> Void) {
+        condition.lock()
+        change(&screen)
+        isDirty = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func drawFrames() {
+        var lastFrame: MonotonicInstant?
+        while true {
+            condition.lock()
+            while !isClosing {
+                let now = MonotonicInstant.current
+                let next = lastFrame.map { $0 + (isDirty ? Self.minimumFrameInterval : Self.ageRefreshInterval) } ?? now
+                if next <= now { break }
+                _ = condition.wait(until: Date().addingTimeInterval(Double((next - now).milliseconds) / 1000))
+            }
+            if isClosing {
+                condition.unlock()
+                return
+            }
+            isDirty = false
+            var size = (columns: Int32(80), rows: Int32(24))
+            _ = hammock_terminal_size(STDOUT_FILENO, &size.columns, &size.rows)
+            let lines = screen.lines(
+                width: Int(size.columns), height: Int(size.rows), now: EngineTime.current.wall, style: style,
+                redactor: secrets.redactor)
+            condition.unlock()
+            lastFrame = MonotonicInstant.current
+            // Home, each line cleared to its end, then everything below: a stray line on stderr is gone by the
+            // next frame.
+            let frame = "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"
+            let written = Array(frame.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+            if !written {
+                quit()  // the terminal is gone (a hung-up ssh): stop as a closed stdout does
+                condition.lock()
+                while !isClosing { condition.wait() }
+                condition.unlock()
+            }
+        }
+    }
+
+    private func readKeys() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        var descriptors = [
+            pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopReading.readEnd, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 || descriptors[1].revents != 0 { return }
+            let count = read(STDIN_FILENO, &buffer, buffer.count)
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard count > 0 else { return }  // no more keys: Ctrl-C and signals still stop hammock
+            for key in WatchKey.parse(Array(buffer[..<count])) { handle(key) }
+        }
+    }
+
+    private func handle(_ key: WatchKey) {
+        switch key {
+        case .up: changed { $0.move(by: -1) }
+        case .down: changed { $0.move(by: 1) }
+        case .retry, .load:
+            condition.lock()
+            let target = screen.selected?.target
+            condition.unlock()
+            if let target { act(key == .retry ? .retry(target) : .load(target)) }
+        case .quit:
+            quit()
+        }
+    }
+}
+
+extension WatchTerminal: EngineOutput {
+    func send(_ line: OutputLine) {
+        changed { $0.apply(line) }
+    }
+
+    func viewsReloaded(_ views: [ViewDefinition]) {
+        changed { $0.update(views: views) }
+    }
+
+    func resized() {
+        changed { _ in }
+    }
+
+    /// Stops drawing and puts the terminal back. Nothing waits to be shown: the screen goes away.
+    func finish(with last: OutputLine?, deadline: Duration?) async -> OutputWriter.Completion {
+        guard beginClosing() else {
+            end()
+            return .complete
+        }
+        // The drawing thread may be in a write to a terminal that does not read: wait for it up to the
+        // deadline, then put the terminal back all the same.
+        let timeout = deadline ?? .seconds(2)
+        let done = await onOwnThread(named: "hammock.watch.finish") { [self] in
+            let until = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
+            condition.lock()
+            defer { condition.unlock() }
+            while !isEnded { if !condition.wait(until: until) { break } }
+            return isEnded
+        }
+        if !done {
+            TerminalMode.restore()
+            end()
+        }
+        return done ? .complete : .incomplete(unwritten: 0)
+    }
+
+    /// No drawing starts from now on; returns whether it had started.
+    private func beginClosing() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        isClosing = true
+        condition.broadcast()
+        return hasStarted
+    }
+
+    func interrupt() {
+        TerminalMode.restore()
+        end()
+    }
+
+    func pause() {}
+    func resume() {}
+    func waitForRoomForAnswers() {}  // keys send commands without ids: no answer to wait for
+}
+
+/// The terminal's mode while `hammock watch` draws: cbreak (keys one by one, not echoed; Ctrl-C still sends
+/// SIGINT, so a stop goes the usual way), the alternate screen, no cursor. `restore` is idempotent and is
+/// also registered with `atexit`.
+enum TerminalMode {
+    private static let state = Mutex<termios?>(nil)
+
+    static func enter() {
+        var saved = termios()
+        if isatty(STDIN_FILENO) == 1, tcgetattr(STDIN_FILENO, &saved) == 0 {
+            var raw = saved
+            raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+            withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+                cc[Int(VMIN)] = 1
+                cc[Int(VTIME)] = 0
+            }
+            _ = tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+        }
+        state.withLock { $0 = saved }
+        atexit { TerminalMode.restore() }
+        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J")
+    }
+
+    /// Puts back what `enter` changed, once.
+    static func restore() {
+        guard var saved = state.withLock({ current -> termios? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        write("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l")
+        if isatty(STDIN_FILENO) == 1 { _ = tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
+    }
+
+    private static func write(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+    }
+}
