@@ -103,6 +103,33 @@ struct CommandLineTests {
             ], "\(run.stderr)")
     }
 
+    @Test("check: every configuration in configs/ is valid, and the README shows configs/bar.yaml as it is")
+    func bundledConfigurationsCheck() async throws {
+        let root = FileManager.default.currentDirectoryPath
+        let files = try FileManager.default.contentsOfDirectory(atPath: root + "/configs").filter { $0.hasSuffix(".yaml") }
+        #expect(files.count >= 4, "\(files)")
+        // From the project's root, as their comments say to run them (their paths are relative to it).
+        for file in files.sorted() {
+            let check = Process()
+            check.executableURL = URL(fileURLWithPath: try HammockProcess.executablePath())
+            check.arguments = ["check", "configs/" + file]
+            check.currentDirectoryURL = URL(fileURLWithPath: root)
+            check.environment = ProcessInfo.processInfo.environment.merging(["GITHUB_TOKEN": "not-a-token"]) { $1 }
+            let errors = Pipe()
+            check.standardError = errors
+            check.standardOutput = FileHandle.nullDevice
+            try check.run()
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            check.waitUntilExit()
+            #expect(check.terminationStatus == 0, "\(file): \(stderr)")
+        }
+        // The README's status bar example is configs/bar.yaml without its first two comment lines.
+        let bar = try String(contentsOfFile: root + "/configs/bar.yaml", encoding: .utf8)
+        let shown = "# ~/.config/hammock/bar.yaml\n" + bar.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).joined(separator: "\n")
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        #expect(readme.contains("```yaml\n" + shown + "```"), "README.md no longer shows configs/bar.yaml as it is")
+    }
+
     @Test("check: a missing file is reported with exit 2")
     func checkMissingFile() async throws {
         let run = try await HammockProcess.execute(["check", "/nonexistent/hammock.yaml"])
