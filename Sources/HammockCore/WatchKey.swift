@@ -6,6 +6,9 @@ public enum WatchKey: Sendable, Equatable {
     /// `l`: load the selected row again.
     case load
     case quit
+    /// Ctrl-Z: the terminal's own suspend is off while the screen is drawn, so that hammock can put the
+    /// terminal back before it stops, and take it again when it continues.
+    case suspend
 
     /// The keys in `bytes` (one read from the terminal), in order; anything else is ignored. Arrows come as
     /// `ESC [ A` or, in the terminal's application mode, `ESC O A`.
@@ -30,6 +33,7 @@ public enum WatchKey: Sendable, Equatable {
             case UInt8(ascii: "r"): keys.append(.retry)
             case UInt8(ascii: "l"): keys.append(.load)
             case UInt8(ascii: "q"), UInt8(ascii: "Q"): keys.append(.quit)
+            case 0x1A: keys.append(.suspend)
             default: break
             }
         }

@@ -173,7 +173,21 @@ final class WatchTerminal: @unchecked Sendable {
             if let target { act(key == .retry ? .retry(target) : .load(target)) }
         case .quit:
             quit()
+        case .suspend:
+            suspend()
         }
+    }
+
+    /// Ctrl-Z: the shell's prompt gets the terminal as it was; `fg` gives the screen back, redrawn. Only
+    /// hammock stops: its plugins go on, and their answers wait in the pipes.
+    private func suspend() {
+        condition.lock()  // no frame is composed meanwhile
+        TerminalMode.restore()
+        raise(SIGSTOP)
+        TerminalMode.enter()
+        isDirty = true
+        condition.signal()
+        condition.unlock()
     }
 }
 
@@ -233,10 +247,11 @@ extension WatchTerminal: EngineOutput {
 }
 
 /// The terminal's mode while `hammock watch` draws: cbreak (keys one by one, not echoed; Ctrl-C still sends
-/// SIGINT, so a stop goes the usual way), the alternate screen, no cursor. `restore` is idempotent and is
-/// also registered with `atexit`.
+/// SIGINT, so a stop goes the usual way; Ctrl-Z comes as a key, `WatchKey.suspend`), the alternate screen, no
+/// cursor. `restore` is idempotent and is also registered with `atexit`.
 enum TerminalMode {
     private static let state = Mutex<termios?>(nil)
+    private static let registersAtExit: Void = { atexit { TerminalMode.restore() } }()
 
     static func enter() {
         var saved = termios()
@@ -246,11 +261,12 @@ enum TerminalMode {
             withUnsafeMutableBytes(of: &raw.c_cc) { cc in
                 cc[Int(VMIN)] = 1
                 cc[Int(VTIME)] = 0
+                cc[Int(VSUSP)] = 0  // _POSIX_VDISABLE
             }
             _ = tcsetattr(STDIN_FILENO, TCSANOW, &raw)
         }
         state.withLock { $0 = saved }
-        atexit { TerminalMode.restore() }
+        registersAtExit
         write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J")
     }
 

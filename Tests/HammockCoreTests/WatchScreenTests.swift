@@ -132,6 +132,7 @@ private func columns(_ line: String) -> Int {
 
     @Test func keysAreParsedFromRawBytes() {
         #expect(WatchKey.parse(Array("jkrlq".utf8)) == [.down, .up, .retry, .load, .quit])
+        #expect(WatchKey.parse([0x1A, UInt8(ascii: "j")]) == [.suspend, .down])
         #expect(WatchKey.parse([0x1B, 0x5B, 0x41, 0x1B, 0x5B, 0x42, 0x1B, 0x4F, 0x42]) == [.up, .down, .down])
         #expect(WatchKey.parse(Array("x\u{1B}[C".utf8)).isEmpty, "other keys are ignored")
     }
