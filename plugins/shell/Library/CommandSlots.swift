@@ -73,6 +73,9 @@ final class CommandSlots: Sendable {
         }
     }
 
+    /// How many loads wait for a slot now.
+    var waiterCount: Int { state.withLock { $0.waiters.count - $0.head } }
+
     /// Gives a slot back: to the longest waiter if there is one.
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Bool, Never>? in
