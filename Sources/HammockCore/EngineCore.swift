@@ -57,6 +57,10 @@ public struct EngineCore: Sendable {
     public let mode: Mode
     /// How long past a source's `timeout` the engine waits for its loader before failing the load itself.
     public var loadTimeoutGrace: Duration = .seconds(2)
+    /// How long a load may wait in its loader's queue (`loadQueued`) before its work starts, on top of its
+    /// timeout and grace. Generous, since a thousand sources that start together wait their turn by design;
+    /// it is there so that a loader which never starts a load cannot leave the source loading for ever.
+    public var queuedLoadAllowance: Duration = .seconds(300)
 
     private var sources: [String: SourceRuntime] = [:]
     /// Each source's position in the configuration: sources due at the same tick act in that order.
@@ -242,6 +246,31 @@ public struct EngineCore: Sendable {
         return takeActions()
     }
 
+    /// The loader holds the load back before working on it (its plugin said `queuesLoads` in its hello, and
+    /// bounds how many loads run at once): the timeout does not run while it waits. Until `loadStarted`, the
+    /// engine gives up only after `queuedLoadAllowance` more.
+    public mutating func loadQueued(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
+        guard let load = sources[id]?.inFlight[loadID], load.phase == .sent else { return [] }
+        setDeadline(of: loadID, source: id, phase: .queued, now: now)
+        return takeActions()
+    }
+
+    /// The loader has begun the work of a load it held back: the timeout counts from now. A `started` for a
+    /// load that was never said to be queued counts from now too, which is never sooner than from the send.
+    public mutating func loadStarted(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
+        guard let load = sources[id]?.inFlight[loadID], load.phase != .started else { return [] }
+        setDeadline(of: loadID, source: id, phase: .started, now: now)
+        return takeActions()
+    }
+
+    private mutating func setDeadline(of loadID: Int, source id: String, phase: LoadInFlight.Phase, now: EngineTime) {
+        let definition = sources[id]!.definition
+        var giveUpAt = now.instant + definition.timeout + loadTimeoutGrace
+        if phase == .queued { giveUpAt = giveUpAt + queuedLoadAllowance }
+        sources[id]!.inFlight[loadID] = LoadInFlight(giveUpAt: giveUpAt, phase: phase)
+        deadlines.insert(Deadline(at: giveUpAt, source: id))
+    }
+
     /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
     public mutating func pushed(source id: String, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
         guard let source = sources[id] else { return [] }
@@ -351,19 +380,19 @@ public struct EngineCore: Sendable {
         while let first = deadlines.min, first.at <= now.instant { due.insert(deadlines.removeMin().source) }
         for id in due.sorted(by: { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }) {
             guard let source = sources[id] else { continue }
-            let expired = source.inFlight.filter { $0.value <= now.instant }.keys.sorted()
+            let expired = source.inFlight.filter { $0.value.giveUpAt <= now.instant }.keys.sorted()
             if !expired.isEmpty {
+                let neverStarted = expired.allSatisfy { source.inFlight[$0]!.phase == .queued }
                 // Loads of one source that time out together are one failure, not several.
                 for loadID in expired {
                     sources[id]!.inFlight[loadID] = nil
                     actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
                 }
                 let seconds = source.definition.timeout.humanReadable
-                apply(
-                    .error(SourceError(
-                        message: "no answer from the \"\(source.definition.kind)\" loader within \(seconds)",
-                        code: .timeout)),
-                    to: id, now: now)
+                let message = neverStarted
+                    ? "no answer from the \"\(source.definition.kind)\" loader: the load waited in its queue and never started"
+                    : "no answer from the \"\(source.definition.kind)\" loader within \(seconds)"
+                apply(.error(SourceError(message: message, code: .timeout)), to: id, now: now)
                 startFollowUpIfWanted(id, now: now)
                 scheduleNextAttempt(id, now: now)
                 markSettled(id, now: now)
@@ -401,7 +430,7 @@ public struct EngineCore: Sendable {
 
     private func isCurrent(_ deadline: Deadline) -> Bool {
         guard let source = sources[deadline.source] else { return false }
-        return source.nextAttemptAt == deadline.at || source.inFlight.values.contains(deadline.at)
+        return source.nextAttemptAt == deadline.at || source.inFlight.values.contains { $0.giveUpAt == deadline.at }
     }
 
     /// Every source's and view's current state, as lines.
@@ -536,7 +565,7 @@ public struct EngineCore: Sendable {
         sources[id]!.invalidated = false
         sources[id]!.nextAttemptAt = nil
         let giveUpAt = now.instant + definition.timeout + loadTimeoutGrace
-        sources[id]!.inFlight[loadID] = giveUpAt
+        sources[id]!.inFlight[loadID] = LoadInFlight(giveUpAt: giveUpAt, phase: .sent)
         deadlines.insert(Deadline(at: giveUpAt, source: id))
         apply(.requested, to: id, now: now)
         actions.append(
@@ -727,6 +756,15 @@ private struct Deadline: Comparable, Sendable {
     static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
 }
 
+/// A load the engine waits for, and until when.
+private struct LoadInFlight: Sendable {
+    enum Phase: Sendable { case sent, queued, started }
+    var giveUpAt: MonotonicInstant
+    /// `sent`: the timeout counts from the send (a loader that never says `queued`); `queued`: the loader
+    /// holds it back, and the queue's allowance applies; `started`: the timeout counts from the start.
+    var phase: Phase
+}
+
 /// What makes two loads of a source loads of the same resource.
 private struct RequestIdentity: Equatable, Sendable {
     var kind: String
@@ -740,7 +778,7 @@ private struct SourceRuntime: Sendable {
     var lastEvent: SourceEvent?
     /// Load ids in flight, with the time at which the engine gives up on each. At most one, since a load
     /// asked for while one runs becomes `wantsFollowUp` (and a changed input cancels before it loads).
-    var inFlight: [Int: MonotonicInstant] = [:]
+    var inFlight: [Int: LoadInFlight] = [:]
     /// A `load` or `retry` came while a load was in flight: one more load starts when it ends.
     var wantsFollowUp = false
     var etag: String?

@@ -463,6 +463,10 @@ public final class Engine: Sendable {
                 switch input {
                 case .loadFinished(let source, let loadID, let outcome):
                     actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
+                case .loadQueued(let source, let loadID):
+                    actions = core.loadQueued(source: source, loadID: loadID, now: now)
+                case .loadStarted(let source, let loadID):
+                    actions = core.loadStarted(source: source, loadID: loadID, now: now)
                 case .pushed(let source, let mailbox):
                     actions = mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
                 case .pushedError(let source, let error):

@@ -20,6 +20,9 @@ protocol SourceLoader: Sendable {
 /// Everything that can wake the engine.
 enum EngineInput: Sendable {
     case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
+    /// The loader holds the load back (its plugin queues loads); `loadStarted` follows when it begins.
+    case loadQueued(source: String, loadID: Int)
+    case loadStarted(source: String, loadID: Int)
     case pushed(source: String, mailbox: PushMailbox)
     case pushedError(source: String, error: SourceError)
     /// Control lines wait in the `ControlMailbox`; at most one of these is in the inbox at a time.

@@ -127,7 +127,7 @@ private struct Checker {
             blocked = "no handshake"
             return
         }
-        guard case .hello(let version, let kinds, let pluginVersion, _) = line.message else {
+        guard case .hello(let version, let kinds, let pluginVersion, _, _) = line.message else {
             record(.fail, "handshake", "expected \(expected), got \(line.excerpt)")
             blocked = "no handshake"
             return

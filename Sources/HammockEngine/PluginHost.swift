@@ -73,6 +73,8 @@ actor PluginHost: SourceLoader {
     private var earlyValidationAnswers: [String: ValidationAnswer] = [:]
     /// What the plugin's hello declared about templates in this kind's options; `nil` until a hello came.
     private(set) var templateRules: TemplateRules?
+    /// The plugin said `queuesLoads` in its hello: it may hold loads back, and says `started` when one begins.
+    private var queuesLoads = false
 
     /// `configure`s sent to the running process and not answered yet, by source.
     private var unansweredConfigures: [String: SentConfigure] = [:]
@@ -331,7 +333,7 @@ actor PluginHost: SourceLoader {
             }
         }
         if case .starting = phase {
-            guard case .hello(let version, let kinds, let pluginVersion, let templates) = message else {
+            guard case .hello(let version, let kinds, let pluginVersion, let templates, let queues) = message else {
                 fail(generation, "sent \"\(message.type)\" before answering hello")
                 return
             }
@@ -345,6 +347,7 @@ actor PluginHost: SourceLoader {
             }
             logger.debug("plugin ready", metadata: ["kind": "\(kind)", "version": "\(pluginVersion)"])
             templateRules = templates[kind] ?? TemplateRules()
+            queuesLoads = queues
             inbox.yield(.templateRulesLearned(kind: kind))
             phase = .ready
             for source in desiredOptions.keys.sorted() { configureIfNeeded(source) }
@@ -390,6 +393,9 @@ actor PluginHost: SourceLoader {
             inbox.yield(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
+        case .started(let id):
+            guard let source = pendingLoads[id] else { return }
+            inbox.yield(.loadStarted(source: source, loadID: id))
         }
     }
 
@@ -424,6 +430,9 @@ actor PluginHost: SourceLoader {
             .load(
                 source: request.source, id: request.loadID, etag: request.etag, lastModified: request.lastModified,
                 timeout: Double(request.timeout.milliseconds) / 1000))
+        // Its timeout waits for the plugin's `started`, so a load queued behind a thousand others does not
+        // time out before it runs.
+        if queuesLoads { inbox.yield(.loadQueued(source: request.source, loadID: request.loadID)) }
     }
 
     /// Sends `configure` when the process has not seen these options yet (first use, a restart, or a

@@ -3,6 +3,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import Synchronization
 
 /// Runs a plugin: speaks the protocol on stdin and stdout and calls `makeSource` for each `configure`.
 ///
@@ -26,9 +27,11 @@ import HammockProtocol
 /// template values the engine percent-encodes (see `TemplateRules`); a kind left out has no such rules.
 /// `onShutdown` runs after that, just before the exit: the place to close what the sources share (an
 /// HTTP client, a connection pool).
+/// `queuesLoads`: the sources may hold a load back before working on it, and call `request.started()`
+/// when its work begins; the engine then counts each load's timeout from that call, not from the send.
 public enum Plugin {
     public static func run(
-        kinds: [String], version: String, templates: [String: TemplateRules] = [:],
+        kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
         onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async -> Never {
@@ -38,7 +41,8 @@ public enum Plugin {
         signal(SIGPIPE, SIG_IGN)
         let output = PluginOutput()
         let dispatcher = PluginDispatcher(
-            kinds: kinds, version: version, templates: templates, output: output, makeSource: makeSource)
+            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, output: output,
+            makeSource: makeSource)
         let (messages, inbox) = AsyncStream.makeStream(of: LineReader.Event.self)
         LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
@@ -233,7 +237,7 @@ final class PluginOutput: Sendable {
                 pointer: JSONPointer(tokens: []),
                 message: "\(problems.count) problems in all, too long to list (\(length) bytes, over \(limit))")
             return .invalid(source: source, errors: (first.map { [$0] } ?? []) + [summary])
-        case .hello, .configured, .notModified, .cancelled:
+        case .hello, .configured, .notModified, .cancelled, .started:
             return message  // small by nature; an absurd kind name or version is the plugin author's to see
         }
     }
@@ -252,6 +256,7 @@ actor PluginDispatcher {
     let kinds: [String]
     let version: String
     let templates: [String: TemplateRules]
+    let queuesLoads: Bool
     let output: PluginOutput
     let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
@@ -263,12 +268,14 @@ actor PluginDispatcher {
     static let maximumHeldPushes = 1024
 
     init(
-        kinds: [String], version: String, templates: [String: TemplateRules] = [:], output: PluginOutput,
+        kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
+        output: PluginOutput,
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) {
         self.kinds = kinds
         self.version = version
         self.templates = templates
+        self.queuesLoads = queuesLoads
         self.output = output
         self.makeSource = makeSource
     }
@@ -276,7 +283,10 @@ actor PluginDispatcher {
     func handle(_ message: EngineMessage) async {
         switch message {
         case .hello:
-            output.send(.hello(protocol: pluginProtocolVersion, kinds: kinds, version: version, templates: templates))
+            output.send(
+                .hello(
+                    protocol: pluginProtocolVersion, kinds: kinds, version: version, templates: templates,
+                    queuesLoads: queuesLoads))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(OptionProblems) {
@@ -291,9 +301,17 @@ actor PluginDispatcher {
                 output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: .notConfigured)))
                 return
             }
-            let request = PluginLoadRequest(
+            var request = PluginLoadRequest(
                 id: loadID, etag: etag, lastModified: lastModified,
                 timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+            if queuesLoads {
+                // Sent from the load's own task, without a hop through this actor: it always goes before
+                // the answer, which that task sends after `load` returns.
+                let once = StartSignal()
+                request.onStart = { [output] in
+                    if once.claim() { output.send(.started(id: loadID)) }
+                }
+            }
             let task = Task {
                 let result = await source.load(request)
                 self.answer(loadID, source: id, result)
@@ -352,6 +370,14 @@ actor PluginDispatcher {
             for source in stopping { group.addTask { await source.stop() } }
         }
     }
+}
+
+/// Makes `started` go out once per load however often the source says it.
+private final class StartSignal: Sendable {
+    private let sent = Atomic<Bool>(false)
+
+    /// True for the first call only.
+    func claim() -> Bool { !sent.exchange(true, ordering: .relaxed) }
 }
 
 extension SourceError.Code {

@@ -21,8 +21,16 @@ public struct PluginLoadRequest: Sendable {
     public var id: Int
     public var etag: String?
     public var lastModified: String?
-    /// The source's `timeout`; the load must end by then.
+    /// The source's `timeout`; the load must end by then. For a plugin that queues loads, counted from
+    /// `started()`.
     public var timeout: Duration?
+    /// Sends `started` for this load, once.
+    var onStart: (@Sendable () -> Void)?
+
+    /// The load's work begins now: for a plugin run with `queuesLoads: true`, which may hold a load back
+    /// (bounding how many run at once), this tells the engine to count the load's timeout from here. Only
+    /// the first call says anything; in a plugin that does not queue loads it does nothing.
+    public func started() { onStart?() }
 }
 
 public enum PluginLoadResult: Sendable {

@@ -44,12 +44,20 @@ extension PluginMessage {
             return .object(object)
         case .pushedData(let source, let content):
             return ["type": "newData", "source": .string(source), "content": content]
+        case .started(let id):
+            return ["type": "started", "id": .number(JSONNumber(id))]
         default:
             return nil
         }
     }
 
     init?(hotPath value: JSONValue) {
+        // A plugin that queues loads sends one `started` per load, as many as `newData`.
+        if case .object(let object) = value, object["type"] == "started" {
+            guard let id = object["id"]?.numberValue?.intValue else { return nil }
+            self = .started(id: id)
+            return
+        }
         guard case .object(let object) = value, object["type"] == "newData", let content = object["content"],
             let source = HotPath.optionalString(object["source"])
         else { return nil }

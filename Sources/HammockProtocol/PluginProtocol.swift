@@ -35,7 +35,10 @@ public enum PluginMessage: Sendable, Equatable {
     /// `templates`: per kind, its rules for `{{ }}` templates in its sources' options (see `TemplateRules`);
     /// a kind without any has none. On the wire an optional
     /// `{"shell": {"refused": {"/script": "reason"}, "urlEncoded": ["/url"]}}`.
-    case hello(protocol: Int, kinds: [String], version: String, templates: [String: TemplateRules] = [:])
+    /// `queuesLoads`: the plugin may hold a load back before working on it, and says `started` when it
+    /// begins; the engine then counts the load's timeout from that `started` (on the wire `"queuesLoads": true`).
+    case hello(
+        protocol: Int, kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false)
     case configured(source: String)
     case invalid(source: String, errors: [OptionProblem])
     /// The answer to load `id`. `source` is the plugin's to add; the engine goes by the id.
@@ -44,6 +47,8 @@ public enum PluginMessage: Sendable, Equatable {
     /// The answer to load `id`: the load failed.
     case error(id: Int, source: String?, error: SourceError)
     case cancelled(id: Int)
+    /// Load `id`, which the plugin held back (it said `queuesLoads`), has begun: its timeout counts from now.
+    case started(id: Int)
     /// New data the plugin noticed by itself (a watched file changed, a streaming command wrote a line).
     /// On the wire a `newData` with a `source` and no `id`.
     case pushedData(source: String, content: JSONValue)
@@ -86,16 +91,17 @@ extension PluginMessage {
         case .notModified: "notModified"
         case .error, .pushedError: "error"
         case .cancelled: "cancelled"
+        case .started: "started"
         }
     }
 
-    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled"]
+    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started"]
 
     /// The load this message answers, if it answers one.
     public var loadID: Int? {
         switch self {
         case .newData(let id, _, _, _, _), .notModified(let id), .error(let id, _, _), .cancelled(let id): id
-        case .hello, .configured, .invalid, .pushedData, .pushedError: nil
+        case .hello, .configured, .invalid, .pushedData, .pushedError, .started: nil
         }
     }
 
@@ -248,18 +254,19 @@ extension EngineMessage: Codable {
 
 extension PluginMessage: Codable {
     private enum Field: String, CodingKey {
-        case type, `protocol`, kinds, version, templates, source, errors, id, content, etag, lastModified, error
+        case type, `protocol`, kinds, version, templates, queuesLoads, source, errors, id, content, etag, lastModified, error
     }
 
     public func encode(to encoder: any Encoder) throws {
         var fields = encoder.container(keyedBy: Field.self)
         try fields.encode(type, forKey: .type)
         switch self {
-        case .hello(let version, let kinds, let pluginVersion, let templates):
+        case .hello(let version, let kinds, let pluginVersion, let templates, let queuesLoads):
             try fields.encode(version, forKey: .protocol)
             try fields.encode(kinds, forKey: .kinds)
             try fields.encode(pluginVersion, forKey: .version)
             if !templates.isEmpty { try fields.encode(WireTemplates(templates), forKey: .templates) }
+            if queuesLoads { try fields.encode(true, forKey: .queuesLoads) }
         case .configured(let source):
             try fields.encode(source, forKey: .source)
         case .invalid(let source, let errors):
@@ -274,7 +281,7 @@ extension PluginMessage: Codable {
         case .pushedData(let source, let content):
             try fields.encode(source, forKey: .source)
             try fields.encode(content, forKey: .content)
-        case .notModified(let id), .cancelled(let id):
+        case .notModified(let id), .cancelled(let id), .started(let id):
             try fields.encode(id, forKey: .id)
         case .error(let id, let source, let error):
             try fields.encodeIfPresent(source, forKey: .source)
@@ -299,9 +306,11 @@ extension PluginMessage: Codable {
                 throw DecodingError.dataCorruptedError(
                     forKey: .templates, in: fields, debugDescription: "names kind \"\(stray)\", which is not in \"kinds\"")
             }
+            let version: Int = try fields.decode(Int.self, forKey: .protocol)
+            let pluginVersion: String = try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown"
+            let queuesLoads: Bool = try fields.decodeIfPresent(Bool.self, forKey: .queuesLoads) ?? false
             self = .hello(
-                protocol: try fields.decode(Int.self, forKey: .protocol), kinds: kinds,
-                version: try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown", templates: templates)
+                protocol: version, kinds: kinds, version: pluginVersion, templates: templates, queuesLoads: queuesLoads)
         case "configured":
             self = .configured(source: try fields.decode(String.self, forKey: .source))
         case "invalid":
@@ -335,6 +344,8 @@ extension PluginMessage: Codable {
             }
         case "cancelled":
             self = .cancelled(id: try fields.decode(Int.self, forKey: .id))
+        case "started":
+            self = .started(id: try fields.decode(Int.self, forKey: .id))
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: fields, debugDescription: "must be one of \(Self.types.joined(separator: ", ")), got \"\(other)\"")

@@ -34,7 +34,7 @@ import Testing
     @Test func servesTheProtocolAndEndsWithItsInput() async throws {
         var plugin = try Running()
         plugin.transport.send(.hello(protocol: pluginProtocolVersion))
-        guard case .hello(_, let kinds, _, _)? = try await plugin.next() else {
+        guard case .hello(_, let kinds, _, _, _)? = try await plugin.next() else {
             Issue.record("no hello")
             return
         }

@@ -61,6 +61,38 @@ import Testing
         #expect(try await wire.next() == .newData(id: 7, source: "s", content: "x", etag: "e", lastModified: nil))
     }
 
+    /// A source that says its load started, twice, then answers.
+    private struct StartingTwice: PluginSource {
+        func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
+            request.started()
+            request.started()
+            return .newData("done")
+        }
+    }
+
+    @Test func aPluginThatQueuesLoadsSaysSoAndSendsStartedOncePerLoadBeforeItsAnswer() async throws {
+        var wire = Wire()
+        let dispatcher = PluginDispatcher(kinds: ["test"], version: "1", queuesLoads: true, output: wire.output) { _ in
+            StartingTwice()
+        }
+        await dispatcher.handle(.hello(protocol: 1))
+        #expect(try await wire.next() == .hello(protocol: 1, kinds: ["test"], version: "1", queuesLoads: true))
+        await dispatcher.handle(.configure(source: "s", options: [:]))
+        #expect(try await wire.next() == .configured(source: "s"))
+        await dispatcher.handle(load("s", id: 3))
+        #expect(try await wire.next() == .started(id: 3))
+        #expect(try await wire.next() == .newData(id: 3, source: "s", content: "done", etag: nil, lastModified: nil))
+    }
+
+    @Test func aPluginThatDoesNotQueueLoadsNeverSendsStarted() async throws {
+        var wire = Wire()
+        let dispatcher = PluginDispatcher(kinds: ["test"], version: "1", output: wire.output) { _ in StartingTwice() }
+        await dispatcher.handle(.configure(source: "s", options: [:]))
+        #expect(try await wire.next() == .configured(source: "s"))
+        await dispatcher.handle(load("s", id: 3))
+        #expect(try await wire.next() == .newData(id: 3, source: "s", content: "done", etag: nil, lastModified: nil))
+    }
+
     @Test func badOptionsAreInvalidWithTheirPointers() async throws {
         var wire = Wire()
         let dispatcher = dispatcher(wire)

@@ -13,7 +13,7 @@ import Testing
 
     @Test func hello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        guard case .hello(let version, let kinds, let pluginVersion, let templates)? = await plugin.hello() else {
+        guard case .hello(let version, let kinds, let pluginVersion, let templates, _)? = await plugin.hello() else {
             Issue.record("no hello")
             return
         }

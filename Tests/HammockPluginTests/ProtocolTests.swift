@@ -55,6 +55,11 @@ import Testing
             #"{"type":"error","source":"f","error":{"message":"vanished","code":"myOwnCode"}}"#
         ),
         (.cancelled(id: 7), #"{"type":"cancelled","id":7}"#),
+        (.started(id: 8), #"{"type":"started","id":8}"#),
+        (
+            .hello(protocol: 1, kinds: ["shell"], version: "1", queuesLoads: true),
+            #"{"type":"hello","protocol":1,"kinds":["shell"],"version":"1","queuesLoads":true}"#
+        ),
     ]
 
     @Test func everyEngineMessageHasItsTextAndRoundTrips() throws {
@@ -103,6 +108,12 @@ import Testing
         #"{"type":"newData","id":1}"#,
         #"{"type":"newData","content":0}"#,
         #"{"type":"newData","source":"s"}"#,
+        #"{"type":"started","id":4}"#,
+        #"{"type":"started","id":4,"extra":[1]}"#,
+        #"{"type":"started","id":1e2}"#,
+        #"{"type":"started","id":"4"}"#,
+        #"{"type":"started","id":4.5}"#,
+        #"{"type":"started"}"#,
     ])
     func handWrittenNewDataIsTheDeclaredForm(_ text: String) throws {
         let value = try JSONValue(parsing: text)
@@ -190,7 +201,7 @@ import Testing
         #expect(pluginFailure(#"{"type":1}"#) == #""type" must be a string, got a number"#)
         #expect(
             pluginFailure(#"{"type":"hi"}"#)
-                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, got "hi""#)
+                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, got "hi""#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1}"#) == #"hello: "kinds" is missing"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":[]}"#) == #"hello: "kinds" must be a non-empty list of strings"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a",2]}"#) == #"hello: "kinds/1" must be a string, got a number"#)

@@ -55,7 +55,50 @@ import Testing
                 "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
         ])
         #expect(
-            await plugin.hello() == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0", templates: ["shell": script]))
+            await plugin.hello()
+                == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0", templates: ["shell": script], queuesLoads: true))
+    }
+
+    /// `HAMMOCK_SHELL_CONCURRENCY=2`: ten loads of `sleep 0.3` at once run two at a time, in waves, each
+    /// with `started` when its command is spawned; all answer, though the last start about 1.2 s after they
+    /// were sent and their timeout is 1 s, since the timeout counts from the start.
+    @Test func atMostTheLimitOfCommandsRunAtOnceAndTheTimeoutCountsFromTheStart() async throws {
+        let folder = try makeTemporaryDirectory()
+        let log = folder.appendingPathComponent("log").path
+        let plugin = try PluginProcess(executable: "hammock-plugin-shell", environment: ["HAMMOCK_SHELL_CONCURRENCY": "2"])
+        #expect(await plugin.hello() != nil)
+        let ids = 1...10
+        for id in ids {
+            // Appends of a line this short are atomic: the log is in the order the commands began and ended.
+            await configured(plugin, "s\(id)", ["script": .string("echo + >> '\(log)'; sleep 0.3; echo - >> '\(log)'; echo \(id)")])
+        }
+        for id in ids { plugin.send(.load(source: "s\(id)", id: id, etag: nil, lastModified: nil, timeout: 1)) }
+        var started: Set<Int> = []
+        var answered: [Int: JSONValue] = [:]
+        while answered.count < ids.count {
+            guard let message = await plugin.next(timeout: .seconds(30)) else { break }
+            switch message {
+            case .started(let id):
+                #expect(answered[id] == nil, "started after its answer")
+                started.insert(id)
+            case .newData(let id, _, let content, _, _):
+                answered[id] = content
+            default:
+                Issue.record("unexpected \(message)")
+                answered[-answered.count - 1] = .null
+            }
+        }
+        #expect(started == Set(ids))
+        #expect(answered == Dictionary(uniqueKeysWithValues: ids.map { ($0, JSONValue.string("\($0)")) }))
+        let marks = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(marks.count == 20)
+        var running = 0
+        var most = 0
+        for mark in marks {
+            running += mark == "+" ? 1 : -1
+            most = max(most, running)
+        }
+        #expect(most == 2, "at most 2 at once, and the limit used: \(marks)")
     }
 
     @Test func nonZeroExitCarriesStatusAndStderrTail() async throws {

@@ -4,4 +4,5 @@ import HammockShellPlugin
 
 await Plugin.run(
     kinds: ShellPlugin.kinds, version: ShellPlugin.version, templates: ShellPlugin.templates,
+    queuesLoads: ShellPlugin.queuesLoads,
     makeSource: ShellPlugin.makeSource)

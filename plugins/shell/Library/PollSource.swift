@@ -7,6 +7,8 @@ import Synchronization
 final class PollSource: PluginSource {
     let options: ShellOptions
     private let configuration: Subprocess.Configuration
+    /// Shared by every poll source of the plugin: how many commands may run at once.
+    private let slots: CommandSlots
     private struct State {
         var running: [ObjectIdentifier: ProcessGroupHandle] = [:]
         var stopped = false
@@ -14,8 +16,9 @@ final class PollSource: PluginSource {
     /// A `Mutex`: `load`, `cancel` and `stop` touch it for a dictionary update each, from any task.
     private let state = Mutex(State())
 
-    init(options: ShellOptions) {
+    init(options: ShellOptions, slots: CommandSlots = ShellPlugin.commandSlots) {
         self.options = options
+        self.slots = slots
         configuration = makeConfiguration(options)
     }
 
@@ -28,6 +31,10 @@ final class PollSource: PluginSource {
             return true
         }) else { return .error(SourceError(message: "the source was stopped", code: .stopped)) }
         defer { _ = state.withLock { $0.running.removeValue(forKey: key) } }
+        guard await slots.acquire() else { return .error(SourceError(message: "the load was cancelled", code: .stopped)) }
+        defer { slots.release() }
+        // The timeout counts from here, in the engine (`started`) as below.
+        request.started()
 
         // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
         // the process group through the handle, then waits for the run to wind down, so no process of it

@@ -7,6 +7,15 @@ import HammockPluginKit
 /// plugin ends as a whole on timeout, cancel, remove and shutdown.
 public enum ShellPlugin {
     public static let kinds = ["shell"]
+    /// The plugin holds loads back while `commandSlots` are all taken, and says when each starts.
+    public static let queuesLoads = true
+    /// How many poll commands run at once (`HAMMOCK_SHELL_CONCURRENCY`, else `CommandSlots.defaultLimit`).
+    /// Streams take none: each is one long-lived command per source, which a slot would hold for ever.
+    static let commandSlots: CommandSlots = {
+        let (limit, problem) = CommandSlots.configuredLimit()
+        if let problem { pluginLog(problem) }
+        return CommandSlots(limit: limit)
+    }()
     public static let version = "0.1.0"
     /// A value filled into a script's text could change the script, so `script:` holds no template (the
     /// engine says so at the template's line and column); `command: [...]` passes each value as one argument.

@@ -44,6 +44,7 @@ actor StreamSource: PluginSource {
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
+        request.started()  // streams take no command slot: nothing holds the load back
         if stopped { return .error(SourceError(message: "the source was stopped", code: .stopped)) }
         if running, let newestLine { return newestLine }
         if loop == nil {

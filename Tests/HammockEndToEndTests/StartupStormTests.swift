@@ -1,0 +1,39 @@
+import Foundation
+import HammockJSON
+import HammockTestSupport
+import Testing
+
+/// Thousands of shell sources that start at once on a busy machine: each load's timeout counts from when
+/// its command starts, and the shell plugin runs a bounded number of commands at a time, so none runs out
+/// its timeout while it waits its turn (issue 15: the 10,000-source round failed with "no answer within 10s").
+@Suite("Startup storm")
+struct StartupStormTests {
+    @Test("2,000 shell sources with a 2 s timeout, starting at once beside a busy loop, all load")
+    func twoThousandSourcesAtOnce() async throws {
+        let count = 2000
+        var yaml = "version: 1\nsources:\n"
+        for index in 0..<count { yaml += "  s\(index): { kind: shell, command: [echo, \"\(index)\"], timeout: 2s }\n" }
+
+        // The attack beside the storm: a loop that keeps one of the machine's cores busy throughout.
+        let busy = Process()
+        busy.executableURL = URL(fileURLWithPath: "/bin/sh")
+        busy.arguments = ["-c", "while :; do :; done"]
+        try busy.run()
+        defer {
+            kill(busy.processIdentifier, SIGKILL)
+            busy.waitUntilExit()
+        }
+
+        let began = ContinuousClock.now
+        try await HammockProcess.withRunning(config: yaml, arguments: ["--once", "--deadline", "120s"]) { hammock in
+            let bye = try await hammock.waitFor(type: "bye", timeout: .seconds(150))
+            let lines = hammock.lines
+            let noAnswer = lines.filter { $0.event == "error" && $0.text.contains("no answer") }
+            #expect(noAnswer.isEmpty, "\(noAnswer.count) loads ran out their timeout, first: \(noAnswer.first?.text ?? "")")
+            let loaded = Set(lines.filter { $0.event == "newData" }.compactMap(\.id))
+            #expect(loaded.count == count, "\(loaded.count) of \(count) sources loaded")
+            #expect(bye["failed"] == [], "\(bye.text.prefix(300))")
+        }
+        print("startup storm: \(count) shell sources loaded in \(ContinuousClock.now - began) beside a busy loop")
+    }
+}
