@@ -39,19 +39,21 @@ public enum Plugin {
         let output = PluginOutput()
         let dispatcher = PluginDispatcher(
             kinds: kinds, version: version, templates: templates, output: output, makeSource: makeSource)
-        let (messages, inbox) = AsyncStream.makeStream(of: LineReader.Event.self)
-        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
+        // A read's worth of lines at a time: one wake-up of the serving task for the many loads a write of the
+        // engine can hold.
+        let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
+        LineReader.startBatched(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
         let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
         signal(SIGTERM, SIG_IGN)
-        terminate.setEventHandler { inbox.yield(.end) }
+        terminate.setEventHandler { inbox.yield([.end]) }
         terminate.resume()
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
         // have leaked to another process), the kernel still tells us.
         let parentWatch = ParentWatch.start(parentAtStart: parentAtStart) {
             pluginLog("the engine that started this plugin is gone; stopping every source")
-            inbox.yield(.end)
+            inbox.yield([.end])
         }
 
         await serve(messages, with: dispatcher)
@@ -73,32 +75,30 @@ public enum Plugin {
         let output = PluginOutput(writeLine: writeLine)
         let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
         // The task's cancellation ends the iteration of `input`, as its end does.
-        await serve(input.map { LineReader.Event.line($0) }, with: dispatcher)
+        await serve(input.map { [LineReader.Event.line($0)] }, with: dispatcher)
         await onShutdown()
     }
 
     /// Hands each line from the engine to `dispatcher` until `shutdown` or the end of `messages`, then stops
     /// every source.
-    static func serve(_ messages: some AsyncSequence<LineReader.Event, Never>, with dispatcher: PluginDispatcher) async {
-        for await event in messages {
-            switch event {
-            case .line(let bytes):
-                do throws(ProtocolError) {
-                    let message = try EngineMessage(line: bytes)
-                    if case .shutdown = message { break }
-                    await dispatcher.handle(message)
-                    continue
-                } catch {
-                    pluginLog("ignoring a line from the engine that is not protocol: \(error.message)")
-                    continue
+    static func serve(_ batches: some AsyncSequence<[LineReader.Event], Never>, with dispatcher: PluginDispatcher) async {
+        serving: for await events in batches {
+            for event in events {
+                switch event {
+                case .line(let bytes):
+                    do throws(ProtocolError) {
+                        let message = try EngineMessage(line: bytes)
+                        if case .shutdown = message { break serving }
+                        await dispatcher.handle(message)
+                    } catch {
+                        pluginLog("ignoring a line from the engine that is not protocol: \(error.message)")
+                    }
+                case .tooLong(let length):
+                    pluginLog("ignoring a line of \(length) bytes from the engine")
+                case .end:
+                    break serving
                 }
-            case .tooLong(let length):
-                pluginLog("ignoring a line of \(length) bytes from the engine")
-                continue
-            case .end:
-                break
             }
-            break
         }
         await dispatcher.shutdown()
     }
