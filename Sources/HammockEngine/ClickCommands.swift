@@ -44,8 +44,8 @@ actor ClickCommands {
         nextID += 1
         running[id] = transport
         logger.info("\(prefix): running `\(click.command)` for button \(click.button)")
-        let exit = await transport.run { piece in
-            if case .line(let line) = piece { standardError.write(prefix: prefix, line: line) }
+        let exit = await transport.run { pieces in
+            for case .line(let line) in pieces { standardError.write(prefix: prefix, line: line) }
         }
         running[id] = nil
         switch exit {

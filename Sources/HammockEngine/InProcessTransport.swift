@@ -36,7 +36,7 @@ struct InProcessTransport: PluginTransport {
         output.continuation.yield(.killed)
     }
 
-    func run(receive: (LineSplitter.Piece) async -> Void) async -> PluginExit {
+    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [serve, input, output] in
                 await serve(input.stream) { output.continuation.yield(.line($0)) }
@@ -46,7 +46,7 @@ struct InProcessTransport: PluginTransport {
             reading: for await event in output.stream {
                 switch event {
                 case .line(let line):
-                    await receive(.line(Array(line.dropLast())))
+                    await receive([.line(Array(line.dropLast()))])
                 case .killed:
                     exit = .killed(signal: SIGKILL)
                     break reading

@@ -392,7 +392,9 @@ actor PluginSession {
             group.addTask {
                 for await line in self.standardError.stream { await self.keepStandardError(line) }
             }
-            let receive: @Sendable (LineSplitter.Piece) async -> Void = { await self.received($0) }
+            let receive: @Sendable ([LineSplitter.Piece]) async -> Void = { pieces in
+                for piece in pieces { await self.received(piece) }
+            }
             let status = await transport.run(receive: receive)
             standardError.continuation.finish()
             return status

@@ -310,6 +310,10 @@ actor PluginHost: SourceLoader {
         process?.kill()
     }
 
+    private func received(_ pieces: [LineSplitter.Piece], generation: Int) {
+        for piece in pieces { received(piece, generation: generation) }
+    }
+
     private func received(_ piece: LineSplitter.Piece, generation: Int) {
         guard generation == self.generation else { return }
         let message: PluginMessage

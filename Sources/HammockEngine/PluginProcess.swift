@@ -3,6 +3,7 @@ import Glibc
 import HammockJSON
 import HammockProtocol
 import Subprocess
+import Synchronization
 import SystemPackage
 
 /// A plugin run the way hammock runs every plugin, for the plugin host and for `hammock plugin check`
@@ -23,7 +24,7 @@ struct ProcessTransport: PluginTransport {
     /// Set in the process's environment, over what it inherits from hammock.
     let environment: [String: String]
     let standardErrorLine: @Sendable ([UInt8]) async -> Void
-    private let input = AsyncStream.makeStream(of: [UInt8].self)
+    private let input = PluginInput()
     /// What the task that enforces a kill hears: the guard's pid once it is spawned, and kill requests.
     private let control = AsyncStream.makeStream(of: Control.self)
 
@@ -43,15 +44,15 @@ struct ProcessTransport: PluginTransport {
         self.standardErrorLine = standardErrorLine
     }
 
-    func send(line: [UInt8]) { input.continuation.yield(line) }
+    func send(line: [UInt8]) { input.send(line) }
 
-    func closeInput() { input.continuation.finish() }
+    func closeInput() { input.close() }
 
     /// Its guard kills it and everything below it (see `endGuardedPlugin`); a guard that has not ended
     /// after `PluginHost.killGrace` has its whole process group killed.
     func kill() { control.continuation.yield(.kill) }
 
-    func run(receive: (LineSplitter.Piece) async -> Void) async -> PluginExit {
+    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
         // (`Engine.run` asks too, but `check` and the start-up validation come before it).
         if reapsOrphans { OrphanReaper.becomeSubreaper() }
@@ -89,11 +90,11 @@ struct ProcessTransport: PluginTransport {
     }
 
     /// Runs the process to its end; returns how it ended and the guard's pid, if it was spawned.
-    private func runProcess(spawn: Int, receive: (LineSplitter.Piece) async -> Void) async -> (PluginExit, pid_t?) {
-        let inputContinuation = input.continuation
+    private func runProcess(spawn: Int, receive: ([LineSplitter.Piece]) async -> Void) async -> (PluginExit, pid_t?) {
+        let input = input
         let commandLine = command.joined(separator: " ")
         guard let program = command.first, let path = executablePath(program) else {
-            inputContinuation.finish()
+            input.close()
             return (.couldNotStart("(\(commandLine)): no executable \"\(command.first ?? "")\" was found"), nil)
         }
         var platformOptions = PlatformOptions()
@@ -109,7 +110,7 @@ struct ProcessTransport: PluginTransport {
             executable: .path(FilePath("/proc/self/exe")),
             arguments: Arguments([HAMMOCK_GUARD_FLAG, path] + command), environment: environment,
             platformOptions: platformOptions)
-        let (lines, control) = (input.stream, control.continuation)
+        let control = control.continuation
         let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
         // Known from the spawn, so that an error after it still names the guard that ended.
         var spawned: pid_t?
@@ -123,7 +124,7 @@ struct ProcessTransport: PluginTransport {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask {
                         do {
-                            for await line in lines { _ = try await execution.standardInputWriter.write(line) }
+                            try await input.writeBatches { _ = try await execution.standardInputWriter.write($0) }
                             try await execution.standardInputWriter.finish()
                         } catch {
                             // The plugin closed its stdin or died; its exit is reported below.
@@ -151,13 +152,13 @@ struct ProcessTransport: PluginTransport {
                         for try await buffer in execution.standardOutput {
                             var pieces: [LineSplitter.Piece] = []
                             buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
-                            for piece in pieces { await receive(piece) }
+                            if !pieces.isEmpty { await receive(pieces) }
                         }
                     } catch {}
                     var last: [LineSplitter.Piece] = []
                     splitter.finish { last.append($0) }
-                    for piece in last { await receive(piece) }
-                    inputContinuation.finish()
+                    if !last.isEmpty { await receive(last) }
+                    input.close()
                 }
             }
             let pid = result.processIdentifier.value
@@ -166,8 +167,58 @@ struct ProcessTransport: PluginTransport {
             case .signaled(let signal): return (.killed(signal: signal), pid)
             }
         } catch {
-            inputContinuation.finish()
+            input.close()
             return (.couldNotStart("(\(commandLine)): \(error)"), spawned)
+        }
+    }
+}
+
+/// The lines queued for a plugin's stdin, handed to its writer in batches: every line queued while the
+/// last batch was being written goes in the next, in order. A thousand loads decided in one turn of the
+/// engine cost one write (and one read in the plugin), not a thousand.
+final class PluginInput: Sendable {
+    private struct Queue {
+        var pending: [UInt8] = []
+        var isClosed = false
+    }
+
+    /// A mutex, not an actor: `send` is called from the host's actor and must neither suspend nor hop.
+    private let queue = Mutex(Queue())
+    /// Tells the writer that there is something to take; at most one telling is kept.
+    private let wakeUps = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+
+    /// Queues `line`; dropped once the input is closed.
+    func send(_ line: [UInt8]) {
+        let queued = queue.withLock { queue in
+            guard !queue.isClosed else { return false }
+            queue.pending.append(contentsOf: line)
+            return true
+        }
+        if queued { wakeUps.continuation.yield() }
+    }
+
+    /// Takes no more lines; what is queued is still handed out.
+    func close() {
+        queue.withLock { $0.isClosed = true }
+        wakeUps.continuation.finish()
+    }
+
+    /// Hands the queued bytes to `write`, a batch at a time, until the input is closed and all is written;
+    /// called once, by the plugin's writer.
+    func writeBatches(_ write: ([UInt8]) async throws -> Void) async rethrows {
+        for await _ in wakeUps.stream {
+            let batch = take()
+            if !batch.isEmpty { try await write(batch) }
+        }
+        let last = take()
+        if !last.isEmpty { try await write(last) }
+    }
+
+    private func take() -> [UInt8] {
+        queue.withLock { queue in
+            var batch: [UInt8] = []
+            swap(&batch, &queue.pending)
+            return batch
         }
     }
 }

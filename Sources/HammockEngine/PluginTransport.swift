@@ -8,10 +8,11 @@ import HammockProtocol
 protocol PluginTransport: Sendable {
     /// Starts the plugin and serves it until it has ended; called once, by the task that supervises it.
     ///
-    /// Every piece of the plugin's stdout goes to `receive` in order, each awaited before more is read, so
-    /// a plugin that writes faster than the host reads is held back by its pipe rather than by memory.
+    /// Every piece of the plugin's stdout goes to `receive` in order, a read's worth at a time (one hop to
+    /// the host for all the lines a read brought, not one a line), each awaited before more is read, so a
+    /// plugin that writes faster than the host reads is held back by its pipe rather than by memory.
     /// Returns once its stdout is read to the end (a last line without a newline included) and it has exited.
-    func run(receive: (LineSplitter.Piece) async -> Void) async -> PluginExit
+    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit
 
     /// Queues one encoded line (`\n` included) for the plugin's stdin; dropped once the input is closed
     /// or the plugin is ending.

@@ -43,23 +43,26 @@ public enum Plugin {
         let dispatcher = PluginDispatcher(
             kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, output: output,
             makeSource: makeSource)
-        let (messages, inbox) = AsyncStream.makeStream(of: LineReader.Event.self)
-        LineReader.start(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
+        // A read's worth of lines at a time: one wake-up of the serving task for the many loads a write of the
+        // engine can hold.
+        let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
+        LineReader.startBatched(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
         let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
         signal(SIGTERM, SIG_IGN)
-        terminate.setEventHandler { inbox.yield(.end) }
+        terminate.setEventHandler { inbox.yield([.end]) }
         terminate.resume()
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
         // have leaked to another process), the kernel still tells us.
         let parentWatch = ParentWatch.start(parentAtStart: parentAtStart) {
             pluginLog("the engine that started this plugin is gone; stopping every source")
-            inbox.yield(.end)
+            inbox.yield([.end])
         }
 
         await serve(messages, with: dispatcher)
         await onShutdown()
+        output.flush()
         withExtendedLifetime(parentWatch) { exit(0) }
     }
 
@@ -76,32 +79,30 @@ public enum Plugin {
         let output = PluginOutput(writeLine: writeLine)
         let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
         // The task's cancellation ends the iteration of `input`, as its end does.
-        await serve(input.map { LineReader.Event.line($0) }, with: dispatcher)
+        await serve(input.map { [LineReader.Event.line($0)] }, with: dispatcher)
         await onShutdown()
     }
 
     /// Hands each line from the engine to `dispatcher` until `shutdown` or the end of `messages`, then stops
     /// every source.
-    static func serve(_ messages: some AsyncSequence<LineReader.Event, Never>, with dispatcher: PluginDispatcher) async {
-        for await event in messages {
-            switch event {
-            case .line(let bytes):
-                do throws(ProtocolError) {
-                    let message = try EngineMessage(line: bytes)
-                    if case .shutdown = message { break }
-                    await dispatcher.handle(message)
-                    continue
-                } catch {
-                    pluginLog("ignoring a line from the engine that is not protocol: \(error.message)")
-                    continue
+    static func serve(_ batches: some AsyncSequence<[LineReader.Event], Never>, with dispatcher: PluginDispatcher) async {
+        serving: for await events in batches {
+            for event in events {
+                switch event {
+                case .line(let bytes):
+                    do throws(ProtocolError) {
+                        let message = try EngineMessage(line: bytes)
+                        if case .shutdown = message { break serving }
+                        await dispatcher.handle(message)
+                    } catch {
+                        pluginLog("ignoring a line from the engine that is not protocol: \(error.message)")
+                    }
+                case .tooLong(let length):
+                    pluginLog("ignoring a line of \(length) bytes from the engine")
+                case .end:
+                    break serving
                 }
-            case .tooLong(let length):
-                pluginLog("ignoring a line of \(length) bytes from the engine")
-                continue
-            case .end:
-                break
             }
-            break
         }
         await dispatcher.shutdown()
     }
@@ -183,45 +184,45 @@ public func pluginLog(_ message: String) {
     }
 }
 
-/// Writes protocol lines to stdout, one whole line per call.
+/// Writes protocol lines to stdout, whole lines in the order sent.
 ///
-/// Synchronous on purpose: the dispatcher decides what to send and sends it without suspending, so no
-/// other message can slip in between (an answer and a push of the same source stay in order). The engine
-/// reads its plugins' stdout at all times, so a write does not block for long.
+/// Synchronous on purpose: the dispatcher decides what to send and queues it without suspending, so no
+/// other message can slip in between (an answer and a push of the same source stay in order).
 ///
 /// A message longer than the protocol's line limit once encoded (content under a source's `maxBytes` can
 /// grow six-fold: a NUL byte is `\u0000`) is never written: the engine would skip it. What goes instead
 /// is a small `tooLarge` error for the same load or source, so the failure is that source's alone.
 final class PluginOutput: Sendable {
-    /// A lock around each whole line's write: answers and pushes come from many tasks, and a line must not
-    /// interleave with another; the write is a blocking syscall, which must not hold an actor's executor.
+    /// A lock around each whole line of a `writeLine`: answers and pushes come from many tasks, and a line
+    /// must not interleave with another.
     private let lock = NSLock()
-    /// Where each whole line goes: stdout, or a test's list of lines.
-    private let writeLine: @Sendable ([UInt8]) -> Void
+    /// Where each whole line goes when not to stdout: a test's list of lines.
+    private let writeLine: (@Sendable ([UInt8]) -> Void)?
+    private let standardOutput: BatchedStandardOutput?
 
-    init(writeLine: @escaping @Sendable ([UInt8]) -> Void = PluginOutput.writeToStandardOutput) {
+    init(writeLine: @escaping @Sendable ([UInt8]) -> Void) {
         self.writeLine = writeLine
+        standardOutput = nil
+    }
+
+    /// Writes to stdout in batches (see `BatchedStandardOutput`).
+    init() {
+        writeLine = nil
+        standardOutput = BatchedStandardOutput()
     }
 
     func send(_ message: PluginMessage) {
         var line = message.line
         if line.count - 1 > maximumPluginLineLength { line = Self.replacement(for: message, length: line.count - 1).line }
-        lock.withLock { writeLine(line) }
-    }
-
-    private static func writeToStandardOutput(_ line: [UInt8]) {
-        line.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    exit(0)  // the engine is gone: nobody is left to serve
-                }
-                offset += written
-            }
+        if let standardOutput {
+            standardOutput.append(line)
+        } else if let writeLine {
+            lock.withLock { writeLine(line) }
         }
     }
+
+    /// Returns once every line sent so far is written.
+    func flush() { standardOutput?.flush() }
 
     /// What to send instead of `message`, which is `length` bytes once encoded.
     static func replacement(for message: PluginMessage, length: Int) -> PluginMessage {
@@ -261,6 +262,9 @@ actor PluginDispatcher {
     let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
     private var loads: [Int: (source: String, task: Task<Void, Never>)] = [:]
+    /// How many of `loads` each source has: asked at every answer and push, so counted rather than searched
+    /// for (a search is a pass over every load in flight, a thousand of them when a thousand sources poll).
+    private var loadsBySource: [String: Int] = [:]
     /// Pushes of each source that wait, in order, for that source's loads in flight to be answered.
     private var heldPushes: [String: [PluginMessage]] = [:]
     /// Beyond this many held pushes of one source the oldest are dropped: each push carries the whole
@@ -316,9 +320,11 @@ actor PluginDispatcher {
                 let result = await source.load(request)
                 self.answer(loadID, source: id, result)
             }
+            _ = takeLoad(loadID)  // an id the engine used twice counts once
             loads[loadID] = (id, task)
+            loadsBySource[id, default: 0] += 1
         case .cancel(let loadID):
-            if let load = loads.removeValue(forKey: loadID) {
+            if let load = takeLoad(loadID) {
                 load.task.cancel()
                 output.send(.cancelled(id: loadID))
                 releaseHeldPush(for: load.source)
@@ -332,7 +338,7 @@ actor PluginDispatcher {
     }
 
     private func answer(_ loadID: Int, source: String, _ result: PluginLoadResult) {
-        guard loads.removeValue(forKey: loadID) != nil else { return }  // cancelled: already answered
+        guard takeLoad(loadID) != nil else { return }  // cancelled: already answered
         switch result {
         case .newData(let content, let etag, let lastModified):
             output.send(.newData(id: loadID, source: source, content: content, etag: etag, lastModified: lastModified))
@@ -344,8 +350,15 @@ actor PluginDispatcher {
         releaseHeldPush(for: source)
     }
 
+    private func takeLoad(_ loadID: Int) -> (source: String, task: Task<Void, Never>)? {
+        guard let load = loads.removeValue(forKey: loadID) else { return nil }
+        let left = loadsBySource[load.source, default: 1] - 1
+        loadsBySource[load.source] = left > 0 ? left : nil
+        return load
+    }
+
     func push(_ message: PluginMessage, for source: String) {
-        if loads.values.contains(where: { $0.source == source }) {
+        if loadsBySource[source] != nil {
             heldPushes[source, default: []].append(message)
             if heldPushes[source]!.count > Self.maximumHeldPushes { heldPushes[source]!.removeFirst() }
         } else {
@@ -354,7 +367,7 @@ actor PluginDispatcher {
     }
 
     private func releaseHeldPush(for source: String) {
-        guard !loads.values.contains(where: { $0.source == source }),
+        guard loadsBySource[source] == nil,
             let messages = heldPushes.removeValue(forKey: source)
         else { return }
         for message in messages { output.send(message) }
@@ -363,6 +376,7 @@ actor PluginDispatcher {
     func shutdown() async {
         for load in loads.values { load.task.cancel() }
         loads.removeAll()
+        loadsBySource.removeAll()
         heldPushes.removeAll()
         let stopping = sources.values
         sources.removeAll()
@@ -383,4 +397,74 @@ private final class StartSignal: Sendable {
 extension SourceError.Code {
     /// A load of a source the plugin was never given (or was told to remove).
     static let notConfigured = Self("notConfigured")
+}
+
+/// The plugin's stdout, written by a thread of its own in batches.
+///
+/// Answers come one at a time from the dispatcher; written one `write` each, a thousand polling sources
+/// cost the plugin a thousand system calls a round and the engine as many reads. Here a line is appended to
+/// a buffer, and the writer takes everything appended while it was writing the last batch: one `write`,
+/// and one read at the engine's end, for as many lines as came meanwhile. Lines keep their order.
+///
+/// A lock and a condition rather than an actor: the writer blocks in `write`, which must not happen on the
+/// concurrency pool's few threads, and `append` must not wait for it.
+private final class BatchedStandardOutput: @unchecked Sendable {  // all state is under `condition`
+    private let condition = NSCondition()
+    private var pending: [UInt8] = []
+    private var writing = false
+    private var writerWaits = false
+
+    init() {
+        let thread = Thread { [self] in run() }
+        thread.name = "plugin.stdout"
+        thread.start()
+    }
+
+    func append(_ line: [UInt8]) {
+        condition.lock()
+        pending.append(contentsOf: line)
+        // A wake-up only when the writer sleeps: one a batch, not one a line. A broadcast, since a `flush`
+        // may wait on the same condition.
+        if writerWaits { condition.broadcast() }
+        condition.unlock()
+    }
+
+    func flush() {
+        condition.lock()
+        while !pending.isEmpty || writing { condition.wait() }
+        condition.unlock()
+    }
+
+    private func run() {
+        var batch: [UInt8] = []
+        while true {
+            condition.lock()
+            writing = false
+            condition.broadcast()  // for `flush`
+            while pending.isEmpty {
+                writerWaits = true
+                condition.wait()
+                writerWaits = false
+            }
+            swap(&batch, &pending)
+            writing = true
+            condition.unlock()
+            Self.write(batch)
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    exit(0)  // the engine is gone: nobody is left to serve
+                }
+                offset += written
+            }
+        }
+    }
 }

@@ -23,6 +23,20 @@ public enum LineReader {
         thread.start()
     }
 
+    /// Reads on a thread of its own until the end of input, handing over the events of each read together:
+    /// one hand-over for the many lines a read can bring, not one a line.
+    public static func startBatched(
+        descriptor: Int32, maximumLineLength: Int, name: String, deliver: @escaping @Sendable ([Event]) -> Void
+    ) {
+        let thread = Thread {
+            readBatches(
+                descriptor: descriptor, maximumLineLength: maximumLineLength, stopDescriptor: nil,
+                dropsUnterminatedLine: false, deliver: deliver)
+        }
+        thread.name = name
+        thread.start()
+    }
+
     /// Reads on the calling thread until the end of input, or until `stopDescriptor` (the read end of a
     /// pipe) becomes readable; then delivers `.end` and returns. Waits in `poll` for either, so that an
     /// owner can end the reading without closing the descriptor read from. A last line without a newline is
@@ -32,11 +46,24 @@ public enum LineReader {
         descriptor: Int32, maximumLineLength: Int, stopDescriptor: Int32? = nil, dropsUnterminatedLine: Bool = false,
         deliver: @Sendable (Event) -> Void
     ) {
+        readBatches(
+            descriptor: descriptor, maximumLineLength: maximumLineLength, stopDescriptor: stopDescriptor,
+            dropsUnterminatedLine: dropsUnterminatedLine
+        ) { events in
+            for event in events { deliver(event) }
+        }
+    }
+
+    private static func readBatches(
+        descriptor: Int32, maximumLineLength: Int, stopDescriptor: Int32?, dropsUnterminatedLine: Bool,
+        deliver: @Sendable ([Event]) -> Void
+    ) {
         var splitter = LineSplitter(maximumLineLength: maximumLineLength)
+        var events: [Event] = []
         func forward(_ piece: LineSplitter.Piece) {
             switch piece {
-            case .line(let bytes): deliver(.line(bytes))
-            case .tooLong(let length, _): deliver(.tooLong(length))
+            case .line(let bytes): events.append(.line(bytes))
+            case .tooLong(let length, _): events.append(.tooLong(length))
             }
         }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -54,8 +81,13 @@ public enum LineReader {
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
             chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), emit: forward) }
+            if !events.isEmpty {
+                deliver(events)
+                events.removeAll(keepingCapacity: true)
+            }
         }
         if !dropsUnterminatedLine { splitter.finish(emit: forward) }
-        deliver(.end)
+        events.append(.end)
+        deliver(events)
     }
 }

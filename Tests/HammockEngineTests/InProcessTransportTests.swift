@@ -19,7 +19,7 @@ import Testing
             self.transport = transport
             self.lines = lines.makeAsyncIterator()
             ended = Task {
-                let exit = await transport.run { inbox.yield($0) }
+                let exit = await transport.run { for piece in $0 { inbox.yield(piece) } }
                 inbox.finish()
                 return exit
             }

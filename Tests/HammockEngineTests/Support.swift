@@ -34,18 +34,18 @@ final class EmbeddedPlugin: PluginTransport {
 
     // MARK: The host's side
 
-    func run(receive: (LineSplitter.Piece) async -> Void) async -> PluginExit {
+    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         var splitter = LineSplitter(maximumLineLength: PluginHost.maximumLineLength, headLength: pluginLineHeadLength)
         for await event in output.stream {
             switch event {
             case .bytes(let bytes):
                 var pieces: [LineSplitter.Piece] = []
                 bytes.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
-                for piece in pieces { await receive(piece) }
+                if !pieces.isEmpty { await receive(pieces) }
             case .exit(let exit):
                 var last: [LineSplitter.Piece] = []
                 splitter.finish { last.append($0) }
-                for piece in last { await receive(piece) }
+                if !last.isEmpty { await receive(last) }
                 fromHost.close()
                 return exit
             }
