@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <malloc.h>
 #include "hammock_system.h"
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,8 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+int hammock_release_free_memory(void) { return malloc_trim(0); }
 
 int hammock_become_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);

@@ -270,6 +270,10 @@ actor PluginDispatcher {
     /// Beyond this many held pushes of one source the oldest are dropped: each push carries the whole
     /// content, so the newest ones are what matters, and a load that hangs must not grow memory.
     static let maximumHeldPushes = 1024
+    /// Loads in flight at once from which the memory they leave is handed back to the system when the last
+    /// ends (`malloc_trim`): a start-up storm, not a steady poll.
+    static let burstWorthTrimming = 256
+    private var peakLoads = 0
 
     init(
         kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
@@ -322,6 +326,7 @@ actor PluginDispatcher {
             }
             _ = takeLoad(loadID)  // an id the engine used twice counts once
             loads[loadID] = (id, task)
+            peakLoads = max(peakLoads, loads.count)
             loadsBySource[id, default: 0] += 1
         case .cancel(let loadID):
             if let load = takeLoad(loadID) {
@@ -354,6 +359,12 @@ actor PluginDispatcher {
         guard let load = loads.removeValue(forKey: loadID) else { return nil }
         let left = loadsBySource[load.source, default: 1] - 1
         loadsBySource[load.source] = left > 0 ? left : nil
+        if loads.isEmpty && peakLoads >= Self.burstWorthTrimming {
+            // glibc keeps what a burst of loads freed (thousands of sources starting at once: tens of MiB in
+            // the shell plugin) for later mallocs that a steady state never makes; give it back once.
+            peakLoads = 0
+            _ = hammock_release_free_memory()
+        }
         return load
     }
 

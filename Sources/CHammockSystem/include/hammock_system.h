@@ -28,6 +28,10 @@ int hammock_reap_child_within(pid_t pid, int timeout_ms);
 /// this call's from then on: nothing else in the process may use it.
 int hammock_watch_parent(pid_t parent);
 
+/// Hands the memory glibc keeps from freed allocations back to the system (malloc_trim(0), which Swift's Glibc
+/// module does not declare). Returns 1 when some was given back.
+int hammock_release_free_memory(void);
+
 /// The argument that turns an executable linking this library into a plugin's *guard*:
 /// `EXE --hammock-plugin-guard PATH ARGV0 ARGS...` runs PATH with ARGV0 ARGS... as its only child, and the
 /// guard ends everything below it when the plugin exits, when the engine that started the guard dies (even
