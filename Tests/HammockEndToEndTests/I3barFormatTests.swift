@@ -181,7 +181,7 @@ struct I3barFormatTests {
               n:
                 sources: [n]
                 on-click:
-                  scroll-up: { run: 'echo x >> "$HOME/runs"; sleep 3' }
+                  scroll-up: { run: 'echo x >> "$HOME/runs"; exec sleep 60' }
             """
         try await HammockProcess.withRunning(
             config: config, arguments: ["--format", "i3bar", "--log-level", "info"], stdoutIsJSON: false
