@@ -54,8 +54,8 @@ struct OutputFormatTests {
         try await HammockProcess.withRunning(
             config: config, arguments: ["--format", "text", "--view", "age"], stdoutIsJSON: false
         ) { hammock in
+            // "1 s ago" comes between, unless a very busy machine held the writer past its second.
             let lines = try await hammock.waitForStdoutLines("two seconds of age") { $0.contains("loaded 2 s ago") }
-            #expect(lines.contains("loaded 1 s ago"), "\(lines)")
             #expect(zip(lines, lines.dropFirst()).allSatisfy { $0 != $1 }, "a line repeats the one before: \(lines)")
         }
         try await HammockProcess.withRunning(
