@@ -19,5 +19,6 @@ extension String {
 }
 
 extension Unicode.Scalar {
-    fileprivate var isControlCharacter: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
+    /// C0 and C1 control characters and DEL.
+    var isControlCharacter: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
 }

@@ -564,9 +564,7 @@ public struct EngineCore: Sendable {
         sources[id]!.lastOptions = options
         sources[id]!.invalidated = false
         sources[id]!.nextAttemptAt = nil
-        let giveUpAt = now.instant + definition.timeout + loadTimeoutGrace
-        sources[id]!.inFlight[loadID] = LoadInFlight(giveUpAt: giveUpAt, phase: .sent)
-        deadlines.insert(Deadline(at: giveUpAt, source: id))
+        setDeadline(of: loadID, source: id, phase: .sent, now: now)
         apply(.requested, to: id, now: now)
         actions.append(
             .startLoad(LoadRequest(

@@ -265,10 +265,8 @@ extension String {
 /// Text from a source or a server, made safe to draw: control characters (an escape sequence could move the
 /// cursor or recolor the terminal; a line break would break the row) become spaces.
 private func sanitized(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return text }
-    return String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? " " : scalar
-    }))
+    guard text.unicodeScalars.contains(where: \.isControlCharacter) else { return text }
+    return String(String.UnicodeScalarView(text.unicodeScalars.map { $0.isControlCharacter ? " " : $0 }))
 }
 
 /// `text` cut to `width` display columns, ending with an ellipsis when cut.

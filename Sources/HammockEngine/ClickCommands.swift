@@ -12,9 +12,8 @@ actor ClickCommands {
         var view: String
         var button: Int
     }
-    private var running: [Int: ProcessTransport] = [:]
-    private var busy: Set<ButtonOfView> = []
-    private var nextID = 0
+    /// At most one command per button of a view.
+    private var running: [ButtonOfView: ProcessTransport] = [:]
     private var isStopped = false
     private let logger: Logger
     private let standardError: StandardError
@@ -29,25 +28,22 @@ actor ClickCommands {
         guard !isStopped else { return }
         let prefix = "on-click of view \"\(click.view)\""
         let button = ButtonOfView(view: click.view, button: click.button)
-        guard busy.insert(button).inserted else {
+        guard running[button] == nil else {
             logger.info("\(prefix): button \(click.button)'s command still runs; click ignored")
             return
         }
-        defer { busy.remove(button) }
         let standardError = standardError
         let transport = ProcessTransport(
             command: ["/bin/sh", "-c", click.command], reapsOrphans: true,
             environment: ["HAMMOCK_VIEW": click.view, "HAMMOCK_BUTTON": String(click.button)]
         ) { standardError.write(prefix: prefix, line: $0) }
         transport.closeInput()
-        let id = nextID
-        nextID += 1
-        running[id] = transport
+        running[button] = transport
         logger.info("\(prefix): running `\(click.command)` for button \(click.button)")
         let exit = await transport.run { pieces in
             for case .line(let line) in pieces { standardError.write(prefix: prefix, line: line) }
         }
-        running[id] = nil
+        running[button] = nil
         switch exit {
         case .exited(0): break
         case .killed where isStopped: break
