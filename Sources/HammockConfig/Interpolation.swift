@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What `${…}` reads: the environment, and files for the secret forms.
 struct InterpolationContext {

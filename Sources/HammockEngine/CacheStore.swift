@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockJSON
 
 /// The offline cache: each `cache: true` source's last content on disk, shown at once at the next start

@@ -5,6 +5,8 @@ import HammockCore
 /// consumer is slow, so the engine never waits for it.
 protocol EngineOutput: AnyObject, Sendable {
     func send(_ line: OutputLine)
+    /// The lines of one turn of the engine, in order.
+    func send(contentsOf lines: [OutputLine])
     /// Runs until `finish` is done (or the consumer is gone).
     func run() async
     /// Takes `last`, then waits for what remains to be shown, at most until `deadline` when there is one.
@@ -18,6 +20,12 @@ protocol EngineOutput: AnyObject, Sendable {
     func waitForRoomForAnswers()
     /// The terminal changed size (SIGWINCH).
     func resized()
+}
+
+extension EngineOutput {
+    func send(contentsOf lines: [OutputLine]) {
+        for line in lines { send(line) }
+    }
 }
 
 extension OutputWriter: EngineOutput {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
@@ -10,6 +11,8 @@ import Synchronization
 /// take minutes and a plugin may push new data at any time.
 protocol SourceLoader: Sendable {
     func start(_ request: LoadRequest) async
+    /// Starts `requests` in order: the loads one turn of the engine decided, handed over in one call.
+    func start(_ requests: [LoadRequest]) async
     func cancel(source: String, loadID: Int) async
     /// The source left the configuration: stop watching it, end its command.
     func remove(source: String) async
@@ -20,6 +23,8 @@ protocol SourceLoader: Sendable {
 /// Everything that can wake the engine.
 enum EngineInput: Sendable {
     case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
+    /// The answers of one read of a plugin's output, in order: applied in one turn of the engine.
+    case loadsFinished([FinishedLoad])
     /// The loader holds the load back (its plugin queues loads); `loadStarted` follows when it begins.
     case loadQueued(source: String, loadID: Int)
     case loadStarted(source: String, loadID: Int)
@@ -39,12 +44,21 @@ enum EngineInput: Sendable {
     /// A plugin said hello, with its template rules (`TemplateRules`): the core may fill in its sources'
     /// templates from now on.
     case templateRulesLearned(kind: String)
+    /// Time to tell systemd's watchdog that the loop is alive (`WATCHDOG_USEC`).
+    case watchdog
     /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
     /// looks at first, so a stop never waits behind other inputs.
     case stop
 }
 
 typealias EngineInbox = AsyncStream<EngineInput>.Continuation
+
+/// The end of one load: what `EngineInput.loadFinished` says, for a batch of them.
+struct FinishedLoad: Sendable {
+    let source: String
+    let loadID: Int
+    let outcome: LoadOutcome
+}
 
 /// The newest push of one source that the engine has not taken yet.
 ///
@@ -90,7 +104,7 @@ final class PushMailbox: Sendable {
 /// room: stdin is no longer read and the consumer's writes block, which is how a pipe says "slow down".
 /// The engine never waits for the reader.
 ///
-/// An `NSCondition` rather than a `Mutex`: the reader must sleep until the engine makes room (hence
+/// A `ThreadCondition` rather than a `Mutex`: the reader must sleep until the engine makes room (hence
 /// `@unchecked Sendable`; every stored property below `condition` is only touched with it held).
 final class ControlMailbox: @unchecked Sendable {
     enum Entry: Sendable {
@@ -116,7 +130,7 @@ final class ControlMailbox: @unchecked Sendable {
         self.waitForRoomForAnswers = waitForRoomForAnswers
     }
 
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var entries = CoalescingQueue<(entry: Entry, key: String?, cost: Int)>()
     /// The ids of the waiting command under each key, its replaced commands' included, oldest first; kept
     /// beside the queue so that a flood of one command costs a constant time per line.

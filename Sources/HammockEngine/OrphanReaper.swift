@@ -1,5 +1,6 @@
 import CHammockSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Ends the processes that reach hammock as orphans.

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import HammockProtocol
 
 /// Where `OutputWriter` puts its bytes: stdout in hammock (`DescriptorOutput`), memory in tests, so that a
 /// slow consumer, a consumer that leaves mid-line or a drain timeout is tested in milliseconds.
@@ -143,8 +145,6 @@ struct WakeupPipe: Sendable {
 /// blocked call would take away from every task.
 func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
-        thread.name = name
-        thread.start()
+        OwnThread.start(named: name) { continuation.resume(returning: body()) }
     }
 }

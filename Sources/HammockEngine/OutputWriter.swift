@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
+import HammockProtocol
 
 /// Writes output lines to stdout (any `OutputTransport`) from a thread of its own.
 ///
@@ -23,7 +25,7 @@ public final class OutputWriter: @unchecked Sendable {
     /// `--format waybar|polybar|text`: what the bar shows instead of the protocol's lines. Used by the
     /// writing thread only.
     private var bar: BarEncoder?
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     // Everything below is guarded by `condition`.
     private var pending = CoalescingQueue<OutputLine>()
     /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
@@ -49,6 +51,8 @@ public final class OutputWriter: @unchecked Sendable {
     private var isPaused = false
     /// A reload's view definitions, for `bar` to take before its next batch.
     private var reloadedViews: [ViewDefinition]?
+    /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
+    private let metrics: EngineMetrics?
 
     /// Error lines without an `id` beyond this many waiting are dropped (and counted), so a flood of bad
     /// control lines to a consumer that does not read cannot grow the queue. Answers to lines with an `id`
@@ -58,19 +62,22 @@ public final class OutputWriter: @unchecked Sendable {
 
     /// - Parameter bar: encodes for a status bar instead of writing JSON lines; `nil` for the protocol.
     public convenience init(
-        descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil,
+        descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
         onClosed: @escaping @Sendable () -> Void
     ) {
-        self.init(transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, bar: bar, onClosed: onClosed)
+        self.init(
+            transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, bar: bar, metrics: metrics,
+            onClosed: onClosed)
     }
 
     init(
-        transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil,
+        transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
         onClosed: @escaping @Sendable () -> Void
     ) {
         self.transport = transport
         self.secrets = secrets
         self.bar = bar
+        self.metrics = metrics
         self.onClosed = onClosed
     }
 
@@ -86,12 +93,10 @@ public final class OutputWriter: @unchecked Sendable {
     /// The writing thread is not awaited: a consumer that never reads can keep it in `write` for good, and
     /// only the exit ends that. Once `finish` has returned (or the consumer left), this returns.
     public func run() async {
-        let writing = Thread { [self] in
+        OwnThread.start(named: "hammock.stdout") { [self] in
             writeLines()
             end()
         }
-        writing.name = "hammock.stdout"
-        writing.start()
         async let watching: Void = onOwnThread(named: "hammock.stdout.watch") { [self] in
             // Notices a consumer that closed its end while nothing is being written: a failed write notices
             // it too, but an engine with nothing new to say would otherwise run on for nobody.
@@ -132,12 +137,28 @@ public final class OutputWriter: @unchecked Sendable {
     public func send(_ line: OutputLine) {
         condition.lock()
         defer { condition.unlock() }
-        guard !isClosing else { return }
+        if enqueue(line) { condition.signal() }
+    }
+
+    /// Queues `lines` in order with one wake-up of the writer: the lines of one turn of the engine (a
+    /// thousand answers of one read) cost the writer one wake-up, not one each.
+    public func send(contentsOf lines: [OutputLine]) {
+        guard !lines.isEmpty else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        var queued = false
+        for line in lines where enqueue(line) { queued = true }
+        if queued { condition.signal() }
+    }
+
+    /// Puts `line` in the queue; false when it was dropped. Called with `condition` held.
+    private func enqueue(_ line: OutputLine) -> Bool {
+        guard !isClosing else { return false }
         let key = line.coalescingKey
         if key == nil {
             if case .error(_, nil) = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
                 droppedErrorLines += 1
-                return
+                return false
             }
             uncoalescedCount += 1
         }
@@ -146,10 +167,10 @@ public final class OutputWriter: @unchecked Sendable {
         // control line is a barrier: whoever reads it has read the newest state of what its op changed.
         if line.isAnswer {
             pending.appendBarrier(line)
-        } else {
-            pending.append(line, key: key)
+        } else if pending.append(line, key: key) != nil {
+            metrics?.linesCoalesced.increment()
         }
-        condition.signal()
+        return true
     }
 
     /// Blocks the calling thread (stdin's reader, about to hand over a control line with an `id`) while
@@ -301,6 +322,7 @@ public final class OutputWriter: @unchecked Sendable {
             }
             switch write(buffer, lineEnds: ends) {
             case .written:
+                if let metrics, !ends.isEmpty { metrics.linesWritten.increment(by: ends.count) }
                 condition.lock()
                 holdsBatch = false
                 condition.unlock()

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
@@ -93,6 +94,8 @@ actor PluginHost: SourceLoader {
     private var heldBack: [String: HeldBack] = [:]
     /// Lines skipped for being over `maximumLineLength`, for the log.
     private var skippedLines = 0
+    /// The answers of the read being handled, not yet handed to the engine (see `deliver`); nil between reads.
+    private var answersOfRead: [FinishedLoad]?
 
     private struct SentConfigure {
         let at: SupervisionClock.Instant
@@ -153,6 +156,10 @@ actor PluginHost: SourceLoader {
         case .shuttingDown:
             break
         }
+    }
+
+    func start(_ requests: [LoadRequest]) {
+        for request in requests { start(request) }
     }
 
     func cancel(source: String, loadID: Int) {
@@ -311,7 +318,32 @@ actor PluginHost: SourceLoader {
     }
 
     private func received(_ pieces: [LineSplitter.Piece], generation: Int) {
+        answersOfRead = []
         for piece in pieces { received(piece, generation: generation) }
+        deliverAnswersOfRead()
+        answersOfRead = nil
+    }
+
+    /// Hands `input` to the engine. While the lines of one read are handled, the answers among them wait
+    /// in `answersOfRead` to go as one input (one wake-up and one turn of the engine for all of them);
+    /// anything else goes after the answers before it, so the engine sees everything in the plugin's order.
+    private func deliver(_ input: EngineInput) {
+        if case .loadFinished(let source, let loadID, let outcome) = input, answersOfRead != nil {
+            answersOfRead?.append(FinishedLoad(source: source, loadID: loadID, outcome: outcome))
+            return
+        }
+        deliverAnswersOfRead()
+        inbox.yield(input)
+    }
+
+    private func deliverAnswersOfRead() {
+        guard let answers = answersOfRead, let first = answers.first else { return }
+        answersOfRead = []
+        if answers.count == 1 {
+            inbox.yield(.loadFinished(source: first.source, loadID: first.loadID, outcome: first.outcome))
+        } else {
+            inbox.yield(.loadsFinished(answers))
+        }
     }
 
     private func received(_ piece: LineSplitter.Piece, generation: Int) {
@@ -337,7 +369,7 @@ actor PluginHost: SourceLoader {
             }
         }
         if case .starting = phase {
-            guard case .hello(let version, let kinds, let pluginVersion, let templates, let queues) = message else {
+            guard case .hello(let version, let kinds, let pluginVersion, let templates, let queues, _) = message else {
                 fail(generation, "sent \"\(message.type)\" before answering hello")
                 return
             }
@@ -352,7 +384,7 @@ actor PluginHost: SourceLoader {
             logger.debug("plugin ready", metadata: ["kind": "\(kind)", "version": "\(pluginVersion)"])
             templateRules = templates[kind] ?? TemplateRules()
             queuesLoads = queues
-            inbox.yield(.templateRulesLearned(kind: kind))
+            deliver(.templateRulesLearned(kind: kind))
             phase = .ready
             for source in desiredOptions.keys.sorted() { configureIfNeeded(source) }
             let queued = queuedLoads
@@ -394,12 +426,12 @@ actor PluginHost: SourceLoader {
         case .pushedError(let source, let error):
             guard desiredOptions[source] != nil else { return }
             sealPushes(for: source)
-            inbox.yield(.pushedError(source: source, error: error))
+            deliver(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
         case .started(let id):
             guard let source = pendingLoads[id] else { return }
-            inbox.yield(.loadStarted(source: source, loadID: id))
+            deliver(.loadStarted(source: source, loadID: id))
         }
     }
 
@@ -407,7 +439,7 @@ actor PluginHost: SourceLoader {
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
         sealPushes(for: source)
-        inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: outcome))
+        deliver(.loadFinished(source: source, loadID: loadID, outcome: outcome))
     }
 
     /// Hands a push to the engine, or, while its last one still waits there, puts it in that one's place.
@@ -415,7 +447,7 @@ actor PluginHost: SourceLoader {
         if let waiting = pushMailboxes[source], waiting.replace(with: content) { return }
         let mailbox = PushMailbox(content)
         pushMailboxes[source] = mailbox
-        inbox.yield(.pushed(source: source, mailbox: mailbox))
+        deliver(.pushed(source: source, mailbox: mailbox))
     }
 
     /// Whatever comes next about the source goes after the pushes already waiting, not into their mailbox.
@@ -426,7 +458,7 @@ actor PluginHost: SourceLoader {
     private func send(_ request: LoadRequest) {
         configureIfNeeded(request.source)
         if let held = heldBack[request.source] {
-            inbox.yield(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(held.error)))
+            deliver(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(held.error)))
             return
         }
         pendingLoads[request.loadID] = request.source
@@ -436,7 +468,7 @@ actor PluginHost: SourceLoader {
                 timeout: Double(request.timeout.milliseconds) / 1000))
         // Its timeout waits for the plugin's `started`, so a load queued behind a thousand others does not
         // time out before it runs.
-        if queuesLoads { inbox.yield(.loadQueued(source: request.source, loadID: request.loadID)) }
+        if queuesLoads { deliver(.loadQueued(source: request.source, loadID: request.loadID)) }
     }
 
     /// Sends `configure` when the process has not seen these options yet (first use, a restart, or a
@@ -544,7 +576,7 @@ actor PluginHost: SourceLoader {
         } else if head.id == nil, let source = head.source, desiredOptions[source] != nil {
             logger.warning("\(message) (a push of \"\(source)\")")
             sealPushes(for: source)
-            inbox.yield(.pushedError(source: source, error: error))
+            deliver(.pushedError(source: source, error: error))
         } else {
             let head = pluginLineHeadLength
             logger.warning("\(message), naming no load or source in its first \(head) bytes (\(skippedLines) skipped so far)")
@@ -564,13 +596,13 @@ actor PluginHost: SourceLoader {
         crashTimes = crashTimes.filter { now - $0 < Self.crashWindow } + [now]
 
         for (loadID, source) in pendingLoads.sorted(by: { $0.key < $1.key }) {
-            inbox.yield(.loadFinished(source: source, loadID: loadID, outcome: .error(SourceError(message: reason, code: .pluginFailed))))
+            deliver(.loadFinished(source: source, loadID: loadID, outcome: .error(SourceError(message: reason, code: .pluginFailed))))
         }
         let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
-            inbox.yield(.pushedError(source: source, error: SourceError(message: reason, code: .pluginFailed)))
+            deliver(.pushedError(source: source, error: SourceError(message: reason, code: .pluginFailed)))
         }
         // A plugin ended over one source's `configure` restarts without that source, and answers the others
         // then: `check` reports the culprit alone. Any other end fails the validations it leaves.
@@ -607,11 +639,12 @@ actor PluginHost: SourceLoader {
 
     private func restart(after generation: Int) {
         guard generation == self.generation, case .waitingToRestart = phase else { return }
+        EngineMetrics.installed.withLock { $0 }?.pluginRestarts(kind: kind).increment()
         launch()
     }
 
     private func fail(_ request: LoadRequest, message: String, code: SourceError.Code) {
-        inbox.yield(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(SourceError(message: message, code: code))))
+        deliver(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(SourceError(message: message, code: code))))
     }
 }
 

@@ -9,7 +9,7 @@ import SystemPackage
 /// A plugin run the way hammock runs every plugin, for the plugin host and for `hammock plugin check`
 /// alike: the transport outside tests.
 ///
-/// The plugin runs below a guard (`HAMMOCK_GUARD_FLAG` in hammock_system.h): hammock's own executable,
+/// The plugin runs below a guard (`PluginGuard`: the hammock-guard program, installed beside hammock),
 /// which keeps everything the plugin starts below it and ends it all when the plugin exits, when hammock
 /// dies however it dies, or on `endGuardedPlugin`. The guard gets a process group of its own, which the
 /// plugin shares (a terminal's Ctrl-C is hammock's to handle). Its stderr is cut into lines for
@@ -97,6 +97,13 @@ struct ProcessTransport: PluginTransport {
             input.close()
             return (.couldNotStart("(\(commandLine)): no executable \"\(command.first ?? "")\" was found"), nil)
         }
+        let guardPath: String
+        switch PluginGuard.location {
+        case .success(let found): guardPath = found
+        case .failure(let missing):
+            input.close()
+            return (.couldNotStart("(\(commandLine)): \(missing)"), nil)
+        }
         var platformOptions = PlatformOptions()
         platformOptions.processGroupID = 0
         // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
@@ -105,10 +112,8 @@ struct ProcessTransport: PluginTransport {
         var variables = self.environment.reduce(into: [Environment.Key: String?]()) { $0[.init(rawValue: $1.key)!] = $1.value }
         variables["HAMMOCK_ENGINE_PID"] = String(getpid())
         let environment = Environment.inherit.updating(variables)
-        // /proc/self/exe, not a path: in the child it still names this executable, even one replaced on disk.
         let configuration = Configuration(
-            executable: .path(FilePath("/proc/self/exe")),
-            arguments: Arguments([HAMMOCK_GUARD_FLAG, path] + command), environment: environment,
+            executable: .path(FilePath(guardPath)), arguments: Arguments([path] + command), environment: environment,
             platformOptions: platformOptions)
         let control = control.continuation
         let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)

@@ -1,6 +1,8 @@
 import CHammockSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
+import HammockProtocol
 import Synchronization
 
 /// `hammock watch`'s terminal: draws `WatchScreen` on stdout and reads keys from stdin.
@@ -22,7 +24,7 @@ final class WatchTerminal: @unchecked Sendable {
     private let quit: @Sendable () -> Void
     private let stopReading = WakeupPipe()
 
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var screen: WatchScreen
     private var isDirty = true
     private var isClosing = false
@@ -64,16 +66,12 @@ final class WatchTerminal: @unchecked Sendable {
     func run() async {
         // A stop that came first (`finish` before this task ran) must not leave the screen switched.
         guard startDrawing() else { return }
-        let drawing = Thread { [self] in
+        OwnThread.start(named: "hammock.watch.draw") { [self] in
             drawFrames()
             TerminalMode.restore()
             end()
         }
-        drawing.name = "hammock.watch.draw"
-        drawing.start()
-        let reading = Thread { [self] in readKeys() }
-        reading.name = "hammock.watch.keys"
-        reading.start()
+        OwnThread.start(named: "hammock.watch.keys") { [self] in readKeys() }
         await withCheckedContinuation { continuation in
             condition.lock()
             if isEnded { continuation.resume() } else { endWaiter = continuation }

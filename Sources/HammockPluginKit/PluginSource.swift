@@ -11,10 +11,15 @@ public protocol PluginSource: Sendable {
     /// The source was removed or configured anew, or the plugin is shutting down: stop watching, end any
     /// process started for it. Must return only once they are gone.
     func stop() async
+    /// Where the tasks of this source's loads run, if not on the concurrency pool: a source whose loads wait
+    /// on an I/O library's own threads (a SwiftNIO event loop) names that library's executor here, so a load
+    /// does not hop between the library's thread and the pool at every step.
+    var loadExecutor: (any TaskExecutor)? { get }
 }
 
 extension PluginSource {
     public func stop() async {}
+    public var loadExecutor: (any TaskExecutor)? { nil }
 }
 
 public struct PluginLoadRequest: Sendable {

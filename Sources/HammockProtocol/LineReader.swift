@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Reads newline-terminated lines from a file descriptor, blocking, so on a thread that is not the Swift
 /// concurrency pool's.
@@ -18,9 +18,7 @@ public enum LineReader {
     public static func start(
         descriptor: Int32, maximumLineLength: Int, name: String, deliver: @escaping @Sendable (Event) -> Void
     ) {
-        let thread = Thread { read(descriptor: descriptor, maximumLineLength: maximumLineLength, deliver: deliver) }
-        thread.name = name
-        thread.start()
+        OwnThread.start(named: name) { read(descriptor: descriptor, maximumLineLength: maximumLineLength, deliver: deliver) }
     }
 
     /// Reads on a thread of its own until the end of input, handing over the events of each read together:
@@ -28,13 +26,11 @@ public enum LineReader {
     public static func startBatched(
         descriptor: Int32, maximumLineLength: Int, name: String, deliver: @escaping @Sendable ([Event]) -> Void
     ) {
-        let thread = Thread {
+        OwnThread.start(named: name) {
             readBatches(
                 descriptor: descriptor, maximumLineLength: maximumLineLength, stopDescriptor: nil,
                 dropsUnterminatedLine: false, deliver: deliver)
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Reads on the calling thread until the end of input, or until `stopDescriptor` (the read end of a

@@ -34,11 +34,13 @@ import Testing
     @Test func servesTheProtocolAndEndsWithItsInput() async throws {
         var plugin = try Running()
         plugin.transport.send(.hello(protocol: pluginProtocolVersion))
-        guard case .hello(_, let kinds, _, _, _)? = try await plugin.next() else {
+        guard case .hello(_, let kinds, _, _, _, let schemas)? = try await plugin.next() else {
             Issue.record("no hello")
             return
         }
         #expect(kinds == ["fake"])
+        // The built-in kind describes its options as the shipped plugins do, for `hammock schema`.
+        #expect(schemas.keys.sorted() == ["fake"])
         plugin.transport.send(.configure(source: "a", options: ["content": 7]))
         #expect(try await plugin.next() == .configured(source: "a"))
         plugin.transport.send(.load(source: "a", id: 1, etag: nil, lastModified: nil, timeout: nil))

@@ -32,26 +32,9 @@ int hammock_watch_parent(pid_t parent);
 /// module does not declare). Returns 1 when some was given back.
 int hammock_release_free_memory(void);
 
-/// The argument that turns an executable linking this library into a plugin's *guard*:
-/// `EXE --hammock-plugin-guard PATH ARGV0 ARGS...` runs PATH with ARGV0 ARGS... as its only child, and the
-/// guard ends everything below it when the plugin exits, when the engine that started the guard dies (even
-/// by SIGKILL), or on SIGUSR1 (at once, by SIGKILL). hammock starts every plugin this way, through its own
-/// executable (/proc/self/exe), so that no process it started can outlive it:
-/// - the guard is a child subreaper, so whatever the plugin starts stays below the guard however it
-///   detaches (setsid, a double fork): an orphan comes to the guard, not to init;
-/// - it asks for a parent-death signal from a thread that lives as long as it does (it has one), and checks
-///   that its parent is still the engine (HAMMOCK_ENGINE_PID) after asking, so an engine that died before
-///   it asked is noticed too;
-/// - the plugin gets SIGKILL as its own parent-death signal, so it never outlives its guard; and it finds
-///   the guard's pid in HAMMOCK_ENGINE_PID, its parent, which it must stay the child of.
-/// On the engine's death the plugin gets SIGTERM, then SIGKILL after 2 s; every other process below the
-/// guard gets SIGKILL, with its process group. While the plugin runs, orphans that reach the guard are
-/// ended every 2 s, as hammock's own sweep ends those that reach hammock. The guard exits as its plugin
-/// did (same status, or killed by the same signal). SIGTERM, SIGINT, SIGHUP and SIGQUIT are passed on to
-/// the plugin.
-///
-/// The guard runs from a constructor, before the program's own main: the program needs no code for it.
-#define HAMMOCK_GUARD_FLAG "--hammock-plugin-guard"
+/// Names the calling thread (prctl PR_SET_NAME: the kernel keeps the first 15 bytes), as ps and /proc show
+/// it. prctl is variadic, and Swift's Glibc does not declare pthread_setname_np. Returns 0 on success.
+int hammock_name_thread(const char *name);
 
 /// The size of the terminal on `fd` (ioctl TIOCGWINSZ, which Swift cannot call: ioctl is variadic). Returns 0
 /// and sets `columns` and `rows`, or -1 when `fd` is not a terminal or the size is unknown (zero).

@@ -12,34 +12,41 @@ struct RESTSource: PluginSource {
     let id: String
     let options: RESTOptions
     let client: SharedHTTPClient
+    /// The event loop this source's loads run on.
+    let loop: LoadLoop
+    var loadExecutor: (any TaskExecutor)? { loop.executor }
 
     /// When the engine gives no timeout (it always does).
     static let defaultTimeout: Duration = .seconds(30)
     static let maximumRedirects = 10
     /// Enough of an error answer to find its message in.
     static let errorBodyLimit = 64 << 10
+    /// A body larger than this is parsed off the event loop (see `parse`).
+    static let largeBody = 256 << 10
     static let userAgent = "hammock-plugin-rest/\(RESTPlugin.version)"
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
         let timeout = request.timeout ?? Self.defaultTimeout
         let deadline = ContinuousClock.now + timeout
         // The client's own deadline covers the answer's head only; this one also covers reading the body,
-        // every page and every redirect.
-        return await withTaskGroup(of: PluginLoadResult?.self) { group in
-            group.addTask { await self.perform(request, deadline: deadline) }
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return nil
-            }
-            defer { group.cancelAll() }
-            let first = await group.next() ?? nil
-            if let first { return first }
-            if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: .cancelled)) }
+        // every page and every redirect. The work runs in a task of its own so that the deadline (one timer
+        // of the event loop for all its loads, see `LoadDeadlines`) can cancel it.
+        let work = Task(executorPreference: loop.executor) { await self.perform(request, deadline: deadline) }
+        let watch = loop.deadlines.watch(work, until: nioDeadline(deadline))
+        let result = await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            work.cancel()
+        }
+        loop.deadlines.unwatch(watch)
+        if Task.isCancelled { return .error(SourceError(message: "the load was cancelled", code: .cancelled)) }
+        if case .error = result, ContinuousClock.now >= deadline {
             return .error(
                 SourceError(
                     message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanReadable)",
                     code: .timeout))
         }
+        return result
     }
 
     private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
@@ -51,7 +58,7 @@ struct RESTSource: PluginSource {
                 return .error(error)
             case .answer(let answer):
                 if options.method == "HEAD" { return .newData(answer.headContent) }
-                switch parseContent(answer.body, contentType: answer.headers.first(name: "content-type"), as: options.parse) {
+                switch await parse(answer) {
                 case .success(let content):
                     return .newData(content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"))
                 case .failure(let error):
@@ -60,6 +67,16 @@ struct RESTSource: PluginSource {
             }
         }
         return await paginate(pagination, request: request, deadline: deadline)
+    }
+
+    /// Parses an answer's body. A large one is parsed on the concurrency pool: the event loop the load runs
+    /// on also carries other sources' requests, which must not wait behind a long parse.
+    private func parse(_ answer: Answer) async -> Result<JSONValue, SourceError> {
+        let contentType = answer.headers.first(name: "content-type")
+        guard answer.body.count > Self.largeBody else { return parseContent(answer.body, contentType: contentType, as: options.parse) }
+        return await withTaskExecutorPreference(globalConcurrentExecutor) {
+            parseContent(answer.body, contentType: contentType, as: options.parse)
+        }
     }
 
     // MARK: Pagination
@@ -94,7 +111,7 @@ struct RESTSource: PluginSource {
                 answer = received
             }
             let page: [JSONValue]
-            switch parseContent(answer.body, contentType: answer.headers.first(name: "content-type"), as: options.parse) {
+            switch await parse(answer) {
             case .failure(var error):
                 error.message = "page \(pageIndex): " + error.message
                 return .error(error)

@@ -16,6 +16,16 @@ final class SharedHTTPClient: Sendable {
         }
     }
 
+    /// One per event loop of the client's group, handed out in turn: each source keeps one, so the sources'
+    /// loads spread over the loops as the group's connections do.
+    private let loops = HTTPClient.defaultEventLoopGroup.makeIterator().map(LoadLoop.init)
+    private let nextLoop = Atomic<Int>(0)
+
+    func loop() -> LoadLoop {
+        let index = UInt(bitPattern: nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue)
+        return loops[Int(index % UInt(loops.count))]
+    }
+
     func shutdown() async {
         let client = state.withLock { client in
             defer { client = nil }
@@ -37,5 +47,17 @@ final class SharedHTTPClient: Sendable {
         // Only when a source asks for it with an Accept-Encoding header; maxBytes counts decompressed bytes.
         configuration.decompression = .enabled(limit: .ratio(1000))
         return configuration
+    }
+}
+
+/// An event loop of the client, as the loads of the sources given it use it: the executor their tasks
+/// prefer, and the one timer for their deadlines.
+struct LoadLoop: Sendable {
+    let executor: EventLoopTaskExecutor
+    let deadlines: LoadDeadlines
+
+    init(_ eventLoop: any EventLoop) {
+        executor = EventLoopTaskExecutor(eventLoop)
+        deadlines = LoadDeadlines(eventLoop: eventLoop)
     }
 }

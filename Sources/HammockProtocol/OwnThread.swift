@@ -1,0 +1,80 @@
+import CHammockSystem
+import FoundationEssentials
+import Glibc
+
+/// A thread of its own, outside the Swift concurrency pool, for work that blocks (a `read`, a `poll`, a
+/// `write` to a slow pipe).
+///
+/// POSIX threads rather than Foundation's `Thread`: the plugins and the engine run on FoundationEssentials,
+/// which has no threads, and full Foundation (with ICU) costs each process about 6 MiB and 3 ms of start.
+public enum OwnThread {
+    /// Starts `body` on a new detached thread named `name` (the kernel keeps 15 bytes of it).
+    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) {
+        let context = Unmanaged.passRetained(Work(name: name, body: body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let created = pthread_create(&thread, &attributes, { context in
+            let work = Unmanaged<Work>.fromOpaque(context!).takeRetainedValue()
+            _ = hammock_name_thread(work.name)
+            work.body()
+            return nil
+        }, context)
+        pthread_attr_destroy(&attributes)
+        // As Foundation's Thread does: a process that cannot make a thread cannot go on.
+        precondition(created == 0, "cannot start the thread \(name): \(String(cString: strerror(created)))")
+    }
+
+    private final class Work: Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+}
+
+/// A mutex and a condition variable, for a thread that must sleep until another hands it work: Foundation's
+/// `NSCondition`, with the same calls, for FoundationEssentials, which has none. `wait(until:)` reads the
+/// wall clock, as NSCondition's does.
+///
+/// `@unchecked Sendable`: the pthread objects are made for use from many threads; they live at fixed
+/// addresses (allocated here) for as long as the object does.
+public final class ThreadCondition: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
+    /// With the lock held: releases it until a `broadcast` (or a spurious wake-up: wait in a loop).
+    public func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// With the lock held: as `wait()`, but returns false once `deadline` has passed.
+    public func wait(until deadline: Date) -> Bool {
+        let seconds = deadline.timeIntervalSince1970
+        guard seconds.isFinite else { wait(); return true }
+        let whole = seconds.rounded(.down)
+        var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1_000_000_000))
+        return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
+    }
+
+    public func signal() { pthread_cond_signal(condition) }
+
+    public func broadcast() { pthread_cond_broadcast(condition) }
+}
