@@ -1,17 +1,21 @@
 import HammockFakePlugin
+import HammockJSON
 import HammockPluginKit
 
 /// The kinds hammock serves itself, each a HammockPluginKit plugin run in hammock's own process
 /// (`InProcessTransport`): available wherever hammock is, whatever `plugins:` and the search path hold.
 public enum BuiltInPlugins {
     public static let kinds: Set<String> = Set(FakePlugin.kinds)
+    /// What each built-in kind's hello says of its options, for `hammock schema`.
+    public static let optionsSchema: [String: JSONValue] = FakePlugin.optionsSchema
 
     /// What serves `kind` inside hammock, or nil when it is not a built-in kind.
     static func serve(_ kind: String) -> InProcessTransport.Serve? {
         guard FakePlugin.kinds.contains(kind) else { return nil }
         return { input, writeLine in
             await Plugin.serve(
-                kinds: FakePlugin.kinds, version: FakePlugin.version, input: input, writeLine: writeLine,
+                kinds: FakePlugin.kinds, version: FakePlugin.version, optionsSchema: FakePlugin.optionsSchema, input: input,
+                writeLine: writeLine,
                 makeSource: FakePlugin.makeSource)
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
@@ -41,7 +42,7 @@ public enum PluginConformance {
 
         /// `ok   handshake: ...`, `FAIL load: expected ..., got ...`, `skip push: ...`.
         public var description: String {
-            verdict.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0) + name + (detail.isEmpty ? "" : ": " + detail)
+            verdict.rawValue + String(repeating: " ", count: max(1, 5 - verdict.rawValue.count)) + name + (detail.isEmpty ? "" : ": " + detail)
         }
     }
 
@@ -83,6 +84,8 @@ private struct Checker {
     var results: [Result] = []
     /// Why the remaining checks cannot run (no handshake, the plugin exited).
     var blocked: String?
+    /// What the hello said of its kinds' options.
+    var optionsSchema: [String: JSONValue] = [:]
     let session: PluginSession
 
     init(settings: PluginConformance.Settings, report: @escaping @Sendable (Result) -> Void, session: PluginSession) {
@@ -108,6 +111,7 @@ private struct Checker {
 
     mutating func runAll() async {
         await check("handshake") { await $0.handshake() }
+        await check("options schema") { $0.checkOptionsSchema() }
         await check("configure valid") { await $0.configureValid() }
         await check("configure invalid") { await $0.configureInvalid() }
         await check("load") { await $0.load() }
@@ -127,11 +131,12 @@ private struct Checker {
             blocked = "no handshake"
             return
         }
-        guard case .hello(let version, let kinds, let pluginVersion, _, _) = line.message else {
+        guard case .hello(let version, let kinds, let pluginVersion, _, _, let optionsSchema) = line.message else {
             record(.fail, "handshake", "expected \(expected), got \(line.excerpt)")
             blocked = "no handshake"
             return
         }
+        self.optionsSchema = optionsSchema
         var problems: [String] = []
         if version != pluginProtocolVersion { problems.append("protocol \(version), not 1") }
         if line.json["version"]?.stringValue?.isEmpty != false { problems.append("no \"version\" string") }
@@ -141,6 +146,26 @@ private struct Checker {
         } else {
             record(.fail, "handshake", "expected \(expected), got \(line.excerpt) (\(problems.joined(separator: "; ")))")
             blocked = "no usable handshake"
+        }
+    }
+
+    /// Each kind's `optionsSchema` must be a well-formed JSON Schema (as far as `JSONSchemaCheck` sees), since
+    /// `hammock schema` hands it to editors as it is.
+    mutating func checkOptionsSchema() {
+        guard !optionsSchema.isEmpty else {
+            record(.skip, "options schema", "the hello gives no \"optionsSchema\" (editors will accept any options)")
+            return
+        }
+        var problems: [String] = []
+        for (kind, schema) in optionsSchema.sorted(by: { $0.key < $1.key }) {
+            for problem in JSONSchemaCheck.problems(in: schema) {
+                problems.append("optionsSchema.\(kind)\(problem.pointer.tokens.isEmpty ? "" : " at \(problem.pointer)"): \(problem.message)")
+            }
+        }
+        if problems.isEmpty {
+            record(.ok, "options schema", "well-formed for \(optionsSchema.keys.sorted().joined(separator: ", "))")
+        } else {
+            record(.fail, "options schema", problems.joined(separator: "; ") + "; see https://json-schema.org/draft/2020-12")
         }
     }
 
@@ -429,7 +454,8 @@ actor PluginSession {
 
     /// `; its stderr ends: ...`, or nothing when it wrote none.
     var stderrExcerpt: String {
-        let text = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let untrimmed = String(decoding: stderrTail, as: UTF8.self)
+        let text = String(untrimmed.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         guard !text.isEmpty else { return "" }
         return "; its stderr ends: " + text.split(separator: "\n").suffix(3).joined(separator: " | ")
     }

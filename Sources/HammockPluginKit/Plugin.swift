@@ -1,5 +1,7 @@
 import CHammockSystem
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
@@ -29,9 +31,13 @@ import Synchronization
 /// HTTP client, a connection pool).
 /// `queuesLoads`: the sources may hold a load back before working on it, and call `request.started()`
 /// when its work begins; the engine then counts each load's timeout from that call, not from the send.
+/// `optionsSchema`: per kind, a JSON Schema of its options (built with `JSONSchema.object(...)`), which
+/// `hammock schema` puts into the configuration's schema for editors; give the same keys to `OptionReader`
+/// (`JSONSchema.propertyNames(of:)`), so the two cannot drift apart.
 public enum Plugin {
     public static func run(
         kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
+        optionsSchema: [String: JSONValue] = [:],
         onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async -> Never {
@@ -41,8 +47,8 @@ public enum Plugin {
         signal(SIGPIPE, SIG_IGN)
         let output = PluginOutput()
         let dispatcher = PluginDispatcher(
-            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, output: output,
-            makeSource: makeSource)
+            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema,
+            output: output, makeSource: makeSource)
         // A read's worth of lines at a time: one wake-up of the serving task for the many loads a write of the
         // engine can hold.
         let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
@@ -72,12 +78,13 @@ public enum Plugin {
     /// Returns after `shutdown`, the end of `input` or the cancellation of the task serving, once every
     /// source has stopped and `onShutdown` has run.
     public static func serve(
-        kinds: [String], version: String, input: AsyncStream<[UInt8]>,
+        kinds: [String], version: String, optionsSchema: [String: JSONValue] = [:], input: AsyncStream<[UInt8]>,
         writeLine: @escaping @Sendable ([UInt8]) -> Void, onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async {
         let output = PluginOutput(writeLine: writeLine)
-        let dispatcher = PluginDispatcher(kinds: kinds, version: version, output: output, makeSource: makeSource)
+        let dispatcher = PluginDispatcher(
+            kinds: kinds, version: version, optionsSchema: optionsSchema, output: output, makeSource: makeSource)
         // The task's cancellation ends the iteration of `input`, as its end does.
         await serve(input.map { [LineReader.Event.line($0)] }, with: dispatcher)
         await onShutdown()
@@ -174,14 +181,7 @@ enum ParentWatch {
 /// Never fails: once the engine is gone nobody reads stderr, and a plugin that logs its own shutdown then
 /// must go on to stop its commands (`FileHandle.write` traps on a broken pipe, hence `write(2)`).
 public func pluginLog(_ message: String) {
-    let bytes = Array((message + "\n").utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + offset, bytes.count - offset) }
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }
-        offset += written
-    }
+    writeOrDrop(Array((message + "\n").utf8), to: STDERR_FILENO)
 }
 
 /// Writes protocol lines to stdout, whole lines in the order sent.
@@ -195,7 +195,7 @@ public func pluginLog(_ message: String) {
 final class PluginOutput: Sendable {
     /// A lock around each whole line of a `writeLine`: answers and pushes come from many tasks, and a line
     /// must not interleave with another.
-    private let lock = NSLock()
+    private let lock = Mutex(())
     /// Where each whole line goes when not to stdout: a test's list of lines.
     private let writeLine: (@Sendable ([UInt8]) -> Void)?
     private let standardOutput: BatchedStandardOutput?
@@ -217,7 +217,7 @@ final class PluginOutput: Sendable {
         if let standardOutput {
             standardOutput.append(line)
         } else if let writeLine {
-            lock.withLock { writeLine(line) }
+            lock.withLock { _ in writeLine(line) }
         }
     }
 
@@ -258,6 +258,7 @@ actor PluginDispatcher {
     let version: String
     let templates: [String: TemplateRules]
     let queuesLoads: Bool
+    let optionsSchema: [String: JSONValue]
     let output: PluginOutput
     let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
@@ -277,13 +278,14 @@ actor PluginDispatcher {
 
     init(
         kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
-        output: PluginOutput,
+        optionsSchema: [String: JSONValue] = [:], output: PluginOutput,
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) {
         self.kinds = kinds
         self.version = version
         self.templates = templates
         self.queuesLoads = queuesLoads
+        self.optionsSchema = optionsSchema
         self.output = output
         self.makeSource = makeSource
     }
@@ -294,7 +296,7 @@ actor PluginDispatcher {
             output.send(
                 .hello(
                     protocol: pluginProtocolVersion, kinds: kinds, version: version, templates: templates,
-                    queuesLoads: queuesLoads))
+                    queuesLoads: queuesLoads, optionsSchema: optionsSchema))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(OptionProblems) {
@@ -320,9 +322,11 @@ actor PluginDispatcher {
                     if once.claim() { output.send(.started(id: loadID)) }
                 }
             }
-            let task = Task {
+            // On the source's executor when it names one (the whole load, the answer to this actor included,
+            // then stays on the thread its I/O completes on), else on the pool as any task.
+            let task = Task(executorPreference: source.loadExecutor) {
                 let result = await source.load(request)
-                self.answer(loadID, source: id, result)
+                await self.answer(loadID, source: id, result)
             }
             _ = takeLoad(loadID)  // an id the engine used twice counts once
             loads[loadID] = (id, task)
@@ -420,15 +424,13 @@ extension SourceError.Code {
 /// A lock and a condition rather than an actor: the writer blocks in `write`, which must not happen on the
 /// concurrency pool's few threads, and `append` must not wait for it.
 private final class BatchedStandardOutput: @unchecked Sendable {  // all state is under `condition`
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var pending: [UInt8] = []
     private var writing = false
     private var writerWaits = false
 
     init() {
-        let thread = Thread { [self] in run() }
-        thread.name = "plugin.stdout"
-        thread.start()
+        OwnThread.start(named: "plugin.stdout") { [self] in run() }
     }
 
     func append(_ line: [UInt8]) {

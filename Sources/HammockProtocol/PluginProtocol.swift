@@ -37,8 +37,12 @@ public enum PluginMessage: Sendable, Equatable {
     /// `{"shell": {"refused": {"/script": "reason"}, "urlEncoded": ["/url"]}}`.
     /// `queuesLoads`: the plugin may hold a load back before working on it, and says `started` when it
     /// begins; the engine then counts the load's timeout from that `started` (on the wire `"queuesLoads": true`).
+    /// `optionsSchema`: per kind, a JSON Schema (draft 2020-12) of its sources' options, for `hammock schema`
+    /// and the editors that read it; a kind without one is described as "any options". On the wire an
+    /// optional `{"rest": {"type": "object", "properties": {…}}}`.
     case hello(
-        protocol: Int, kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false)
+        protocol: Int, kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
+        optionsSchema: [String: JSONValue] = [:])
     case configured(source: String)
     case invalid(source: String, errors: [OptionProblem])
     /// The answer to load `id`. `source` is the plugin's to add; the engine goes by the id.
@@ -254,19 +258,25 @@ extension EngineMessage: Codable {
 
 extension PluginMessage: Codable {
     private enum Field: String, CodingKey {
-        case type, `protocol`, kinds, version, templates, queuesLoads, source, errors, id, content, etag, lastModified, error
+        case type, `protocol`, kinds, version, templates, queuesLoads, optionsSchema, source, errors, id, content, etag, lastModified, error
     }
 
     public func encode(to encoder: any Encoder) throws {
         var fields = encoder.container(keyedBy: Field.self)
         try fields.encode(type, forKey: .type)
         switch self {
-        case .hello(let version, let kinds, let pluginVersion, let templates, let queuesLoads):
+        case .hello(let version, let kinds, let pluginVersion, let templates, let queuesLoads, let optionsSchema):
             try fields.encode(version, forKey: .protocol)
             try fields.encode(kinds, forKey: .kinds)
             try fields.encode(pluginVersion, forKey: .version)
             if !templates.isEmpty { try fields.encode(WireTemplates(templates), forKey: .templates) }
             if queuesLoads { try fields.encode(true, forKey: .queuesLoads) }
+            if !optionsSchema.isEmpty {
+                // Sorted by kind, so a hello's line is always the same.
+                var schemas = JSONObject()
+                for (kind, schema) in optionsSchema.sorted(by: { $0.key < $1.key }) { schemas[kind] = schema }
+                try fields.encode(JSONValue.object(schemas), forKey: .optionsSchema)
+            }
         case .configured(let source):
             try fields.encode(source, forKey: .source)
         case .invalid(let source, let errors):
@@ -306,11 +316,19 @@ extension PluginMessage: Codable {
                 throw DecodingError.dataCorruptedError(
                     forKey: .templates, in: fields, debugDescription: "names kind \"\(stray)\", which is not in \"kinds\"")
             }
+            // Each schema is taken as it is: `hammock plugin check` says what is wrong inside one, and the engine
+            // itself never reads them.
+            let schemas = try fields.decodeIfPresent([String: JSONValue].self, forKey: .optionsSchema) ?? [:]
+            if let stray = schemas.keys.sorted().first(where: { !kinds.contains($0) }) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .optionsSchema, in: fields, debugDescription: "names kind \"\(stray)\", which is not in \"kinds\"")
+            }
             let version: Int = try fields.decode(Int.self, forKey: .protocol)
             let pluginVersion: String = try fields.decodeIfPresent(String.self, forKey: .version) ?? "unknown"
             let queuesLoads: Bool = try fields.decodeIfPresent(Bool.self, forKey: .queuesLoads) ?? false
             self = .hello(
-                protocol: version, kinds: kinds, version: pluginVersion, templates: templates, queuesLoads: queuesLoads)
+                protocol: version, kinds: kinds, version: pluginVersion, templates: templates, queuesLoads: queuesLoads,
+                optionsSchema: schemas)
         case "configured":
             self = .configured(source: try fields.decode(String.self, forKey: .source))
         case "invalid":

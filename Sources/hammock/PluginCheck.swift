@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockEngine
 import HammockJSON
 
@@ -14,7 +15,8 @@ struct PluginCheck: AsyncParsableCommand {
         commandName: "check",
         abstract: "Drive a plugin through the protocol and report every violation.",
         discussion: """
-            Runs COMMAND as hammock would run a plugin and checks, in order: the handshake, configure with \
+            Runs COMMAND as hammock would run a plugin and checks, in order: the handshake, the options \
+            schema of each kind when its hello gives one (a well-formed JSON Schema), configure with \
             valid options (--options) and with an unknown key, a load, a load followed by cancel, a load of \
             a source never configured, a push (with --expect-push), and shutdown; and that every line it \
             wrote is protocol. Prints one line per check (`ok`, `FAIL` with what was expected and what \
@@ -39,6 +41,7 @@ struct PluginCheck: AsyncParsableCommand {
     var command: [String] = []
 
     func run() async throws {
+        try requirePluginGuard()
         var command = command
         if command.first == "--" { command.removeFirst() }
         guard let executable = command.first else { throw ValidationError("give the plugin's command after --") }
@@ -55,11 +58,11 @@ struct PluginCheck: AsyncParsableCommand {
             command: command, kind: kind, options: object, loadTimeout: .milliseconds(Int64(loadTimeout * 1000)),
             expectPush: expectPush.map { .milliseconds(Int64($0 * 1000)) })
         let results = await PluginConformance.run(settings) { result in
-            FileHandle.standardOutput.write(Data((result.description + "\n").utf8))
+            writeAll(result.description + "\n", to: STDOUT_FILENO)
         }
         let failed = results.filter { $0.verdict == .fail }.count
         let summary = failed == 0 ? "\(command.joined(separator: " ")): every check passed" : "\(command.joined(separator: " ")): \(failed) check\(failed == 1 ? "" : "s") failed"
-        FileHandle.standardOutput.write(Data((summary + "\n").utf8))
+        writeAll(summary + "\n", to: STDOUT_FILENO)
         if failed > 0 { throw ExitCode(1) }
     }
 }

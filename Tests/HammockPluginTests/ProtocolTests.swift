@@ -36,6 +36,15 @@ import Testing
                 ]),
             #"{"type":"hello","protocol":1,"kinds":["shell","rest"],"version":"1","templates":{"rest":{"urlEncoded":["/base","/url"]},"shell":{"refused":{"/env/a~1b":"never","/script":"no"}}}}"#
         ),
+        (
+            .hello(
+                protocol: 1, kinds: ["weather", "sky"], version: "1",
+                optionsSchema: [
+                    "weather": ["type": "object", "properties": ["city": ["type": "string"]], "additionalProperties": false],
+                    "sky": ["type": "object"],
+                ]),
+            #"{"type":"hello","protocol":1,"kinds":["weather","sky"],"version":"1","optionsSchema":{"sky":{"type":"object"},"weather":{"type":"object","properties":{"city":{"type":"string"}},"additionalProperties":false}}}"#
+        ),
         (.configured(source: "oslo"), #"{"type":"configured","source":"oslo"}"#),
         (.invalid(source: "rome", errors: [problem]), #"{"type":"invalid","source":"rome","errors":[{"path":"/headers/Accept","message":"expected a string"}]}"#),
         (
@@ -182,6 +191,12 @@ import Testing
 
     /// A hello's `templates` is optional (a plugin without rules leaves it out); each member of a kind's rules
     /// is optional too.
+    /// An options schema names only kinds of the hello: one for a kind it does not serve is a mistake.
+    @Test func helloOptionsSchemaOfAnotherKindIsRefused() {
+        let line = #"{"type":"hello","protocol":1,"kinds":["k"],"version":"2","optionsSchema":{"other":{"type":"object"}}}"#
+        #expect(throws: ProtocolError.self) { try PluginMessage(line: Array(line.utf8)) }
+    }
+
     @Test func helloWithAndWithoutTemplateRules() throws {
         let plain = try PluginMessage(line: Array(#"{"type":"hello","protocol":1,"kinds":["k"],"version":"2"}"#.utf8))
         #expect(plain == .hello(protocol: 1, kinds: ["k"], version: "2", templates: [:]))

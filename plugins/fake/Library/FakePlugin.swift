@@ -9,6 +9,8 @@ import HammockPluginKit
 /// and is available wherever hammock is.
 public enum FakePlugin {
     public static let kinds = ["fake"]
+    /// Its options, described for `hammock schema`.
+    public static let optionsSchema: [String: JSONValue] = ["fake": FakeOptions.schema]
     public static let version = "0.1.0"
 
     public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {

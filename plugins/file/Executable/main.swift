@@ -2,4 +2,6 @@
 import HammockFilePlugin
 import HammockPluginKit
 
-await Plugin.run(kinds: FilePlugin.kinds, version: FilePlugin.version, makeSource: FilePlugin.makeSource)
+await Plugin.run(
+    kinds: FilePlugin.kinds, version: FilePlugin.version, optionsSchema: FilePlugin.optionsSchema,
+    makeSource: FilePlugin.makeSource)

@@ -3,5 +3,6 @@ import HammockPluginKit
 import HammockRESTPlugin
 
 await Plugin.run(
-    kinds: RESTPlugin.kinds, version: RESTPlugin.version, templates: RESTPlugin.templates, onShutdown: RESTPlugin.shutdown,
+    kinds: RESTPlugin.kinds, version: RESTPlugin.version, templates: RESTPlugin.templates,
+    optionsSchema: RESTPlugin.optionsSchema, onShutdown: RESTPlugin.shutdown,
     makeSource: RESTPlugin.makeSource)

@@ -7,6 +7,8 @@ import HammockPluginKit
 /// loads, HTTP/2 is used where the server offers it, and TLS trusts the system's roots.
 public enum RESTPlugin {
     public static let kinds = ["rest"]
+    /// Its options, described for `hammock schema`.
+    public static let optionsSchema: [String: JSONValue] = ["rest": RESTOptions.schema]
     public static let version = "0.1.0"
     /// The engine percent-encodes each value filled into `url:`, so a value cannot change the URL's path
     /// or query, nor climb its path with `..`.
@@ -14,7 +16,7 @@ public enum RESTPlugin {
     static let client = SharedHTTPClient()
 
     public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {
-        RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client)
+        RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client, loop: client.loop())
     }
 
     /// Closes the shared client, once every source has stopped.

@@ -4,5 +4,5 @@ import HammockShellPlugin
 
 await Plugin.run(
     kinds: ShellPlugin.kinds, version: ShellPlugin.version, templates: ShellPlugin.templates,
-    queuesLoads: ShellPlugin.queuesLoads,
+    queuesLoads: ShellPlugin.queuesLoads, optionsSchema: ShellPlugin.optionsSchema,
     makeSource: ShellPlugin.makeSource)

@@ -7,6 +7,8 @@ import HammockPluginKit
 /// plugin ends as a whole on timeout, cancel, remove and shutdown.
 public enum ShellPlugin {
     public static let kinds = ["shell"]
+    /// Its options, described for `hammock schema`.
+    public static let optionsSchema: [String: JSONValue] = ["shell": ShellOptions.schema]
     /// The plugin holds loads back while `commandSlots` are all taken, and says when each starts.
     public static let queuesLoads = true
     /// How many poll commands run at once (`HAMMOCK_SHELL_CONCURRENCY`, else `CommandSlots.defaultLimit`).
