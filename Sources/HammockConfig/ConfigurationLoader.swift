@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockYAML
@@ -7,37 +8,69 @@ import HammockYAML
 /// plugin validating its own options, say) can still be reported as `file:line:column`.
 public struct LoadedConfiguration: Sendable {
     public var configuration: Configuration
+    /// The main file.
     public var file: String
     /// By source id.
     public var positions: [String: OptionPositions]
+    /// Every file (and included directory) the configuration was read from: what `--watch-config` watches.
+    public var files: ConfigurationFiles
 
-    /// Turns a plugin's complaint about a source's options into a diagnostic at the right place.
+    public init(
+        configuration: Configuration, file: String, positions: [String: OptionPositions] = [:],
+        files: ConfigurationFiles? = nil
+    ) {
+        self.configuration = configuration
+        self.file = file
+        self.positions = positions
+        self.files = files ?? ConfigurationFiles(files: [file])
+    }
+
+    /// Turns a plugin's complaint about a source's options into a diagnostic at the right place: in the
+    /// source, or in the base the option came from.
     public func diagnostic(source: String, problem: OptionProblem) -> Diagnostic {
-        let mark = positions[source]?.mark(for: problem.pointer) ?? YAMLMark(line: 1, column: 1)
-        return Diagnostic(mark, "source \"\(source)\": \(problem.message)")
+        let message = "source \"\(source)\": \(problem.message)"
+        guard let positions = positions[source] else { return Diagnostic(YAMLMark(line: 1, column: 1), message) }
+        let place = positions.place(for: problem.pointer)
+        return Diagnostic(place.mark, message, file: place.file ?? file)
     }
 }
 
-/// Where a source's options stand in the file.
+/// Where a source's options stand in the files.
 public struct OptionPositions: Sendable {
     /// The source's own key (`repo:`).
     public var source: YAMLMark
     /// Object members by the mark of their key; array elements by their own mark.
     public var marks: [JSONPointer: YAMLMark]
+    /// The file the source is declared in (nil: the main file).
+    public var file: String?
+    /// The file of each mark in `marks` that is not in `file`: an option that came from a base declared in
+    /// another file.
+    public var files: [JSONPointer: String]
+
+    public init(source: YAMLMark, marks: [JSONPointer: YAMLMark], file: String? = nil, files: [JSONPointer: String] = [:]) {
+        self.source = source
+        self.marks = marks
+        self.file = file
+        self.files = files
+    }
 
     /// The mark of `pointer`, or of its nearest ancestor that was written in the file.
-    public func mark(for pointer: JSONPointer) -> YAMLMark {
+    public func mark(for pointer: JSONPointer) -> YAMLMark { place(for: pointer).mark }
+
+    /// The file and mark of `pointer`, or of its nearest ancestor that was written down.
+    public func place(for pointer: JSONPointer) -> (file: String?, mark: YAMLMark) {
         var tokens = pointer.tokens
         while !tokens.isEmpty {
-            if let mark = marks[JSONPointer(tokens: tokens)] { return mark }
+            let ancestor = JSONPointer(tokens: tokens)
+            if let mark = marks[ancestor] { return (files[ancestor] ?? file, mark) }
             tokens.removeLast()
         }
-        return source
+        return (file, source)
     }
 }
 
-/// Reads a configuration file and checks everything the engine itself can check; kinds' own options are
-/// checked by their plugins afterwards.
+/// Reads a configuration file (and the files it includes) and checks everything the engine itself can
+/// check; kinds' own options are checked by their plugins afterwards.
 public struct ConfigurationLoader: Sendable {
     public var environment: [String: String]
     /// Whether a plugin for a kind can be found (beyond the configuration's own `plugins:` section): built
@@ -61,90 +94,131 @@ public struct ConfigurationLoader: Sendable {
     public static let maximumFileSize = 4 << 20
 
     public func load(file path: String) -> Result<LoadedConfiguration, ConfigurationError> {
+        switch Self.readText(at: path) {
+        case .success(let text):
+            return parse(text, file: path)
+        case .failure(let problem):
+            return .failure(
+                ConfigurationError(file: path, diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), problem.message, file: path)]))
+        }
+    }
+
+    struct ReadProblem: Error { var message: String }
+
+    /// A configuration file's text, or why it cannot be read.
+    static func readText(at path: String) -> Result<String, ReadProblem> {
         var info = stat()
         if stat(path, &info) == 0, Int(info.st_size) > Self.maximumFileSize {
             return .failure(
-                ConfigurationError(
-                    file: path,
-                    diagnostics: [
-                        Diagnostic(
-                            YAMLMark(line: 1, column: 1),
-                            "the file is \(info.st_size) bytes; a configuration may be at most \(Self.maximumFileSize >> 20) MiB")
-                    ]))
+                ReadProblem(
+                    message: "the file is \(info.st_size) bytes; a configuration may be at most \(Self.maximumFileSize >> 20) MiB"))
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(
-                ConfigurationError(
-                    file: path,
-                    diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "cannot read the file (does it exist?)")]))
+            return .failure(ReadProblem(message: "cannot read the file (does it exist?)"))
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            return .failure(
-                ConfigurationError(
-                    file: path, diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "the file is not UTF-8 text")]))
+            return .failure(ReadProblem(message: "the file is not UTF-8 text"))
         }
-        return parse(text, file: path)
+        return .success(text)
     }
 
     public func parse(_ text: String, file: String) -> Result<LoadedConfiguration, ConfigurationError> {
-        let root: YAMLNode?
-        do {
-            root = try YAML.parse(text)
-        } catch {
-            return .failure(ConfigurationError(file: file, diagnostics: [Diagnostic(error.mark, error.message)]))
+        var reader = ConfigurationReader(loader: self, mainFile: file)
+        guard var loaded = reader.read(text) else {
+            return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics, readFrom: reader.files))
         }
-        guard let root else {
-            return .failure(
-                ConfigurationError(
-                    file: file,
-                    diagnostics: [Diagnostic(YAMLMark(line: 1, column: 1), "the configuration is empty; it needs at least `sources:`")]))
-        }
-        let directory = (URL(fileURLWithPath: file).standardizedFileURL.deletingLastPathComponent().path)
-        var reader = ConfigurationReader(
-            loader: self, context: InterpolationContext(environment: environment, configurationDirectory: directory), text: text)
-        var loaded = reader.read(root, file: file)
         // Here, not at the end of `read`: the secrets read before an early return (a file without `sources:`)
         // must be redacted from the diagnostics as well.
-        loaded.configuration.secrets = reader.secrets
+        loaded.configuration.secrets = reader.secrets.union(derivedSecrets(of: loaded.configuration.sources, secrets: reader.secrets))
         if reader.diagnostics.isEmpty { return .success(loaded) }
         return .failure(ConfigurationError(file: file, diagnostics: reader.diagnostics, partial: loaded))
     }
 }
 
-/// One pass over the YAML tree that collects every problem instead of stopping at the first.
-private struct ConfigurationReader {
-    let loader: ConfigurationLoader
-    let context: InterpolationContext
+/// A place in one of the configuration's files.
+struct Place: Hashable {
+    var file: String
+    var mark: YAMLMark
+
+    var description: String { "\(file):\(mark.line):\(mark.column)" }
+}
+
+/// One file of the configuration, parsed.
+struct Document {
+    let file: String
     /// The file's lines, to place a problem inside a template at its column.
-    let sourceLines: [Substring]
+    let lines: [Substring]
+    let root: YAMLNode
+    /// The top-level mapping; nil when the file is not one (reported).
+    let top: [YAMLPair]?
+    /// Whether it is the main file (which alone may hold `version:`, `defaults:` and `plugins:`).
+    var isMain: Bool
+}
+
+/// One pass over the YAML trees that collects every problem instead of stopping at the first.
+struct ConfigurationReader {
+    let loader: ConfigurationLoader
+    let mainFile: String
+    var context: InterpolationContext
+    /// The file being read, which a problem is reported in.
+    var currentFile: String
+    var sourceLines: [Substring] = []
     var diagnostics: [Diagnostic] = []
     var secrets: Set<String> = []
+    /// Every file read so far, and every directory included.
+    var files = ConfigurationFiles()
+    /// The main file, then each included file in the order `include:` names them, depth first.
+    var documents: [Document] = []
+    /// By id, from every file.
+    var bases: [String: BaseDeclaration] = [:]
 
-    static let topLevelKeys = ["version", "defaults", "sources", "views", "plugins"]
-    static let viewKeys = ["sources", "ready", "display", "render", "on-click"]
+    static let topLevelKeys = ConfigurationKeys.topLevel
+    static let includedFileKeys = ConfigurationKeys.includedFile
+    static let viewKeys = ConfigurationKeys.view
 
     /// Options whose values are sent as credentials: a `${NAME}` inside them is a secret, redacted from
     /// everything hammock writes. Elsewhere (a URL's path, a file path, a duration) it is configuration and
     /// stays visible; `${secret:…}`, `${file:…}` and `${cred:…}` are secrets wherever they stand.
     static let secretOptionKeys: Set<String> = ["headers", "auth", "body", "query", "env"]
 
-    init(loader: ConfigurationLoader, context: InterpolationContext, text: String) {
+    init(loader: ConfigurationLoader, mainFile: String) {
         self.loader = loader
-        self.context = context
-        self.sourceLines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        self.mainFile = mainFile
+        self.currentFile = mainFile
+        self.context = InterpolationContext(environment: loader.environment, configurationDirectory: Self.directory(of: mainFile))
+    }
+
+    static func directory(of file: String) -> String {
+        URL(fileURLWithPath: file).standardizedFileURL.deletingLastPathComponent().path
     }
 
     mutating func problem(_ mark: YAMLMark, _ message: String) {
-        diagnostics.append(Diagnostic(mark, message))
+        diagnostics.append(Diagnostic(mark, message, file: currentFile))
     }
 
-    mutating func read(_ root: YAMLNode, file: String) -> LoadedConfiguration {
+    mutating func problem(at place: Place, _ message: String) {
+        diagnostics.append(Diagnostic(place.mark, message, file: place.file))
+    }
+
+    func place(_ mark: YAMLMark) -> Place { Place(file: currentFile, mark: mark) }
+
+    /// From now on problems are reported in `document`, and its relative `${file:…}` paths are read from its
+    /// folder.
+    mutating func enter(_ document: Document) {
+        currentFile = document.file
+        sourceLines = document.lines
+        context.configurationDirectory = Self.directory(of: document.file)
+    }
+
+    /// The configuration, or nil when the main file does not parse.
+    mutating func read(_ text: String) -> LoadedConfiguration? {
+        files.files.append(mainFile)
+        guard let main = document(text, file: mainFile, isMain: true) else { return nil }
+        collect(main, including: [canonicalPath(mainFile)])
+        enter(main)
         var configuration = Configuration(sources: [])
         var positions: [String: OptionPositions] = [:]
-        guard let top = mapping(root, "the configuration") else {
-            return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
-        }
-        checkKeys(top, allowed: Self.topLevelKeys, context: "the configuration")
+        guard let top = main.top else { return LoadedConfiguration(configuration: configuration, file: mainFile, files: files) }
 
         if let version = top.value("version") {
             if case .scalar(let scalar) = version.kind, scalar.resolved == .int(1) {
@@ -166,58 +240,66 @@ private struct ConfigurationReader {
             }
         }
 
-        guard let sourcesNode = top.value("sources") else {
-            problem(root.mark, "the configuration has no `sources:`; declare at least one source")
-            return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
+        readBases()
+
+        let declared = declarations("sources", what: "source")
+        guard documents.contains(where: { $0.top?.value("sources") != nil }) else {
+            problem(main.root.mark, "the configuration has no `sources:`; declare at least one source")
+            return LoadedConfiguration(configuration: configuration, file: mainFile, files: files)
         }
-        var sourceMarks: [String: YAMLMark] = [:]
-        var templateMarks: [String: [(reference: TemplateReference, mark: YAMLMark)]] = [:]
-        if let pairs = mapping(sourcesNode, "sources") {
-            if pairs.isEmpty { problem(sourcesNode.mark, "`sources:` is empty; declare at least one source") }
-            for pair in pairs {
-                guard let id = keyText(pair.key) else { continue }
-                guard isValidIdentifier(id) else {
-                    problem(pair.key.mark, "source id \"\(id)\" may hold only letters, digits, \"_\" and \"-\"")
-                    continue
-                }
-                sourceMarks[id] = pair.key.mark
-                var references: [(TemplateReference, YAMLMark)] = []
-                if let (definition, marks) = readSource(
-                    id: id, node: pair.value, keyMark: pair.key.mark, defaults: defaults,
-                    plugins: configuration.plugins, references: &references)
-                {
-                    configuration.sources.append(definition)
-                    positions[id] = OptionPositions(source: pair.key.mark, marks: marks)
-                }
-                templateMarks[id] = references.map { (reference: $0.0, mark: $0.1) }
+        let sourceMarks = declared.mapValues(\.place)
+        var templateMarks: [String: [(reference: TemplateReference, place: Place)]] = [:]
+        for (id, declaration) in declared.sorted(by: { $0.value.order < $1.value.order }) {
+            enter(documents[declaration.document])
+            var references: [(TemplateReference, Place)] = []
+            if let (definition, sourcePositions) = readSource(
+                id: id, node: declaration.value, document: declaration.document, keyMark: declaration.place.mark,
+                defaults: defaults,
+                plugins: configuration.plugins, references: &references)
+            {
+                configuration.sources.append(definition)
+                positions[id] = sourcePositions
             }
+            templateMarks[id] = references.map { (reference: $0.0, place: $0.1) }
         }
         checkReferences(templateMarks, sourceMarks: sourceMarks, sources: configuration.sources)
 
-        if let node = top.value("views"), let pairs = mapping(node, "views") {
-            for pair in pairs {
-                guard let id = keyText(pair.key) else { continue }
-                if let view = readView(id: id, node: pair.value, sourceMarks: sourceMarks) {
-                    configuration.views.append(view)
-                }
+        for (id, declaration) in declarations("views", what: "view").sorted(by: { $0.value.order < $1.value.order }) {
+            enter(documents[declaration.document])
+            if let view = readView(id: id, node: declaration.value, sourceMarks: sourceMarks) {
+                configuration.views.append(view)
             }
         }
-        return LoadedConfiguration(configuration: configuration, file: file, positions: positions)
+        enter(main)
+        return LoadedConfiguration(configuration: configuration, file: mainFile, positions: positions, files: files)
     }
 
     // MARK: Sources
 
     mutating func readSource(
-        id: String, node: YAMLNode, keyMark: YAMLMark, defaults: SourceDefinition,
-        plugins: [String: PluginDefinition], references: inout [(TemplateReference, YAMLMark)]
-    ) -> (SourceDefinition, [JSONPointer: YAMLMark])? {
+        id: String, node: YAMLNode, document: Int, keyMark: YAMLMark, defaults: SourceDefinition,
+        plugins: [String: PluginDefinition], references: inout [(TemplateReference, Place)]
+    ) -> (SourceDefinition, OptionPositions)? {
         guard let pairs = mapping(node, "source \"\(id)\"") else { return nil }
+        let sourcePlace = place(keyMark)
+        let own = Layer(pairs: pairs, document: document)
+        var layers = [own]
+        if let baseNode = pairs.value("base") {
+            guard let chain = baseChain(from: baseNode, of: "source \"\(id)\"") else { return nil }
+            layers = chain + layers
+            enter(documents[document])
+        }
         var definition = defaults
         definition.id = id
-        guard let kindNode = pairs.value("kind") else {
-            problem(node.mark, "source \"\(id)\" has no `kind:` (fake, shell, file, rest, or a plugin's kind)")
+        // The kind: the source's own, else its nearest base's.
+        guard let kindLayer = layers.last(where: { $0.pairs.value("kind") != nil }),
+            let kindNode = kindLayer.pairs.value("kind")
+        else {
+            let bases = layers.count > 1 ? ", nor a base that has one" : ""
+            problem(node.mark, "source \"\(id)\" has no `kind:` (fake, shell, file, rest, or a plugin's kind)\(bases)")
             return nil
         }
+        enter(documents[kindLayer.document])
         guard let kind = string(kindNode, "kind") else { return nil }
         definition.kind = kind
         if plugins[kind] == nil && !loader.kindIsAvailable(kind) {
@@ -225,24 +307,33 @@ private struct ConfigurationReader {
             let hint = didYouMean(kind, among: known)
             problem(kindNode.mark, "unknown kind \"\(kind)\"\(hint): no plugin found; looked for \(loader.pluginSearchDescription(kind))")
         }
-        readCommonKeys(pairs, into: &definition)
 
-        var options = JSONObject()
-        var marks: [JSONPointer: YAMLMark] = [:]
-        for pair in pairs {
-            guard let key = keyText(pair.key), CommonSourceKey(rawValue: key) == nil else { continue }
-            let pointer = JSONPointer(tokens: [key])
-            marks[pointer] = pair.key.mark
-            options[key] = json(pair.value, pointer: pointer, marks: &marks)
+        // `defaults:`, then each base from the farthest, then the source: see `OptionLayers`.
+        var options = OptionLayers()
+        for layer in layers {
+            let document = documents[layer.document]
+            enter(document)
+            readCommonKeys(layer.pairs, into: &definition)
+            var layerOptions = JSONObject()
+            var marks: [JSONPointer: YAMLMark] = [:]
+            for pair in layer.pairs {
+                guard let key = keyText(pair.key), CommonSourceKey(rawValue: key) == nil, key != "base" else { continue }
+                let pointer = JSONPointer(tokens: [key])
+                marks[pointer] = pair.key.mark
+                layerOptions[key] = json(pair.value, pointer: pointer, marks: &marks)
+            }
+            options.add(layerOptions, marks: marks, file: document.file)
         }
-        definition.options = options
+        enter(documents[own.document])
+        definition.options = options.value
+        let positions = OptionPositions(
+            source: keyMark, marks: options.marks, file: sourcePlace.file,
+            files: options.files.filter { $0.value != sourcePlace.file })
         definition.templates = readTemplates(
-            in: .object(options), pointer: JSONPointer(tokens: []), marks: marks, sourceMark: keyMark,
-            references: &references)
-        return (definition, marks)
+            in: .object(options.value), pointer: JSONPointer(tokens: []), positions: positions, references: &references)
+        return (definition, positions)
     }
 
-    /// The common keys (`CommonSourceKey`) other than `kind`: read the same in `defaults` and in a source.
     mutating func readCommonKeys(_ pairs: [YAMLPair], into definition: inout SourceDefinition) {
         for key in CommonSourceKey.allCases {
             guard let node = pairs.value(key.rawValue) else { continue }
@@ -307,36 +398,36 @@ private struct ConfigurationReader {
         }
     }
 
+
     mutating func readTemplates(
-        in value: JSONValue, pointer: JSONPointer, marks: [JSONPointer: YAMLMark],
-        sourceMark: YAMLMark, references: inout [(TemplateReference, YAMLMark)]
+        in value: JSONValue, pointer: JSONPointer, positions: OptionPositions,
+        references: inout [(TemplateReference, Place)]
     ) -> [TemplatedOption] {
-        let mark = OptionPositions(source: sourceMark, marks: marks).mark(for: pointer)
+        let found = positions.place(for: pointer)
+        let place = Place(file: found.file ?? mainFile, mark: found.mark)
         switch value {
         case .string(let text):
             let template: Template?
             do {
                 template = try Template.parse(text)
             } catch {
-                problem(mark, error.message)
+                problem(at: place, error.message)
                 return []
             }
             guard let template else { return [] }
-            references += template.references.map { ($0, mark) }
+            references += template.references.map { ($0, place) }
             // Which options may hold templates, and which are URL-encoded, is the kind's plugin's to say
             // (`TemplateRules`, in its hello): the engine applies its rules when the plugin checks the sources.
             return [TemplatedOption(pointer: pointer, template: template, percentEncode: false)]
         case .array(let items):
             return items.indices.flatMap { index in
                 readTemplates(
-                    in: items[index], pointer: pointer.appending(String(index)), marks: marks, sourceMark: sourceMark,
+                    in: items[index], pointer: pointer.appending(String(index)), positions: positions,
                     references: &references)
             }
         case .object(let object):
             return object.flatMap { key, item in
-                readTemplates(
-                    in: item, pointer: pointer.appending(key), marks: marks, sourceMark: sourceMark,
-                    references: &references)
+                readTemplates(in: item, pointer: pointer.appending(key), positions: positions, references: &references)
             }
         default:
             return []
@@ -345,14 +436,14 @@ private struct ConfigurationReader {
 
     /// Every reference names a known source, and no source depends on itself, however indirectly.
     mutating func checkReferences(
-        _ references: [String: [(reference: TemplateReference, mark: YAMLMark)]], sourceMarks: [String: YAMLMark],
+        _ references: [String: [(reference: TemplateReference, place: Place)]], sourceMarks: [String: Place],
         sources: [SourceDefinition]
     ) {
         for source in sources {
             for entry in references[source.id] ?? [] where sourceMarks[entry.reference.source] == nil {
                 // Sorted: among equally close names the suggestion must not depend on the run's hash seed.
                 let hint = didYouMean(entry.reference.source, among: sourceMarks.keys.sorted())
-                problem(entry.mark, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
+                problem(at: entry.place, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
             }
         }
         let inputs = Dictionary(uniqueKeysWithValues: sources.map { ($0.id, $0.inputs) })
@@ -364,8 +455,8 @@ private struct ConfigurationReader {
                 if state[input] == 1 {
                     let cycle = Array(path[path.firstIndex(of: input)!...]) + [input]
                     if reported.insert(Set(cycle).sorted().joined(separator: ",")).inserted {
-                        let mark = references[input]?.first?.mark ?? sourceMarks[input]!
-                        reader.problem(mark, "dependency cycle: \(cycle.joined(separator: " → "))")
+                        let place = references[input]?.first?.place ?? sourceMarks[input]!
+                        reader.problem(at: place, "dependency cycle: \(cycle.joined(separator: " → "))")
                     }
                 } else if state[input] == nil {
                     visit(input, path: path + [input], &reader)
@@ -378,7 +469,7 @@ private struct ConfigurationReader {
 
     // MARK: Views and plugins
 
-    mutating func readView(id: String, node: YAMLNode, sourceMarks: [String: YAMLMark]) -> ViewDefinition? {
+    mutating func readView(id: String, node: YAMLNode, sourceMarks: [String: Place]) -> ViewDefinition? {
         guard let pairs = mapping(node, "view \"\(id)\"") else { return nil }
         checkKeys(pairs, allowed: Self.viewKeys, context: "view \"\(id)\"")
         var sources: [String] = []
@@ -700,11 +791,11 @@ private struct ConfigurationReader {
 }
 
 extension [YAMLPair] {
-    fileprivate func value(_ key: String) -> YAMLNode? {
+    func value(_ key: String) -> YAMLNode? {
         first { if case .scalar(let scalar) = $0.key.kind { scalar.text == key } else { false } }?.value
     }
 }
 
-private func isValidIdentifier(_ id: String) -> Bool {
+func isValidIdentifier(_ id: String) -> Bool {
     !id.isEmpty && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
 }

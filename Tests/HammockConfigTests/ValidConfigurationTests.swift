@@ -219,6 +219,17 @@ import Testing
         #expect(secrets == ["tok", "trace-default", "k3y", "12345", "me", "hunter2"])
     }
 
+    @Test func basicAuthsEncodedCredentialIsASecretWhenItHoldsOne() throws {
+        let text = """
+            sources:
+              a: { kind: rest, url: "http://h/", auth: { basic: { username: alice, password: "${PASSWORD}" } } }
+              b: { kind: rest, url: "http://h/", auth: { basic: { username: bob, password: literal } } }
+            """
+        let secrets = try load(text, environment: ["PASSWORD": "pw"]).configuration.secrets
+        // base64("alice:pw"); bob's literal credentials are configuration, as a literal anywhere is.
+        #expect(secrets == ["pw", "YWxpY2U6cHc="])
+    }
+
     @Test func explicitFormsAreSecretsWhereverTheyStand() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hammock-secrets-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/creds", withIntermediateDirectories: true)

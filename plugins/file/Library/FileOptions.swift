@@ -1,11 +1,12 @@
-import Foundation
-import HammockJSON
+import FoundationEssentials
+import Glibc
 import HammockCore
+import HammockJSON
 import HammockPluginKit
 
 /// How a file's bytes become content.
 enum ParseFormat: String, Sendable, CaseIterable {
-    case json, yaml, text, lines
+    case json, jsonl, yaml, text, lines
 
     /// Files mostly say what they are by their extension; anything unrecognised is taken as text because
     /// text never fails on valid UTF-8, so a wrong guess still shows the user something.
@@ -14,6 +15,7 @@ enum ParseFormat: String, Sendable, CaseIterable {
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return .text }
         switch name[name.index(after: dot)...].lowercased() {
         case "json": return .json
+        case "jsonl", "ndjson": return .jsonl
         case "yaml", "yml": return .yaml
         default: return .text
         }

@@ -1,6 +1,5 @@
-import Foundation
 import Glibc
-import HammockPluginKit
+import HammockProtocol
 import Synchronization
 
 /// Tells watched sources that their file may have changed: at once when a writer has finished with it,
@@ -18,45 +17,59 @@ import Synchronization
 /// goes or is renamed, the way is resolved again and the watches follow it, so a re-pointed link (a
 /// ConfigMap's `..data` swap included) is followed, and an edit of the target, wherever it lives, is seen.
 ///
+/// A directory may also be watched for what it holds (`contents`): an entry that comes, goes, is renamed or
+/// written, as hammock's `--watch-config` watches an included conf.d for its `*.yaml` files.
+///
 /// The thread blocks in `poll` on the inotify descriptor, with a timeout only while some debounce deadline
-/// is pending, so an idle plugin costs no CPU.
-final class FileWatcher: Sendable {
-    static let shared = FileWatcher()
+/// is pending, so an idle process costs no CPU. Shared by the file plugin and by hammock itself (here in the
+/// kit, which both use).
+public final class FileWatcher: Sendable {
+    /// The file plugin's, logging as a plugin does.
+    public static let shared = FileWatcher(log: pluginLog)
 
     /// A `Mutex`: the inotify thread and the sources' tasks each hold it for a few map updates, and the
     /// thread, blocked in `poll`, cannot await an actor.
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
+    /// - Parameter log: says when a change cannot be noticed (no inotify, a directory that cannot be watched).
+    public init(log: @escaping @Sendable (String) -> Void) {
+        state = Mutex(State(log: log))
+    }
+
+    /// Calls `changed` when the file at `path` may have changed; with `contents`, `path` is a directory and
+    /// an entry in it whose name `contents` accepts counts as well.
+    ///
     /// `changed` is called on the watcher's thread, with the watcher's lock held: it must only hand off
     /// (yield to a stream), never call back into the watcher or block.
-    func watch(path: String, debounce: Duration, changed: @escaping @Sendable () -> Void) -> Int {
+    public func watch(
+        path: String, debounce: Duration, contents: (@Sendable (String) -> Bool)? = nil,
+        changed: @escaping @Sendable () -> Void
+    ) -> Int {
         let startThread = state.withLock { state -> Bool in
             let first = state.descriptor < 0 && !state.initFailed
             if first {
                 state.descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
                 if state.descriptor < 0 {
                     state.initFailed = true
-                    pluginLog("cannot start inotify (\(String(cString: strerror(errno)))); watched files will not be noticed")
+                    state.log("cannot start inotify (\(String(cString: strerror(errno)))); watched files will not be noticed")
                 }
             }
             return first && state.descriptor >= 0
         }
         if startThread {
-            let thread = Thread { [self] in run() }
-            thread.name = "file.inotify"
-            thread.start()
+            OwnThread.start(named: "file.inotify") { [self] in run() }
         }
         return state.withLock { state in
             let token = state.nextToken
             state.nextToken += 1
-            state.subscriptions[token] = Subscription(path: path, debounce: debounce, changed: changed)
+            state.subscriptions[token] = Subscription(path: path, debounce: debounce, contents: contents, changed: changed)
             state.arm(token)
             return token
         }
     }
 
     /// Takes effect at once: once this returns, `changed` is never called again for the token.
-    func unwatch(_ token: Int) {
+    public func unwatch(_ token: Int) {
         state.withLock { state in
             state.detach(token)
             state.subscriptions[token] = nil
@@ -64,7 +77,7 @@ final class FileWatcher: Sendable {
     }
 
     private func run() {
-        let descriptor = state.withLock { $0.descriptor }
+        let (descriptor, log) = state.withLock { ($0.descriptor, $0.log) }
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         defer { buffer.deallocate() }
@@ -73,7 +86,7 @@ final class FileWatcher: Sendable {
             var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&entry, 1, timeout)
             if ready < 0 && errno != EINTR {
-                pluginLog("inotify poll failed (\(String(cString: strerror(errno)))); watched files will not be noticed")
+                log("inotify poll failed (\(String(cString: strerror(errno)))); watched files will not be noticed")
                 return
             }
             if ready > 0 {
@@ -118,6 +131,8 @@ private struct Subscription {
     /// What the user asked for: absolute and lexically normalised.
     let path: String
     let debounce: Duration
+    /// For a directory watched for what it holds: which of its entries count.
+    let contents: (@Sendable (String) -> Bool)?
     let changed: @Sendable () -> Void
     /// Where the path leads now (see `PathChain`), each entry with its watch.
     var entries: [Entry] = []
@@ -137,6 +152,13 @@ private struct Entry {
     var awaitedName = ""
 
     var watchesTarget: Bool { watchedDirectory == directory }
+
+    /// The name of the entry that stands for a directory's contents: no entry is called "/".
+    static let anyChild = "/"
+
+    func awaits(_ name: String, contents: ((String) -> Bool)?) -> Bool {
+        awaitedName == name || (awaitedName == Self.anyChild && contents?(name) == true)
+    }
 }
 
 /// The directory entries a path passes through on its way to a file: every symlink followed, then the file
@@ -193,6 +215,7 @@ private enum PathChain {
 }
 
 private struct State {
+    let log: @Sendable (String) -> Void
     var descriptor: Int32 = -1
     var initFailed = false
     var nextToken = 0
@@ -210,7 +233,12 @@ private struct State {
     mutating func arm(_ token: Int) {
         guard descriptor >= 0, var subscription = subscriptions[token] else { return }
         let stale = Set(subscription.entries.map(\.watch))
-        subscription.entries = PathChain.entries(along: subscription.path).map { directory, name in
+        var chain = PathChain.entries(along: subscription.path)
+        if subscription.contents != nil, let last = chain.last {
+            let directory = last.directory == "/" ? "/" + last.name : last.directory + "/" + last.name
+            chain.append((directory, Entry.anyChild))
+        }
+        subscription.entries = chain.map { directory, name in
             var entry = Entry(directory: directory, name: name)
             arm(&entry, for: token, path: subscription.path)
             return entry
@@ -233,7 +261,7 @@ private struct State {
                 return
             }
             guard errno == ENOENT || errno == ENOTDIR, directory != "/" else {
-                pluginLog(
+                log(
                     "cannot watch \(directory) (\(String(cString: strerror(errno)))); changes to \(path) "
                         + "will not be noticed")
                 return
@@ -301,7 +329,8 @@ private struct State {
         }
         for token in tokens {
             let entries = subscriptions[token]?.entries ?? []
-            let hits = entries.filter { $0.watch == event.watch && $0.awaitedName == event.name }
+            let contents = subscriptions[token]?.contents
+            let hits = entries.filter { $0.watch == event.watch && $0.awaits(event.name, contents: contents) }
             guard !hits.isEmpty else { continue }
             // A link re-pointed or a missing directory created changes the entries to watch. The file may
             // already be there (mkdir -p and a write are quicker than us), hence the read either way.

@@ -1,0 +1,111 @@
+import Foundation
+import HammockJSON
+import HammockTestSupport
+import Testing
+
+/// `hammock run --watch-config`: a change to any file the configuration was read from reloads it, as SIGHUP
+/// does: an included file replaced by an editor's atomic save, a bad edit (refused, the running
+/// configuration goes on), a file added to or removed from an included directory.
+@Suite("--watch-config")
+struct WatchConfigTests {
+    /// main.yaml includes extra.yaml and conf.d/, in a fresh folder.
+    static func makeFolder(extra: String) throws -> (folder: String, main: String) {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: folder + "/conf.d", withIntermediateDirectories: true)
+        try replace(folder + "/extra.yaml", with: extra)
+        let main = try HammockProcess.writeConfig(
+            """
+            version: 1
+            include: [extra.yaml, conf.d]
+            sources:
+              tick: { kind: fake, content: 1, refresh: 300ms }
+            """, in: folder, name: "main.yaml")
+        return (folder, main)
+    }
+
+    /// As an editor saves: a temporary file beside it, renamed over it.
+    static func replace(_ path: String, with text: String) throws {
+        let temporary = path + ".tmp-\(UUID().uuidString)"
+        try text.write(toFile: temporary, atomically: false, encoding: .utf8)
+        guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    @Test("an included file replaced by rename reloads: its new source appears")
+    func includedFileReplaced() async throws {
+        let made = try Self.makeFolder(extra: "sources:\n  first: { kind: fake, content: one }\n")
+        let folder = made.folder
+        let main = made.main
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+            try await hammock.waitFor(type: "source", id: "first") { $0.event == "newData" }
+            try Self.replace(
+                folder + "/extra.yaml",
+                with: "sources:\n  first: { kind: fake, content: one }\n  second: { kind: fake, content: two }\n")
+            let reloaded = try await hammock.waitFor(type: "reloaded")
+            #expect(reloaded["sources"] == ["tick", "first", "second"])
+            try await hammock.waitFor(type: "source", id: "second") { $0[pointer: "/state/content"] == "two" }
+        }
+    }
+
+    @Test("a bad edit is refused with its file, line and column; the running configuration goes on")
+    func badEditIsRefused() async throws {
+        let made = try Self.makeFolder(extra: "sources:\n  first: { kind: fake, content: one }\n")
+        let folder = made.folder
+        let main = made.main
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+            try await hammock.waitFor(type: "source", id: "first") { $0.event == "newData" }
+            try Self.replace(folder + "/extra.yaml", with: "sources:\n  first: { kind: fake, refresh: soon }\n")
+            let error = try await hammock.waitFor(type: "error")
+            let message = error["message"]?.stringValue ?? ""
+            #expect(message.contains("reload failed, the running configuration goes on"), "\(message)")
+            #expect(message.contains("extra.yaml:2:33: refresh:"), "the problem's file, line and column: \(message)")
+            try await hammock.waitForStderr(containing: "extra.yaml:2:33: refresh:")
+            let mark = hammock.lineCount
+            try await hammock.waitUntil("tick refreshes after the refused reload") { lines in
+                lines.dropFirst(mark).contains { $0.id == "tick" && $0.event == "newData" }
+            }
+            // The fix is a change too: it reloads.
+            try Self.replace(folder + "/extra.yaml", with: "sources:\n  fixed: { kind: fake, content: ok }\n")
+            try await hammock.waitFor(type: "source", id: "fixed") { $0[pointer: "/state/content"] == "ok" }
+        }
+    }
+
+    @Test("a file added to an included directory reloads, and so does its removal")
+    func directoryGainsAndLosesAFile() async throws {
+        let made = try Self.makeFolder(extra: "views: {}\n")
+        let folder = made.folder
+        let main = made.main
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+            try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
+            try Self.replace(folder + "/conf.d/50-more.yaml", with: "sources:\n  more: { kind: fake, content: 5 }\n")
+            try await hammock.waitFor(type: "source", id: "more") { $0[pointer: "/state/content"] == 5 }
+            try FileManager.default.removeItem(atPath: folder + "/conf.d/50-more.yaml")
+            try await hammock.waitFor(type: "removed", id: "more")
+        }
+    }
+}
+
+/// `hammock check` on a configuration over several files: every problem at its own file, line and column, a
+/// plugin's complaint about an option that came from a base included.
+@Suite("Composed configurations, checked")
+struct ComposedCheckTests {
+    @Test("check: a rest plugin's complaint about a base's option is reported at the base, in its file")
+    func pluginProblemInAnIncludedBase() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try WatchConfigTests.replace(
+            folder + "/bases.yaml",
+            with: "bases:\n  service:\n    kind: rest\n    url: http://127.0.0.1:9\n    method: FETCH\n")
+        let main = try HammockProcess.writeConfig(
+            "include: bases.yaml\nsources:\n  a: { base: service, url: /x }\n  a2: { base: servce, url: /y }\n", in: folder,
+            name: "main.yaml")
+        let run = try await HammockProcess.execute(["check", main])
+        #expect(run.termination == .exited(2))
+        #expect(run.stderr.contains(folder + "/bases.yaml:5:5: source \"a\": method must be one of"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains(folder + "/main.yaml:4:15: source \"a2\": unknown base \"servce\" (did you mean \"service\"?)"),
+            "\(run.stderr)")
+    }
+}
