@@ -98,3 +98,48 @@ private func appendUTF8(of string: String, to buffer: inout [UInt8]) {
         buffer.append(contentsOf: string.utf8)
     }
 }
+
+extension JSONValue {
+    /// JSON for people and diffs: two spaces a level, a space after each colon, a list of scalars on one
+    /// line; keys in their stored order. Ends without a newline.
+    public var prettyJSONString: String {
+        var text = ""
+        writePretty(into: &text, indent: "")
+        return text
+    }
+
+    private func writePretty(into text: inout String, indent: String) {
+        let inner = indent + "  "
+        switch self {
+        case .array(let elements) where elements.isEmpty || elements.allSatisfy(\.isScalar):
+            text += "[" + elements.map(\.jsonString).joined(separator: ", ") + "]"
+        case .array(let elements):
+            text += "[\n"
+            for (index, element) in elements.enumerated() {
+                text += inner
+                element.writePretty(into: &text, indent: inner)
+                text += index == elements.count - 1 ? "\n" : ",\n"
+            }
+            text += indent + "]"
+        case .object(let object) where object.isEmpty:
+            text += "{}"
+        case .object(let object):
+            text += "{\n"
+            for (index, (key, value)) in object.enumerated() {
+                text += inner + JSONValue.string(key).jsonString + ": "
+                value.writePretty(into: &text, indent: inner)
+                text += index == object.count - 1 ? "\n" : ",\n"
+            }
+            text += indent + "}"
+        default:
+            text += jsonString
+        }
+    }
+
+    private var isScalar: Bool {
+        switch self {
+        case .array, .object: false
+        default: true
+        }
+    }
+}

@@ -1,7 +1,9 @@
+import Foundation
 import HammockCore
 import HammockJSON
 import HammockPluginKit
 import HammockProtocol
+import HammockTestSupport
 import Testing
 
 @testable import HammockFakePlugin
@@ -108,3 +110,20 @@ import Testing
         await plugin.serving.value
     }
 }
+
+/// The fake kind's options schema (in its hello, for `hammock schema`) describes exactly the keys its
+/// options reader knows, and is well-formed.
+@Suite struct FakeOptionsSchemaTests {
+    /// Every key its options reader reads, the schema describes, and no other.
+    @Test func itDescribesExactlyTheKeysItReads() throws {
+        #expect(try optionKeysRead(in: "plugins/fake/Library/FakeOptions.swift") == Set(JSONSchema.propertyNames(of: FakeOptions.schema)))
+    }
+
+    @Test func itDescribesExactlyTheKnownKeys() {
+        #expect(JSONSchema.propertyNames(of: FakeOptions.schema) == FakeOptions.known)
+        #expect(FakePlugin.optionsSchema.keys.sorted() == FakePlugin.kinds)
+        #expect(JSONSchemaCheck.problems(in: FakeOptions.schema).isEmpty)
+        #expect(FakeOptions.schema["additionalProperties"] == false)
+    }
+}
+

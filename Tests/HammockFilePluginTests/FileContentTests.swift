@@ -157,3 +157,13 @@ private func temporaryFolder() throws -> URL {
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+extension FileContentTests {
+    @Test func jsonLinesByOptionOrExtension() throws {
+        #expect(try parsed("{\"a\":1}\r\n{\"a\":2}\n", as: .jsonl).get() == [["a": 1], ["a": 2]])
+        #expect(failure(Array("{}\n{\n".utf8), as: .jsonl)?.message.hasPrefix("not JSON Lines: line 2 is not JSON: ") == true)
+        #expect(failure(Array("{}\n{}\n".utf8), as: .json)?.message == "not one JSON value but 2 lines of JSON; set parse: jsonl")
+        #expect(ParseFormat.guess(for: "/var/log/app/events.jsonl") == .jsonl)
+        #expect(ParseFormat.guess(for: "events.ndjson") == .jsonl)
+    }
+}

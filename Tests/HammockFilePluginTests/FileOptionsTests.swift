@@ -42,14 +42,14 @@ import Testing
         #expect(problems(["wach": true, "parse": "xml", "maxBytes": "lots", "debounce": 5, "watch": "yes"]) == [
             "/wach": #"unknown key "wach" in a file source (did you mean "watch"?)"#,
             "/path": #"missing required key "path""#,
-            "/parse": #"parse must be one of json, yaml, text, lines, found "xml""#,
+            "/parse": #"parse must be one of json, jsonl, yaml, text, lines, found "xml""#,
             "/maxBytes": "maxBytes must be a whole number from 1 to 1073741824 (or a size such as 64KiB, 10MiB; at most 1024 MiB)",
             "/debounce": "debounce must be a duration such as 5s, found a number",
             "/watch": "watch must be true or false, found a string",
         ])
         #expect(problems(["path": 3]) == ["/path": "path must be a string, found a number"])
         #expect(problems(["path": "/a", "parse": "ymal"]) == [
-            "/parse": #"parse must be one of json, yaml, text, lines, found "ymal" (did you mean "yaml"?)"#
+            "/parse": #"parse must be one of json, jsonl, yaml, text, lines, found "ymal" (did you mean "yaml"?)"#
         ])
         #expect(problems(["path": "/a", "debounce": "5"]) == ["/debounce": #"debounce: "5" has no unit; write 5s, 5ms, 5m or 5h"#])
     }

@@ -14,6 +14,16 @@ import Testing
         parseContent(Array(body.utf8), contentType: contentType, as: parse)
     }
 
+    @Test func jsonLinesByParseOrByTheirMediaTypes() throws {
+        #expect(try content("{\"a\":1}\n{\"a\":2}\n", "application/x-ndjson").get() == [["a": 1], ["a": 2]])
+        #expect(try content("1\n2\n", "text/plain", as: .jsonl).get() == [1, 2])
+        guard case .failure(let error) = content("{}\n{}\n", "application/json") else {
+            Issue.record("two values parsed as one")
+            return
+        }
+        #expect(error.message == "the answer (Content-Type application/json) is not one JSON value but 2 lines of JSON; set parse: jsonl")
+    }
+
     @Test func theContentTypeChoosesUnlessParseSays() throws {
         #expect(try content(#"{"a": 1}"#, "application/json; charset=utf-8").get() == ["a": 1])
         #expect(try content(#"[1]"#, "application/vnd.api+json").get() == [1])

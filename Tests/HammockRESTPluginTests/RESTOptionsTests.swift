@@ -96,7 +96,7 @@ import Testing
         ])
         #expect(problems(["url": "https://h/", "method": "HEAD", "body": "x"]) == ["/body": "a HEAD request has no body"])
         #expect(problems(["url": "https://h/", "parse": "xml", "followRedirects": "no"]) == [
-            "/parse": #"parse must be one of json, text, found "xml""#,
+            "/parse": #"parse must be one of json, jsonl, text, found "xml""#,
             "/followRedirects": "followRedirects must be true or false, found a string",
         ])
         #expect(problems(["url": "https://h/", "query": ["a": nil]]) == ["/query/a": "query.a must be a string, found null"])
@@ -200,5 +200,47 @@ import Testing
         #expect("https://h/a?page&q=x#f".settingQueryParameter("page", to: "3") == "https://h/a?q=x&page=3#f")
         #expect("https://h/a?pages=9".settingQueryParameter("page", to: "1") == "https://h/a?pages=9&page=1")
         #expect("https://h/a".settingQueryParameter("per page", to: "a&b") == "https://h/a?per%20page=a%26b")
+    }
+}
+
+/// `auth:`: basic and bearer, as the Authorization header, and every way it can be written wrong.
+@Suite struct RESTAuthOptionsTests {
+    private func problems(_ options: JSONValue) -> [String: String] {
+        do {
+            _ = try RESTOptions(options)
+            return [:]
+        } catch {
+            return Dictionary(error.problems.map { ($0.pointer.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
+        }
+    }
+
+    @Test func basicAndBearerBecomeTheAuthorizationHeader() throws {
+        let basic = try RESTOptions(["url": "https://h/", "auth": ["basic": ["username": "Aladdin", "password": "open sesame"]]])
+        // RFC 7617's own example.
+        #expect(basic.headers.map(\.name) == ["Authorization"])
+        #expect(basic.headers.map(\.value) == ["Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="])
+        let bearer = try RESTOptions(["url": "https://h/", "auth": ["bearer": "abc.def"], "headers": ["Accept": "x/y"]])
+        #expect(bearer.headers.map(\.name) == ["Accept", "Authorization"])
+        #expect(bearer.headers.last?.value == "Bearer abc.def")
+        // Like an empty header value: `${TOKEN:-}` with TOKEN unset sends nothing.
+        #expect(try RESTOptions(["url": "https://h/", "auth": ["bearer": ""]]).headers.isEmpty)
+        // A password may be empty; the colon is still sent.
+        let noPassword = try RESTOptions(["url": "https://h/", "auth": ["basic": ["username": "u"]]])
+        #expect(noPassword.headers.first?.value == "Basic dTo=")
+    }
+
+    @Test func mistakesAreNamedAtTheirKey() {
+        #expect(problems(["url": "https://h/", "auth": "token"])["/auth"]?.hasPrefix("auth must be a mapping with one of basic, bearer") == true)
+        #expect(problems(["url": "https://h/", "auth": ["berer": "t"]])["/auth/berer"] == #"unknown auth scheme "berer" (did you mean "bearer"?); use basic or bearer"#)
+        #expect(problems(["url": "https://h/", "auth": ["basic": ["usrname": "u", "password": "p"]]])["/auth/basic/usrname"]?.contains(#"did you mean "username"?"#) == true)
+        #expect(problems(["url": "https://h/", "auth": ["basic": ["username": "a:b", "password": "p"]]])["/auth/basic/username"] == #"auth.basic.username may not contain ":""#)
+        #expect(problems(["url": "https://h/", "auth": ["bearer": "two words"]])["/auth/bearer"] == "auth.bearer must be one word of visible ASCII characters")
+        #expect(problems(["url": "https://h/", "auth": ["bearer": "t"], "headers": ["authorization": "x"]])["/auth"]
+            == "auth and headers.Authorization both set the Authorization header; keep one")
+        #expect(problems(["url": "https://h/", "auth": ["bearer": "t", "basic": ["username": "u"]]])["/auth"] != nil)
+    }
+
+    @Test func parseJSONLinesIsAChoice() throws {
+        #expect(try RESTOptions(["url": "https://h/", "parse": "jsonl"]).parse == .jsonl)
     }
 }

@@ -101,3 +101,23 @@ import Testing
         #expect(OutputFormat.allCases.filter(\.worksPerLine) == [.text, .json])
     }
 }
+
+extension OutputFormatTests {
+    @Test func jsonlIsAnArrayOfTheLinesValues() throws {
+        #expect(try output(.jsonl, "{\"a\":1}\n\n[2]\n").get() == [["a": 1], [2]])
+        guard case .failure(let error) = output(.jsonl, "{}\n{oops}\n") else {
+            Issue.record("a bad line parsed")
+            return
+        }
+        #expect(error.message.hasPrefix("stdout is not JSON Lines: line 2 is not JSON: "), "\(error.message)")
+        #expect(error.code == .parseFailed)
+    }
+
+    @Test func jsonThatIsJSONLinesSaysSo() {
+        guard case .failure(let error) = output(.json, "{}\n{}\n") else {
+            Issue.record("two values parsed as one")
+            return
+        }
+        #expect(error.message == "stdout is not one JSON value but 2 lines of JSON; set parse: jsonl")
+    }
+}

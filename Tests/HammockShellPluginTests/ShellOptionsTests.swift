@@ -92,9 +92,9 @@ import Testing
         ])
         #expect(problems(["command": ["true"], "cwd": ""]) == ["/cwd": "cwd must not be empty"])
         #expect(problems(["command": ["true"], "maxBytes": 0])?["/maxBytes"] != nil)
-        #expect(problems(["command": ["true"], "parse": "xml"]) == ["/parse": #"parse must be one of text, lines, json, yaml, found "xml""#])
+        #expect(problems(["command": ["true"], "parse": "xml"]) == ["/parse": #"parse must be one of text, lines, json, jsonl, yaml, found "xml""#])
         #expect(problems(["command": ["true"], "parse": "jsno"]) == [
-            "/parse": #"parse must be one of text, lines, json, yaml, found "jsno" (did you mean "json"?)"#
+            "/parse": #"parse must be one of text, lines, json, jsonl, yaml, found "jsno" (did you mean "json"?)"#
         ])
         #expect(problems(["command": ["true"], "mode": "strem"]) == [
             "/mode": #"mode must be one of poll, stream, found "strem" (did you mean "stream"?)"#

@@ -14,9 +14,18 @@ func parseContent(_ bytes: [UInt8], as format: ParseFormat) -> Result<JSONValue,
         do {
             return .success(try JSONValue(parsing: body))
         } catch {
+            if let count = JSONValue.jsonLinesCount(body) {
+                return .failure(parseFailure("not one JSON value but \(count) lines of JSON; set parse: jsonl"))
+            }
             let offset = skipped + error.offset
             let (line, column) = lineAndColumn(of: offset, in: bytes)
             return .failure(parseFailure("not JSON: \(error.message) at byte \(offset) (line \(line), column \(column))"))
+        }
+    case .jsonl:
+        do {
+            return .success(.array(try JSONValue.parseLines(body)))
+        } catch {
+            return .failure(parseFailure("not JSON Lines: \(error)"))
         }
     case .yaml:
         let text: String

@@ -25,7 +25,7 @@ extension SourceError.Code {
 /// Content from a successful answer's body: JSON or text, as `parse` says or else by Content-Type.
 func parseContent(_ bytes: [UInt8], contentType: String?, as parse: RESTOptions.Parse?) -> Result<JSONValue, SourceError> {
     let type = mediaType(contentType)
-    let format = parse ?? (isJSONMediaType(type) ? .json : .text)
+    let format = parse ?? (isJSONLinesMediaType(type) ? .jsonl : isJSONMediaType(type) ? .json : .text)
     let skipped = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
     let body = bytes[skipped...]
     switch format {
@@ -36,8 +36,19 @@ func parseContent(_ bytes: [UInt8], contentType: String?, as parse: RESTOptions.
             return .success(try JSONValue(parsing: body))
         } catch {
             let what = parse == nil ? "the answer (Content-Type \(type ?? "none"))" : "the answer"
+            if let count = JSONValue.jsonLinesCount(body) {
+                return .failure(
+                    SourceError(message: "\(what) is not one JSON value but \(count) lines of JSON; set parse: jsonl", code: .parseFailed))
+            }
             return .failure(
                 SourceError(message: "\(what) is not JSON: \(error.message) at byte \(skipped + error.offset)", code: .parseFailed))
+        }
+    case .jsonl:
+        do {
+            return .success(.array(try JSONValue.parseLines(body)))
+        } catch {
+            let what = parse == nil ? "the answer (Content-Type \(type ?? "none"))" : "the answer"
+            return .failure(SourceError(message: "\(what) is not JSON Lines: \(error)", code: .parseFailed))
         }
     case .text:
         // Like a shell's $(…): a final newline (\n or \r\n) is not part of the value. Cut as bytes: Swift

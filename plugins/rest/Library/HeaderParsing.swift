@@ -107,3 +107,10 @@ func isJSONMediaType(_ type: String?) -> Bool {
     guard let type else { return false }
     return type == "application/json" || type == "text/json" || type.hasSuffix("+json")
 }
+
+/// `application/x-ndjson`, `application/jsonl`, …: the names JSON Lines goes by.
+func isJSONLinesMediaType(_ type: String?) -> Bool {
+    guard let type else { return false }
+    return ["application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines"]
+        .contains(type)
+}

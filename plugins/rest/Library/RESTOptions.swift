@@ -5,12 +5,13 @@ import HammockPluginKit
 
 /// A `rest` source's options, checked once at configure time so that a load never meets a bad option.
 struct RESTOptions: Sendable {
-    static let keys = ["url", "method", "headers", "query", "body", "parse", "maxBytes", "followRedirects", "paginate"]
+    static let keys = ["url", "method", "headers", "auth", "query", "body", "parse", "maxBytes", "followRedirects", "paginate"]
     static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
     static let defaultMaxBytes = 10 << 20
 
     enum Parse: String, Sendable, CaseIterable {
-        case json, text
+        /// JSON Lines (`JSONValue.parseLines`): one value per line, as an array.
+        case json, jsonl, text
     }
 
     /// The URL with `query` appended.
@@ -55,6 +56,10 @@ struct RESTOptions: Sendable {
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "the value of header \(header.name) must be one line")
             }
         }
+        let authorization = Self.readAuth(&reader)
+        if authorization != nil, headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+            reader.problem("auth", "auth and headers.Authorization both set the Authorization header; keep one")
+        }
         let query = reader.stringMap("query") ?? []
 
         var body: [UInt8]?
@@ -87,6 +92,7 @@ struct RESTOptions: Sendable {
             url = url.appendingQuery(encoded)
         }
         var allHeaders = headers
+        if let authorization { allHeaders.append((name: "Authorization", value: authorization)) }
         if bodyIsJSON && !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
             allHeaders.append((name: "Content-Type", value: "application/json"))
         }
@@ -104,6 +110,65 @@ struct RESTOptions: Sendable {
     /// `hammock check` asks) count as a word, except one that opens the url (`{{ repo.url }}/extra`): its
     /// value supplies the scheme and host, so only the rest can be checked now, and the filled-in url is
     /// checked when the source is configured with it.
+    /// `auth: { basic: { username, password } }` or `auth: { bearer: TOKEN }`, as the Authorization header's
+    /// value. The values are never quoted in a problem: they are secrets (the loader redacts `${…}` in `auth`).
+    static func readAuth(_ reader: inout OptionReader) -> String? {
+        guard let auth = reader.value("auth") else { return nil }
+        let schemes = ["basic", "bearer"]
+        guard let members = auth.objectValue, members.count == 1, let (scheme, value) = members.elements.first.map({ ($0.key, $0.value) }) else {
+            reader.problem("auth", "auth must be a mapping with one of \(schemes.joined(separator: ", ")), e.g. auth: { bearer: ${TOKEN} }")
+            return nil
+        }
+        let pointer = JSONPointer(tokens: ["auth", scheme])
+        switch scheme {
+        case "bearer":
+            guard let token = value.stringValue else {
+                reader.problem(at: pointer, "auth.bearer must be a string (the token)")
+                return nil
+            }
+            // Like an empty header: `bearer: ${TOKEN:-}` sends no Authorization when TOKEN is unset.
+            if token.isEmpty { return nil }
+            guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                reader.problem(at: pointer, "auth.bearer must be one word of visible ASCII characters")
+                return nil
+            }
+            return "Bearer " + token
+        case "basic":
+            guard let credentials = value.objectValue else {
+                reader.problem(at: pointer, "auth.basic must be a mapping with username and password")
+                return nil
+            }
+            for key in credentials.keys where key != "username" && key != "password" {
+                let hint = didYouMean(key, among: ["username", "password"])
+                reader.problem(at: JSONPointer(tokens: ["auth", "basic", key]), "unknown key \"\(key)\" in auth.basic\(hint)")
+            }
+            guard let username = credentials["username"]?.stringValue else {
+                reader.problem(at: pointer, "auth.basic needs username (a string)")
+                return nil
+            }
+            let password = credentials["password"]?.stringValue ?? ""
+            if credentials["password"] != nil && credentials["password"]?.stringValue == nil {
+                reader.problem(at: JSONPointer(tokens: ["auth", "basic", "password"]), "auth.basic.password must be a string")
+                return nil
+            }
+            // RFC 7617: the first colon ends the user-id, so one inside it would move the split.
+            if username.contains(":") {
+                reader.problem(at: JSONPointer(tokens: ["auth", "basic", "username"]), "auth.basic.username may not contain \":\"")
+                return nil
+            }
+            let pair = (username + ":" + password).unicodeScalars
+            if pair.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                reader.problem(at: pointer, "auth.basic's username and password may not hold control characters")
+                return nil
+            }
+            return "Basic " + Data((username + ":" + password).utf8).base64EncodedString()
+        default:
+            let hint = didYouMean(scheme, among: schemes)
+            reader.problem(at: JSONPointer(tokens: ["auth", scheme]), "unknown auth scheme \"\(scheme)\"\(hint); use basic or bearer")
+            return nil
+        }
+    }
+
     static func urlProblem(_ text: String) -> String? {
         var candidate = text
         let opensWithTemplate = text.hasPrefix("{{")

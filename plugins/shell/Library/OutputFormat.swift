@@ -10,6 +10,8 @@ enum OutputFormat: String, Sendable, CaseIterable {
     /// One string per line; a final newline does not make an empty last line.
     case lines
     case json
+    /// JSON Lines: one JSON value per line, as an array (`JSONValue.parseLines`).
+    case jsonl
     case yaml
 
     /// Stream mode turns every line into a value of its own, which only text and JSON can do.
@@ -31,7 +33,16 @@ enum OutputFormat: String, Sendable, CaseIterable {
             do {
                 return .success(try JSONValue(parsing: bytes))
             } catch {
+                if let count = JSONValue.jsonLinesCount(bytes) {
+                    return .failure(parseFailure("stdout is not one JSON value but \(count) lines of JSON; set parse: jsonl"))
+                }
                 return .failure(parseFailure("stdout is not JSON: \(error.message) at byte \(error.offset)"))
+            }
+        case .jsonl:
+            do {
+                return .success(.array(try JSONValue.parseLines(bytes)))
+            } catch {
+                return .failure(parseFailure("stdout is not JSON Lines: \(error)"))
             }
         case .yaml:
             do {
