@@ -36,12 +36,12 @@ actor ClickCommands {
         let transport = ProcessTransport(
             command: ["/bin/sh", "-c", click.command], reapsOrphans: true,
             environment: ["HAMMOCK_VIEW": click.view, "HAMMOCK_BUTTON": String(click.button)]
-        ) { standardError.write(prefix: prefix, line: $0) }
+        ) { standardError.write(prefix: prefix, line: $0, field: "command") }
         transport.closeInput()
         running[button] = transport
         logger.info("\(prefix): running `\(click.command)` for button \(click.button)")
         let exit = await transport.run { pieces in
-            for case .line(let line) in pieces { standardError.write(prefix: prefix, line: line) }
+            for case .line(let line) in pieces { standardError.write(prefix: prefix, line: line, field: "command") }
         }
         running[button] = nil
         switch exit {

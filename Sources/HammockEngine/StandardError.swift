@@ -1,6 +1,18 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
+import HammockProtocol
+import HammockJSON
 import Logging
+
+/// `--log-format`: how each record on stderr looks.
+public enum LogFormat: String, Sendable, CaseIterable {
+    /// `hammock: level: message key=value`, for people.
+    case text
+    /// One JSON object per line (`time`, `level`, `message`, then the record's fields), for journald's
+    /// readers and log shippers; a message of several lines stays one line.
+    case json
+}
 
 /// hammock's stderr, shared by its logs and its plugins' stderr: best-effort, so that a consumer that never
 /// reads it can neither stall the engine nor make it grow.
@@ -13,25 +25,63 @@ import Logging
 /// is written, so a secret added by a reload is kept out of lines that were already waiting.
 public struct StandardError: Sendable {
     public let secrets: Secrets
+    public let format: LogFormat
     private let queue: StandardErrorQueue
 
-    public init(secrets: Secrets, descriptor: Int32 = STDERR_FILENO) {
+    public init(secrets: Secrets, format: LogFormat = .text, descriptor: Int32 = STDERR_FILENO) {
         self.secrets = secrets
-        queue = StandardErrorQueue(descriptor: descriptor, secrets: secrets)
+        self.format = format
+        queue = StandardErrorQueue(descriptor: descriptor, secrets: secrets, format: format)
     }
 
-    /// A plugin's line, as `kind: line`.
-    func write(prefix: String, line: [UInt8]) {
-        var bytes = Array(prefix.utf8)
-        bytes.reserveCapacity(bytes.count + line.count + 3)
-        bytes += [UInt8(ascii: ":"), UInt8(ascii: " ")]
-        bytes += line
-        bytes.append(UInt8(ascii: "\n"))
-        queue.append(bytes)
+    /// A line a plugin (or a click's command) wrote on its stderr: `prefix: line` as text; as JSON, the line
+    /// is the message and `prefix` the value of `field`.
+    func write(prefix: String, line: [UInt8], field: String = "plugin") {
+        switch format {
+        case .text:
+            var bytes = Array(prefix.utf8)
+            bytes.reserveCapacity(bytes.count + line.count + 3)
+            bytes += [UInt8(ascii: ":"), UInt8(ascii: " ")]
+            bytes += line
+            bytes.append(UInt8(ascii: "\n"))
+            queue.append(bytes)
+        case .json:
+            queue.append(
+                Self.jsonRecord(level: "notice", message: String(decoding: line, as: UTF8.self), fields: [field: .string(prefix)]))
+        }
     }
 
     /// `text` as it is; it should end with a newline.
     public func write(_ text: String) { queue.append(Array(text.utf8)) }
+
+    /// One record: `hammock: level: message key=value` or a JSON line.
+    public func log(level: String, message: String) { log(level: level, message: message, fields: JSONObject()) }
+
+    /// One record: `hammock: level: message key=value` or a JSON line.
+    public func log(level: String, message: String, fields: JSONObject) {
+        switch format {
+        case .text:
+            let suffix = fields.map { key, value in " \(key)=\(value.stringValue ?? value.description)" }.joined()
+            queue.append(Array("hammock: \(level): \(message)\(suffix)\n".utf8))
+        case .json:
+            queue.append(Self.jsonRecord(level: level, message: message, fields: fields))
+        }
+    }
+
+    /// `{"time":…,"level":…,"message":…,…fields}` and a newline. The time is RFC 3339 in UTC, with
+    /// milliseconds; a field may not replace the first three.
+    public static func jsonRecord(level: String, message: String, fields: JSONObject, time: Date = Date()) -> [UInt8] {
+        var record: JSONObject = [
+            "time": .string(Timestamp(millisecondsSince1970: Int64((time.timeIntervalSince1970 * 1000).rounded(.down))).rfc3339),
+            "level": .string(level),
+            "message": .string(message),
+        ]
+        for (key, value) in fields where record[key] == nil { record[key] = value }
+        var bytes: [UInt8] = []
+        JSONValue.object(record).write(into: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
 
     /// Waits until every waiting line is written, for at most `timeout`: before hammock exits, so its last
     /// words reach a consumer that reads stderr, without hanging on one that does not.
@@ -40,7 +90,7 @@ public struct StandardError: Sendable {
 
 /// The queue and the thread behind `StandardError`.
 ///
-/// An `NSCondition` guards the queue: the writer thread must sleep until there is a line, and `flush` until
+/// A `ThreadCondition` guards the queue: the writer thread must sleep until there is a line, and `flush` until
 /// there is none, which a condition variable expresses directly (hence `@unchecked Sendable`: every stored
 /// property below `condition` is only touched with it held).
 final class StandardErrorQueue: @unchecked Sendable {
@@ -54,7 +104,7 @@ final class StandardErrorQueue: @unchecked Sendable {
 
     private let descriptor: Int32
     private let secrets: Secrets
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var waiting: [[UInt8]] = []
     private var waitingBytes = 0
     private var dropped = 0
@@ -62,11 +112,14 @@ final class StandardErrorQueue: @unchecked Sendable {
     private var isWriting = false
     /// A write failed (stderr closed): everything from now on is dropped without a word.
     private var isBroken = false
-    private var thread: Thread?
+    private var isWriterStarted = false
 
-    init(descriptor: Int32, secrets: Secrets) {
+    private let format: LogFormat
+
+    init(descriptor: Int32, secrets: Secrets, format: LogFormat) {
         self.descriptor = descriptor
         self.secrets = secrets
+        self.format = format
     }
 
     func append(_ line: [UInt8]) {
@@ -82,12 +135,10 @@ final class StandardErrorQueue: @unchecked Sendable {
         }
         waiting.append(line)
         waitingBytes += line.count
-        if thread == nil {
+        if !isWriterStarted {
             // Started with the first line: `check` and a quiet run need no thread.
-            let writer = Thread { [self] in run() }
-            writer.name = "hammock.stderr"
-            thread = writer
-            writer.start()
+            isWriterStarted = true
+            OwnThread.start(named: "hammock.stderr") { [self] in run() }
         }
         condition.signal()
     }
@@ -118,7 +169,11 @@ final class StandardErrorQueue: @unchecked Sendable {
             var lines = batch
             if droppedBefore > 0 {
                 let noun = droppedBefore == 1 ? "line" : "lines"
-                lines.append(Array("hammock: warning: \(droppedBefore) \(noun) of log were dropped because stderr was not read\n".utf8))
+                let message = "\(droppedBefore) \(noun) of log were dropped because stderr was not read"
+                switch format {
+                case .text: lines.append(Array("hammock: warning: \(message)\n".utf8))
+                case .json: lines.append(StandardError.jsonRecord(level: "warning", message: message, fields: [:]))
+                }
             }
             let written = write(lines)
 
@@ -157,7 +212,8 @@ final class StandardErrorQueue: @unchecked Sendable {
     }
 }
 
-/// swift-log's handler for hammock: `hammock: error: message key=value` on stderr, secrets redacted.
+/// swift-log's handler for hammock: `hammock: error: message key=value` on stderr (or a JSON line, with
+/// `--log-format json`), secrets redacted.
 public struct StandardErrorLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
@@ -177,7 +233,25 @@ public struct StandardErrorLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
-        let suffix = fields.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
-        output.write("hammock: \(event.level): \(event.message)\(suffix)\n")
+        switch output.format {
+        case .text:
+            let suffix = fields.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
+            output.write("hammock: \(event.level): \(event.message)\(suffix)\n")
+        case .json:
+            var object: JSONObject = [:]
+            for (key, value) in fields.sorted(by: { $0.key < $1.key }) { object[key] = Self.json(value) }
+            output.log(level: event.level.rawValue, message: "\(event.message)", fields: object)
+        }
+    }
+
+    /// Metadata as JSON: strings stay strings, lists and dictionaries keep their shape.
+    static func json(_ value: Logger.MetadataValue) -> JSONValue {
+        switch value {
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .array(let values): .array(values.map(json))
+        case .dictionary(let values):
+            .object(JSONObject(uniqueKeysWithValues: values.sorted { $0.key < $1.key }.map { ($0.key, json($0.value)) }))
+        }
     }
 }

@@ -1,0 +1,110 @@
+import FoundationEssentials
+import Glibc
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `--metrics HOST:PORT`: serves `EngineMetrics` in Prometheus's text format at `GET /metrics`, on one
+/// event-loop thread of its own, apart from the engine's loop.
+public final class MetricsServer: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    /// Where it listens: the port the system chose for port 0.
+    public let address: String
+
+    /// Why `--metrics` cannot be served.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// `HOST:PORT` (an IPv6 host in brackets: `[::1]:9464`).
+    public static func parse(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    /// Binds `address` at once, so that a wrong address or a port in use stops hammock before it starts.
+    public static func start(_ address: String, metrics: EngineMetrics) async throws(Failure) -> MetricsServer {
+        guard let (host, port) = parse(address) else {
+            throw Failure(description: "--metrics \"\(address)\" is not HOST:PORT; for example --metrics 127.0.0.1:9464")
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(MetricsHandler(metrics: metrics))
+                }
+            }
+        do {
+            let channel = try await bootstrap.bind(host: host, port: port).get()
+            let bound = channel.localAddress.map { local in
+                let shown = local.protocol == .inet6 ? "[\(local.ipAddress ?? host)]" : (local.ipAddress ?? host)
+                return "\(shown):\(local.port ?? port)"
+            } ?? address
+            return MetricsServer(group: group, channel: channel, address: bound)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw Failure(description: "--metrics \(address): cannot listen there (\(error)); choose a free port, or an address of this machine")
+        }
+    }
+
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, address: String) {
+        self.group = group
+        self.channel = channel
+        self.address = address
+    }
+
+    public func shutdown() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// One HTTP/1.1 connection: `GET /metrics` (or HEAD) gets the scrape, anything else 404 or 405.
+private final class MetricsHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let metrics: EngineMetrics
+
+    init(metrics: EngineMetrics) { self.metrics = metrics }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(let request) = unwrapInboundIn(data) else { return }
+        let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
+        let status: HTTPResponseStatus
+        let body: [UInt8]
+        var headers = HTTPHeaders()
+        switch (request.method, path) {
+        case (.GET, "/metrics"), (.HEAD, "/metrics"):
+            status = .ok
+            body = metrics.scrape()
+            headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+        case (_, "/metrics"):
+            status = .methodNotAllowed
+            body = Array("GET /metrics\n".utf8)
+            headers.add(name: "Allow", value: "GET, HEAD")
+        default:
+            status = .notFound
+            body = Array("hammock serves its metrics at /metrics\n".utf8)
+        }
+        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Connection", value: request.isKeepAlive ? "keep-alive" : "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
+        if request.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        }
+        let keepAlive = request.isKeepAlive
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { channel.close(promise: nil) }
+        }
+    }
+}
