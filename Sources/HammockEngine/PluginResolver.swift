@@ -1,8 +1,10 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockCore
 
 /// Finds the program that serves a kind, in the order the specification gives:
-/// `plugins.K.command` in the configuration; else `hammock-plugin-K` beside the hammock executable; else on
+/// `plugins.K.command` in the configuration; else `hammock-plugin-K` beside the hammock executable (or in
+/// `../libexec/hammock` from it, where scripts/install and the .deb put plugins, off the user's PATH); else on
 /// `HAMMOCK_PLUGIN_PATH`; else on `PATH`.
 public struct PluginResolver: Sendable {
     public var configured: [String: PluginDefinition]
@@ -32,7 +34,7 @@ public struct PluginResolver: Sendable {
     /// Says where `command(for:)` looked, for the "unknown kind" message.
     public func searchDescription(for kind: String) -> String {
         var places = ["plugins.\(kind).command", "hammock-plugin-\(kind)"]
-        if let executableDirectory { places[1] += " in \(executableDirectory)" }
+        if let executableDirectory { places[1] += " in \(executableDirectory) and \(Self.libexec(executableDirectory))" }
         places.append("HAMMOCK_PLUGIN_PATH")
         places.append("PATH")
         return places.joined(separator: ", ")
@@ -40,11 +42,18 @@ public struct PluginResolver: Sendable {
 
     private var searchDirectories: [String] {
         var directories: [String] = []
-        if let executableDirectory { directories.append(executableDirectory) }
+        if let executableDirectory { directories += [executableDirectory, Self.libexec(executableDirectory)] }
         for variable in ["HAMMOCK_PLUGIN_PATH", "PATH"] {
             directories += (environment[variable] ?? "").split(separator: ":").map(String.init)
         }
         return directories
+    }
+
+    /// `PREFIX/libexec/hammock` for an executable in `PREFIX/bin`.
+    public static func libexec(_ executableDirectory: String) -> String {
+        let trimmed = executableDirectory.hasSuffix("/") ? String(executableDirectory.dropLast()) : executableDirectory
+        guard let slash = trimmed.lastIndex(of: "/") else { return "libexec/hammock" }
+        return trimmed[..<slash] + "/libexec/hammock"
     }
 
     /// The folder of the running executable, read from `/proc/self/exe` so a symlinked or relative
@@ -54,6 +63,7 @@ public struct PluginResolver: Sendable {
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else { return nil }
         let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return (path as NSString).deletingLastPathComponent
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 }
