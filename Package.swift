@@ -18,6 +18,7 @@ import PackageDescription
 //                    state of each source and view, decodes content into the app's types, acknowledged
 //                    control. Uses HammockCore's view rules for client-side groups; no I/O of the engine's.
 //   hammock          the command-line interface.
+//   hammock-guard    the process each plugin runs below, which no process it started outlives. C, libc alone.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
 //                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
@@ -29,6 +30,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "hammock", targets: ["hammock"]),
+        .executable(name: "hammock-guard", targets: ["hammock-guard"]),
         .executable(name: "hammock-plugin-shell", targets: ["hammock-plugin-shell"]),
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
         .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
@@ -51,6 +53,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +64,8 @@ let package = Package(
         ),
         .target(name: "HammockYAML", dependencies: ["CYAML"]),
         .target(name: "CHammockSystem"),
+        // The process every plugin runs below (see its main.c): C with libc alone, installed beside hammock.
+        .executableTarget(name: "hammock-guard"),
         .target(
             name: "HammockJSON",
             dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
@@ -73,7 +79,7 @@ let package = Package(
             ]
         ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
-        .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),
+        .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON", "CHammockSystem"]),
         .target(
             name: "HammockPluginKit",
             dependencies: [
@@ -89,13 +95,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                // --metrics: swift-metrics instruments over a Prometheus registry, served over NIO's HTTP/1.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol"]),
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockConfig", "HammockCore",
+                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -119,7 +131,7 @@ let package = Package(
         ),
         .target(
             name: "HammockFilePlugin",
-            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML"],
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol"],
             path: "plugins/file/Library"
         ),
         .executableTarget(
@@ -164,20 +176,20 @@ let package = Package(
         .testTarget(name: "HammockPluginKitTests", dependencies: ["HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML"]),
         .testTarget(
             name: "HammockShellPluginTests",
-            dependencies: ["HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON"]
+            dependencies: ["HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockTestSupport"]
         ),
         .testTarget(
             name: "HammockFilePluginTests",
-            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON"]
+            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport"]
         ),
         .testTarget(
             name: "HammockFakePluginTests",
-            dependencies: ["HammockFakePlugin", "HammockPluginKit", "HammockCore", "HammockJSON"]
+            dependencies: ["HammockFakePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport"]
         ),
         .testTarget(
             name: "HammockRESTPluginTests",
             dependencies: [
-                "HammockRESTPlugin", "HammockPluginKit", "HammockCore", "HammockJSON",
+                "HammockRESTPlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import HammockConfig
 import HammockCore
 import HammockJSON
@@ -17,16 +19,26 @@ public struct RunOptions: Sendable {
     public var format: StdoutFormat
     /// `--view`: the views a bar format shows, in order (checked by the command).
     public var views: [String]
+    /// systemd's notify socket (`Type=notify`), when hammock runs under it.
+    public var notifySocket: NotifySocket?
+    /// `--metrics`: what the engine counts about itself; nil costs one branch per line written.
+    public var metrics: EngineMetrics?
+    /// `--watch-config`: a change to a file of the configuration reloads it (`ConfigurationWatch`).
+    public var watchConfiguration: Bool
 
     public init(
         once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
-        format: StdoutFormat = .json, views: [String] = []
+        format: StdoutFormat = .json, views: [String] = [], notifySocket: NotifySocket? = nil,
+        metrics: EngineMetrics? = nil, watchConfiguration: Bool = false
     ) {
         self.once = once
         self.onceDeadline = onceDeadline
         self.drainTimeout = drainTimeout
         self.format = format
         self.views = views
+        self.notifySocket = notifySocket
+        self.metrics = metrics
+        self.watchConfiguration = watchConfiguration
     }
 }
 
@@ -98,8 +110,11 @@ public final class Engine: Sendable {
             case .invalid(let problems):
                 validation.optionProblems += problems.map { loaded.diagnostic(source: source, problem: $0) }
             case .pluginFailed(let reason):
-                let mark = loaded.positions[source]?.source ?? .init(line: 1, column: 1)
-                validation.pluginFailures.append(Diagnostic(mark, "source \"\(source)\": \(reason)"))
+                let positions = loaded.positions[source]
+                validation.pluginFailures.append(
+                    Diagnostic(
+                        positions?.source ?? .init(line: 1, column: 1), "source \"\(source)\": \(reason)",
+                        file: positions?.file))
             }
         }
         return validation
@@ -219,7 +234,7 @@ public final class Engine: Sendable {
                 act: { if keyCommands.command($0) { inbox.yield(.controls) } },
                 quit: { if stop.request("quit", signal: nil) { inbox.yield(.stop) } })
         } else {
-            let lines = OutputWriter(secrets: standardError.secrets, bar: bar) {
+            let lines = OutputWriter(secrets: standardError.secrets, bar: bar, metrics: options.metrics) {
                 if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
             }
             writer = lines
@@ -261,6 +276,10 @@ public final class Engine: Sendable {
                 }
             }
             services.addTask { await Self.sweepOrphans() }
+            if let interval = options.notifySocket?.watchdogInterval {
+                // The timer only asks; the loop pings when it takes the input, so a stuck loop stops the pings.
+                services.addTask { while (try? await Task.sleep(for: interval)) != nil { inbox.yield(.watchdog) } }
+            }
             let status = await withTaskGroup(of: Void.self) { work in
                 await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
             }
@@ -314,6 +333,8 @@ public final class Engine: Sendable {
         var current = loaded
         var loaders = self.loaders
         var reloading = Reloading()
+        var configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: inbox, logger: logger) : nil
+        configurationWatch?.follow(loaded.files)
 
         var exitStatus: Int32 = 0
         var isFinished = false
@@ -322,17 +343,46 @@ public final class Engine: Sendable {
         // A child of the loop's own task: the stop waits for it to write what waits.
         async let caching: Void = cache.run()
         let clickCommands = ClickCommands(logger: logger, standardError: standardError)
+        // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
+        let notifySocket = options.notifySocket
+        var notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
+        var sourceMetrics = options.metrics.map { SourceMetricsObserver(metrics: $0, sources: loaded.configuration.sources.map(\.id)) }
+        func notify(_ message: String?) {
+            if let message { notifySocket?.send(message) }
+        }
         func perform(_ actions: [EngineAction]) async -> Bool {
+            // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
+            // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
+            // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
+            // what was decided before it.
+            var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
+            var lines: [OutputLine] = []
+            func handOver() async {
+                writer.send(contentsOf: lines)
+                lines.removeAll()
+                for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
+                loadsToStart.removeAll()
+            }
             for action in actions {
                 switch action {
+                case .startLoad, .emit, .persist, .runClickCommand: break
+                case .cancelLoad, .removeSource, .reload, .finish: await handOver()
+                }
+                switch action {
                 case .emit(let line):
-                    writer.send(line)
+                    lines.append(line)
+                    if notifier != nil { notify(notifier!.observe(line)) }
+                    sourceMetrics?.observe(line)
                 case .persist(let source, let content):
                     await cache.save(source, content: content)
                 case .reload(let ids):
                     startReload(replyingTo: ids)
                 case .startLoad(let request):
-                    await loaders[request.kind]?.start(request)
+                    if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
+                        loadsToStart[index].requests.append(request)
+                    } else {
+                        loadsToStart.append((request.kind, [request]))
+                    }
                 case .cancelLoad(let source, let kind, let loadID):
                     await loaders[kind]?.cancel(source: source, loadID: loadID)
                 case .removeSource(let source, let kind):
@@ -340,11 +390,13 @@ public final class Engine: Sendable {
                 case .runClickCommand(let click):
                     work.addTask { await clickCommands.run(click) }
                 case .finish(let status):
+                    notify(notifier?.finished())
                     exitStatus = status
                     isFinished = true
                     return false
                 }
             }
+            await handOver()
             return true
         }
 
@@ -354,7 +406,10 @@ public final class Engine: Sendable {
             work.addTask { await loader.shutdown() }
         }
 
-        func reloadEnded() {
+        /// `inForce`: the sources of the configuration now in force; nil when the reload was refused.
+        func reloadEnded(inForce sources: [SourceDefinition]?) {
+            notify(notifier?.reloadEnded(sources: sources))
+            options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
             let next = reloading.isWanted ? reloading.wantedBy : nil
             reloading = Reloading()
             if let next { startReload(replyingTo: next) }
@@ -374,6 +429,7 @@ public final class Engine: Sendable {
             }
             reloading.isRunning = true
             reloading.replyingTo = ids
+            notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
             let source = source
             work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
         }
@@ -381,7 +437,7 @@ public final class Engine: Sendable {
         func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
             for loader in Array(reloading.fresh.values) + Array(reloading.checkers.values) { retire(loader) }
             let refused = reloading.replyingTo
-            reloadEnded()
+            reloadEnded(inForce: nil)
             return rejectionActions(error, replyingTo: refused)
         }
 
@@ -392,6 +448,8 @@ public final class Engine: Sendable {
             switch step {
             case .read(.failure(let error)):
                 standardError.secrets.add(error.secrets)
+                // Still the running configuration's files, and those of the bad edit: its fix reloads.
+                configurationWatch?.follow(current.files, error.readFrom)
                 return rejectReload(error)
             case .read(.success(let next)):
                 // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
@@ -425,6 +483,7 @@ public final class Engine: Sendable {
                 return []
             case .validated(let next, let rules, let validation):
                 if !validation.optionProblems.isEmpty {
+                    configurationWatch?.follow(current.files, next.files)
                     return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
                 }
                 logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
@@ -437,6 +496,7 @@ public final class Engine: Sendable {
                 let replacedKinds = Set(reloading.fresh.keys)
                 reloading.fresh = [:]
                 current = next
+                configurationWatch?.follow(next.files)
                 writer.viewsReloaded(next.configuration.views)
                 // The rules first, so that the new configuration's templated sources load at once.
                 var actions: [EngineAction] = []
@@ -447,7 +507,7 @@ public final class Engine: Sendable {
                 }
                 // After `removed` and `reloaded`: a consumer that reads the ack has read what the reload did.
                 actions += reloading.replyingTo.map { .emit(.ack(id: $0)) }
-                reloadEnded()
+                reloadEnded(inForce: next.configuration.sources)
                 return actions
             }
         }
@@ -463,6 +523,8 @@ public final class Engine: Sendable {
                 switch input {
                 case .loadFinished(let source, let loadID, let outcome):
                     actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
+                case .loadsFinished(let answers):
+                    actions = answers.flatMap { core.loadFinished(source: $0.source, loadID: $0.loadID, outcome: $0.outcome, now: now) }
                 case .loadQueued(let source, let loadID):
                     actions = core.loadQueued(source: source, loadID: loadID, now: now)
                 case .loadStarted(let source, let loadID):
@@ -511,6 +573,9 @@ public final class Engine: Sendable {
                     }
                 case .reloadStep(let step):
                     actions = continueReload(step)
+                case .watchdog:
+                    notify("WATCHDOG=1")
+                    actions = []
                 case .stop:
                     actions = []  // its reason is in `stop`, seen above
                 }
@@ -521,6 +586,7 @@ public final class Engine: Sendable {
         }
 
         controls.close()
+        notify(notifier?.stopping())
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
             guard !SignalRouter.nonStopping.contains(number) else { return }
@@ -731,7 +797,7 @@ extension SignalRouter {
         _ engines: [Engine], log standardError: StandardError?, signal number: Int32, status: Int32
     ) -> Task<Void, Never> {
         Task.detached {
-            standardError?.write("hammock: notice: stopped by signal \(number) during start-up\n")
+            standardError?.log(level: "notice", message: "stopped by signal \(number) during start-up")
             await withTaskGroup(of: Void.self) { group in
                 for engine in engines { group.addTask { await engine.shutdownLoaders() } }
             }
@@ -765,15 +831,13 @@ private enum SignalPipe {
         _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
         writeEnd = ends[1]
         let readEnd = ends[0]
-        let reader = Thread {
+        OwnThread.start(named: "hammock.signals") {
             var byte: UInt8 = 0
             while true {
                 let count = read(readEnd, &byte, 1)
                 if count == 1 { deliver(Int32(byte)) } else if count < 0 && errno == EINTR { continue } else { return }
             }
         }
-        reader.name = "hammock.signals"
-        reader.start()
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
             // The thread it interrupted may be about to read `errno`.

@@ -1,8 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import HammockConfig
 import HammockCore
 import HammockEngine
+import HammockJSON
+import HammockProtocol
 import Logging
 
 @main
@@ -16,7 +19,7 @@ struct Hammock: AsyncParsableCommand {
             stdin. See docs/protocol.md.
             """,
         version: hammockVersion,
-        subcommands: [Run.self, Watch.self, Check.self, PluginCommand.self]
+        subcommands: [Run.self, Watch.self, Check.self, Schema.self, PluginCommand.self]
     )
 }
 
@@ -28,13 +31,16 @@ struct ConfigurationArguments: ParsableArguments {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
+    @Option(help: "Logs on stderr: text, or json (a JSON object a line: time, level, message and fields).")
+    var logFormat: LogFormat = .text
+
     /// The configuration file, read here at start and by the engine at every reload.
     var source: ConfigurationSource { ConfigurationSource(file: config) }
 
     /// Logs go to stderr only, with `secrets` redacted; the engine shares the same `StandardError`.
     func makeLogger(secrets: Secrets) -> (Logger, StandardError) {
         let level = logLevel
-        let output = StandardError(secrets: secrets)
+        let output = StandardError(secrets: secrets, format: logFormat)
         LoggingSystem.bootstrap { _ in StandardErrorLogHandler(level: level, output: output) }
         return (Logger(label: "hammock"), output)
     }
@@ -45,6 +51,7 @@ struct ConfigurationArguments: ParsableArguments {
     func load(
         signals: SignalRouter, pluginFailuresAreErrors: Bool
     ) async throws -> (loaded: LoadedConfiguration, logger: Logger, standardError: StandardError) {
+        try requirePluginGuard()
         let outcome = source.read()
         let secrets = Secrets()
         let (logger, standardError) = makeLogger(secrets: secrets)
@@ -102,12 +109,29 @@ struct ConfigurationArguments: ParsableArguments {
     func report(_ error: ConfigurationError, standardError: StandardError) {
         standardError.flush(timeout: .milliseconds(500))  // the logs that came before it, first
         let count = error.diagnostics.count
-        let text = error.description + "\n\(config): \(count) error\(count == 1 ? "" : "s")\n"
-        FileHandle.standardError.write(Data(standardError.secrets.redactor.redact(text).utf8))
+        let summary = "\(config): \(count) error\(count == 1 ? "" : "s")"
+        let text: String
+        switch standardError.format {
+        case .text:
+            text = error.description + "\n" + summary + "\n"
+        case .json:
+            // A record per problem, with its place as fields too, then the count.
+            let records = error.diagnostics.map { diagnostic in
+                StandardError.jsonRecord(
+                    level: "error", message: diagnostic.formatted(file: error.file),
+                    fields: [
+                        "file": .string(error.file), "line": .number(JSONNumber(diagnostic.mark.line)),
+                        "column": .number(JSONNumber(diagnostic.mark.column)),
+                    ])
+            } + [StandardError.jsonRecord(level: "error", message: summary, fields: [:])]
+            text = records.map { String(decoding: $0, as: UTF8.self) }.joined()
+        }
+        writeAll(standardError.secrets.redactor.redact(text), to: STDERR_FILENO)
     }
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -127,8 +151,17 @@ struct Run: AsyncParsableCommand {
     @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
     var view: [String] = []
 
+    @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464). See docs/service.md.")
+    var metrics: String?
+
+    @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes (included files and directories too).")
+    var watchConfig = false
+
     func run() async throws {
-        try await runEngine(arguments: arguments, once: once, deadline: deadline, format: format, view: view)
+        if once && watchConfig { throw usageError("--watch-config reloads a running configuration; --once exits after one load") }
+        try await runEngine(
+            arguments: arguments, once: once, deadline: deadline, format: format, view: view, metricsAddress: metrics,
+            watchConfig: watchConfig)
     }
 }
 
@@ -147,15 +180,22 @@ struct Watch: AsyncParsableCommand {
     }
 }
 
+/// Every plugin runs below hammock-guard (`PluginGuard`), so without it hammock starts nothing: it says
+/// where it looked, at start, and exits 2 (as for a usage error), never running a plugin unguarded.
+func requirePluginGuard() throws {
+    if case .failure(let missing) = PluginGuard.location { throw usageError("\(missing)") }
+}
+
 /// A wrong `--format` or `--view` is a usage error like a configuration's: stderr says why, exit 2.
-private func usageError(_ message: String) -> ExitCode {
-    FileHandle.standardError.write(Data("hammock: error: \(message)\n".utf8))
+func usageError(_ message: String) -> ExitCode {
+    writeAll("hammock: error: \(message)\n", to: STDERR_FILENO)
     return ExitCode(2)
 }
 
 /// `hammock run`, and `hammock watch` as `run --format tui`.
 private func runEngine(
-    arguments: ConfigurationArguments, once: Bool, deadline: String, format: String, view: [String]
+    arguments: ConfigurationArguments, once: Bool, deadline: String, format: String, view: [String],
+    metricsAddress: String? = nil, watchConfig: Bool = false
 ) async throws {
     // First of all: no signal may end hammock before it has stopped what it started. A stop during
     // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
@@ -177,6 +217,9 @@ private func runEngine(
             "watch draws on a terminal and stdout is not one; for lines to read use `hammock run` (JSON) or `hammock run --format text --view ID`")
     }
     if outputFormat == .tui && once { throw usageError("--once writes states for a program; watch them without it") }
+    if let metricsAddress, MetricsServer.parse(metricsAddress) == nil {
+        throw usageError("--metrics \"\(metricsAddress)\" is not HOST:PORT; for example --metrics 127.0.0.1:9464")
+    }
     let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
     let knownViews = loaded.configuration.views.map(\.id)
     if let unknown = view.first(where: { !knownViews.contains($0) }) {
@@ -186,8 +229,27 @@ private func runEngine(
     }
     // hammock's last words, without waiting long for a consumer that does not read stderr.
     defer { standardError.flush(timeout: .milliseconds(500)) }
+    // Listening first: an address in use stops hammock before any plugin starts.
+    var metrics: (EngineMetrics, MetricsServer)?
+    if let metricsAddress {
+        let engineMetrics = EngineMetrics()
+        do {
+            let server = try await MetricsServer.start(metricsAddress, metrics: engineMetrics)
+            engineMetrics.install()
+            metrics = (engineMetrics, server)
+            logger.notice("serving metrics at http://\(server.address)/metrics")
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(2)
+        }
+    }
+    // Read (and taken out of the environment) before any plugin starts, so none inherits it.
+    let notifySocket = NotifySocket.fromEnvironment(logger: logger)
     let engine = Engine(
-        configuration: loaded, from: arguments.source, options: RunOptions(once: once, onceDeadline: onceDeadline, format: outputFormat, views: view),
+        configuration: loaded, from: arguments.source,
+        options: RunOptions(
+            once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
+            metrics: metrics?.0, watchConfiguration: watchConfig),
         logger: logger, standardError: standardError,
         pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
     guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
@@ -204,6 +266,7 @@ private func runEngine(
     }
     for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
     let status = await engine.run(signals: signals)
+    await metrics?.1.shutdown()
     if status != 0 { throw ExitCode(status) }
 }
 
@@ -234,4 +297,9 @@ struct Check: AsyncParsableCommand {
             "\(arguments.config): ok: \(configuration.sources.count) sources (\(kinds)), \(configuration.views.count) views"
         )
     }
+}
+
+/// Writes all of `text` to `descriptor` (FoundationEssentials has no FileHandle), or what it can.
+func writeAll(_ text: String, to descriptor: Int32) {
+    writeOrDrop(Array(text.utf8), to: descriptor)
 }

@@ -123,9 +123,10 @@ struct CommandLineTests {
             check.waitUntilExit()
             #expect(check.terminationStatus == 0, "\(file): \(stderr)")
         }
-        // The README's status bar example is configs/bar.yaml without its first two comment lines.
+        // The README's status bar example is configs/bar.yaml without its first three comment lines (the
+        // editors' `$schema` line, whose relative path means nothing in ~/.config, and two lines of how to run it).
         let bar = try String(contentsOfFile: root + "/configs/bar.yaml", encoding: .utf8)
-        let shown = "# ~/.config/hammock/bar.yaml\n" + bar.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).joined(separator: "\n")
+        let shown = "# ~/.config/hammock/bar.yaml\n" + bar.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(3).joined(separator: "\n")
         let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
         #expect(readme.contains("```yaml\n" + shown + "```"), "README.md no longer shows configs/bar.yaml as it is")
     }
@@ -163,6 +164,61 @@ struct CommandLineTests {
             try await hammock.waitUntilStderrEnds()
             #expect(hammock.stdoutText.isEmpty, "\(hammock.stdoutText)")
             #expect(hammock.stderrText.contains("\(hammock.configPath):3:"), "\(hammock.stderrText)")
+        }
+    }
+
+    /// Memory is a feature: full Foundation and its ICU data cost each process about 6 MiB and milliseconds of
+    /// loading, which hammock and the shell and file plugins do without (FoundationEssentials only). The rest
+    /// plugin keeps it for async-http-client. One `import Foundation` brings it back; this says where.
+    @Test("hammock, hammock-guard and the shell and file plugins do not load full Foundation or ICU")
+    func noFullFoundation() async throws {
+        for product in ["hammock", "hammock-guard", "hammock-plugin-shell", "hammock-plugin-file"] {
+            let path = try HammockProcess.productPath(product)
+            let ldd = try HammockProcess.launch(program: "/usr/bin/ldd", arguments: [path])
+            _ = try await ldd.waitForExit()
+            try await ldd.waitUntilStdoutEnds()
+            let libraries = ldd.stdoutLines.compactMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
+            #expect(libraries.contains { $0.hasPrefix("libc.so") }, "\(product): ldd said \(ldd.stdoutText)")
+            let heavy = libraries.filter { $0.hasPrefix("libFoundation.so") || $0.hasPrefix("lib_FoundationICU") || $0.hasPrefix("libFoundationInternationalization") }
+            #expect(heavy.isEmpty, "\(product) loads \(heavy): an `import Foundation` crept in; use FoundationEssentials")
+        }
+    }
+
+    @Test("without hammock-guard beside it, run, check and plugin check refuse at start, saying where they looked (exit 2)")
+    func refusesWithoutTheGuard() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // hammock alone in a folder: a link or a copy of the file, as /proc/self/exe names the file behind a symlink.
+        let lonely = directory + "/hammock"
+        let built = try HammockProcess.executablePath()
+        if (try? FileManager.default.linkItem(atPath: built, toPath: lonely)) == nil {
+            try FileManager.default.copyItem(atPath: built, toPath: lonely)
+        }
+        let config = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              a: { kind: shell, command: [echo, "1"] }
+            """, in: directory)
+        for arguments in [["run", config], ["check", config], ["plugin", "check", "--", "hammock-plugin-shell"]] {
+            // stderr to a file, not a pipe, so no descriptor of it can leak into another test's child.
+            let errorsPath = directory + "/stderr"
+            #expect(FileManager.default.createFile(atPath: errorsPath, contents: nil))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: lonely)
+            process.arguments = arguments
+            process.environment = HammockProcess.environment([:], home: directory)
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle(forWritingAtPath: errorsPath)
+            try process.run()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { process.terminate() }
+            let errors = (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? ""
+            #expect(process.terminationReason == .exit && process.terminationStatus == 2, "\(arguments): \(errors)")
+            #expect(errors.contains("hammock-guard"), "\(arguments): \(errors)")
+            #expect(errors.contains(directory + "/hammock-guard"), "names where it looked: \(errors)")
         }
     }
 }

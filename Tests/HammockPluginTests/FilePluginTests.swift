@@ -13,7 +13,7 @@ import Testing
 
     @Test func hello() async throws {
         let plugin = try PluginProcess(executable: "hammock-plugin-file")
-        guard case .hello(let version, let kinds, let pluginVersion, let templates, _)? = await plugin.hello() else {
+        guard case .hello(let version, let kinds, let pluginVersion, let templates, _, _)? = await plugin.hello() else {
             Issue.record("no hello")
             return
         }
@@ -36,7 +36,7 @@ import Testing
         #expect(Set(byPath.keys) == ["/wach", "/path", "/parse", "/maxBytes", "/debounce"])
         #expect(byPath["/wach"]?.contains("did you mean \"watch\"") == true)
         #expect(byPath["/path"]?.contains("missing") == true)
-        #expect(byPath["/parse"]?.contains("json, yaml, text, lines") == true)
+        #expect(byPath["/parse"]?.contains("json, jsonl, yaml, text, lines") == true)
 
         // Once fixed, the same source is accepted.
         #expect(await plugin.configure("f", ["path": "/tmp/x.json", "maxBytes": "64KiB", "debounce": "20ms"]) == .configured(source: "f"))

@@ -54,9 +54,15 @@ import Testing
             JSONPointer(tokens: ["script"]):
                 "a template inside `script:` is not allowed (a value could change the script); use `command: [...]` so each value is passed as one argument"
         ])
-        #expect(
-            await plugin.hello()
-                == .hello(protocol: 1, kinds: ["shell"], version: "0.1.0", templates: ["shell": script], queuesLoads: true))
+        guard case .hello(let version, let kinds, let pluginVersion, let templates, let queues, let schemas)? = await plugin.hello() else {
+            Issue.record("no hello")
+            return
+        }
+        #expect(version == 1 && kinds == ["shell"] && pluginVersion == "0.1.0" && queues)
+        #expect(templates == ["shell": script])
+        // Its options, described for `hammock schema` (their content is ShellOptionsSchemaTests' to check).
+        #expect(schemas.keys.sorted() == ["shell"])
+        #expect(schemas["shell"]?["properties"]?["command"] != nil)
     }
 
     /// `HAMMOCK_SHELL_CONCURRENCY=2`: ten loads of `sleep 0.3` at once run two at a time, in waves, each

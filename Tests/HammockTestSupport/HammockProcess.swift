@@ -215,11 +215,12 @@ public final class HammockProcess: Sendable {
     /// it for a reload): starts `hammock run CONFIGPATH`, runs `body`, then stops the process however `body`
     /// ended.
     public static func withRunning<Result: Sendable>(
-        configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
-        _ body: (HammockProcess) async throws -> Result
+        configPath: String, arguments: [String] = [], environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: (HammockProcess) async throws -> Result
     ) async throws -> Result {
         try await RunSlots.withSlot {
-            let hammock = try launch(configPath: configPath, environment: environment, sourceLocation: sourceLocation)
+            let hammock = try launch(
+                configPath: configPath, arguments: arguments, environment: environment, sourceLocation: sourceLocation)
             let result: Result
             do {
                 result = try await body(hammock)
@@ -253,12 +254,13 @@ public final class HammockProcess: Sendable {
     /// Starts `hammock run CONFIGPATH` on a configuration file the test keeps (to run the same file several
     /// times), in a fresh temporary working folder; whoever calls this must call `stop()`.
     public static func launch(
-        configPath: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+        configPath: String, arguments: [String] = [], environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> HammockProcess {
         let executable = try executablePath(sourceLocation: sourceLocation)
         let directory = try makeTemporaryDirectory()
         return try HammockProcess(
-            executable: executable, arguments: ["run", configPath],
+            executable: executable, arguments: ["run", configPath] + arguments,
             environment: Self.environment(environment, home: directory), directory: directory,
             configPath: configPath, stdoutIsJSON: true, readingStdout: true, sourceLocation: sourceLocation)
     }
@@ -275,6 +277,18 @@ public final class HammockProcess: Sendable {
         return try HammockProcess(
             executable: executable, arguments: arguments, environment: Self.environment(environment, home: directory),
             directory: directory, configPath: "", stdoutIsJSON: true, readingStdout: true, sourceLocation: sourceLocation)
+    }
+
+    /// Starts a program the test needs beside hammock (a server such as httpbin), in a fresh temporary working
+    /// folder, its stdout read as text (`stdoutLines`). Whoever calls this must call `stop()`.
+    public static func launch(
+        program: String, arguments: [String] = [], environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> HammockProcess {
+        let directory = try makeTemporaryDirectory()
+        return try HammockProcess(
+            executable: program, arguments: arguments, environment: Self.environment(environment, home: directory),
+            directory: directory, configPath: "", stdoutIsJSON: false, readingStdout: true, sourceLocation: sourceLocation)
     }
 
     /// Runs `hammock ARGUMENTS...` to its end with stdin empty and returns its status and output; kills it
