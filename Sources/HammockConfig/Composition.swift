@@ -145,10 +145,14 @@ extension ConfigurationReader {
         return document
     }
 
+    /// How deep `include:` may nest: far more than a configuration needs, and a bound on the recursion.
+    static let maximumIncludeDepth = 32
+
     /// Adds `document` and, depth first, every file it includes. `including` is the chain of files that led
     /// here, to report a cycle.
     mutating func collect(_ document: Document, including: [String]) {
         documents.append(document)
+        if let canonical = including.last { documentsByCanonicalPath[canonical] = document.file }
         guard let node = document.top?.value("include") else { return }
         enter(document)
         let entries: [YAMLNode]
@@ -184,8 +188,12 @@ extension ConfigurationReader {
                     problem(entry.mark, "include cycle: \(cycle.joined(separator: " → ")); a file may not include itself, however indirectly")
                     continue
                 }
-                if let earlier = documents.first(where: { canonicalPath($0.file) == canonical }) {
-                    problem(entry.mark, "\(file) is already included (as \(earlier.file)); include each file once")
+                if let earlier = documentsByCanonicalPath[canonical] {
+                    problem(entry.mark, "\(file) is already included (as \(earlier)); include each file once")
+                    continue
+                }
+                guard including.count < Self.maximumIncludeDepth else {
+                    problem(entry.mark, "include \"\(written)\": files include each other more than \(Self.maximumIncludeDepth) deep; include them from fewer levels")
                     continue
                 }
                 files.files.append(file)

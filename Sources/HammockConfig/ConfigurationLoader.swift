@@ -169,6 +169,8 @@ struct ConfigurationReader {
     var files = ConfigurationFiles()
     /// The main file, then each included file in the order `include:` names them, depth first.
     var documents: [Document] = []
+    /// Each document's file as it was named, by its canonical path (symbolic links resolved).
+    var documentsByCanonicalPath: [String: String] = [:]
     /// By id, from every file.
     var bases: [String: BaseDeclaration] = [:]
 

@@ -3,6 +3,7 @@ import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// `--metrics HOST:PORT`: serves `EngineMetrics` in Prometheus's text format at `GET /metrics`, on one
 /// event-loop thread of its own, apart from the engine's loop.
@@ -11,6 +12,14 @@ public final class MetricsServer: Sendable {
     private let channel: any Channel
     /// Where it listens: the port the system chose for port 0.
     public let address: String
+
+    /// At most this many connections at once. Each holds a file descriptor of hammock's own, which its
+    /// plugins, pipes and watched files need too, so a client that opens thousands and sends nothing must
+    /// not use them up. A connection past the limit closes the oldest one: a scraper's idle keep-alive
+    /// connection, most often, which it simply opens again; so a flood never locks Prometheus out.
+    static let maximumConnections = 32
+    /// A connection that sends nothing for this long is closed.
+    static let idleTimeout = TimeAmount.seconds(30)
 
     /// Why `--metrics` cannot be served.
     public struct Failure: Error, CustomStringConvertible {
@@ -33,11 +42,14 @@ public final class MetricsServer: Sendable {
             throw Failure(description: "--metrics \"\(address)\" is not HOST:PORT; for example --metrics 127.0.0.1:9464")
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let connections = Connections(limit: maximumConnections)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                connections.opened(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(MetricsHandler(metrics: metrics))
                 }
@@ -67,6 +79,25 @@ public final class MetricsServer: Sendable {
     }
 }
 
+/// The open connections, oldest first.
+private final class Connections: Sendable {
+    private let limit: Int
+    private let open = Mutex<[any Channel]>([])
+
+    init(limit: Int) { self.limit = limit }
+
+    func opened(_ channel: any Channel) {
+        let oldest: (any Channel)? = open.withLock { open in
+            open.append(channel)
+            return open.count > limit ? open.removeFirst() : nil
+        }
+        oldest?.close(promise: nil)
+        channel.closeFuture.whenComplete { [self] _ in
+            open.withLock { open in open.removeAll { $0 === channel } }
+        }
+    }
+}
+
 /// One HTTP/1.1 connection: `GET /metrics` (or HEAD) gets the scrape, anything else 404 or 405.
 private final class MetricsHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTPServerRequestPart
@@ -75,6 +106,14 @@ private final class MetricsHandler: ChannelInboundHandler, Sendable {
     private let metrics: EngineMetrics
 
     init(metrics: EngineMetrics) { self.metrics = metrics }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let request) = unwrapInboundIn(data) else { return }

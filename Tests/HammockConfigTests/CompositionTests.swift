@@ -253,6 +253,31 @@ struct ConfigurationFolder {
             ])
     }
 
+    /// A chain of 40 files, each including the next: reported once, at the include that goes too deep,
+    /// rather than recursing as far as the files go.
+    @Test func includesNestedPastTheLimitAreReported() throws {
+        let folder = try ConfigurationFolder()
+        defer { folder.remove() }
+        try folder.write("main.yaml", "include: f1.yaml\nsources:\n  s: { kind: fake }\n")
+        for level in 1..<40 { try folder.write("f\(level).yaml", "include: f\(level + 1).yaml\n") }
+        try folder.write("f40.yaml", "sources:\n  t: { kind: fake }\n")
+        #expect(
+            folder.problems() == [
+                #"f31.yaml:1:10: include "f32.yaml": files include each other more than 32 deep; include them from fewer levels"#
+            ])
+    }
+
+    /// conf.d with 2,000 files: each is read once and checked against those before it in constant time.
+    @Test func aDirectoryOfTwoThousandFiles() throws {
+        let folder = try ConfigurationFolder()
+        defer { folder.remove() }
+        try folder.write("main.yaml", "include: conf.d\n")
+        for number in 0..<2000 { try folder.write("conf.d/\(number).yaml", "sources:\n  s\(number): { kind: fake }\n") }
+        let loaded = try folder.load().get()
+        #expect(loaded.configuration.sources.count == 2000)
+        #expect(loaded.files.files.count == 2001)
+    }
+
     @Test func aBaseInAnIncludedFileReportsPluginProblemsThere() throws {
         let folder = try ConfigurationFolder()
         defer { folder.remove() }

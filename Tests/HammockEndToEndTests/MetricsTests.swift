@@ -9,21 +9,12 @@ struct MetricsTests {
     /// `GET url` over a plain socket, `Connection: close`: the status and the body.
     static func get(_ url: URL) async throws -> (status: Int, body: String) {
         let host = url.host ?? "127.0.0.1"
-        let port = UInt16(url.port ?? 80)
         let path = url.path.isEmpty ? "/" : url.path
         let response = try await Task.detached { () throws -> String in
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = try connect(to: url)
             defer { close(descriptor) }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr(host)
-            address.sin_port = port.bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { throw HammockHarnessError(message: "connect \(url): errno \(errno)", sourceLocation: #_sourceLocation) }
             let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n".utf8)
             _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             var received: [UInt8] = []
@@ -40,6 +31,29 @@ struct MetricsTests {
             let status = Int(response.split(separator: " ", maxSplits: 2).dropFirst().first ?? "")
         else { throw HammockHarnessError(message: "not an HTTP response: \(response)", sourceLocation: #_sourceLocation) }
         return (status, String(response[split.upperBound...]))
+    }
+
+    /// A TCP connection to `url`'s host and port; the caller closes it.
+    static func connect(to url: URL) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr(url.host ?? "127.0.0.1")
+        address.sin_port = UInt16(url.port ?? 80).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let error = errno
+            close(descriptor)
+            throw HammockHarnessError(message: "connect \(url): errno \(error)", sourceLocation: #_sourceLocation)
+        }
+        return descriptor
+    }
+
+    /// How many file descriptors process `pid` has open.
+    static func descriptorCount(_ pid: Int32) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count
     }
 
     /// `name{labels} value` lines of a scrape, by their name and labels as written.
@@ -139,5 +153,29 @@ struct MetricsTests {
         let malformed = try await HammockProcess.execute(["run", config, "--metrics", "9464"])
         #expect(malformed.termination == .exited(2))
         #expect(malformed.stderr.contains("is not HOST:PORT"), "\(malformed.stderr)")
+    }
+
+    /// A hostile client opens connection after connection and sends nothing. Each would hold one of hammock's
+    /// descriptors, which its plugins, pipes and files need too: the server keeps at most 32, closing the
+    /// oldest for a new one, so a scrape still gets through and the engine goes on.
+    @Test("300 connections that send nothing hold at most 32 of hammock's descriptors; a scrape gets through; the engine goes on")
+    func connectionFlood() async throws {
+        let config = "sources:\n  a: { kind: fake, content: 1 }\n"
+        try await HammockProcess.withRunning(config: config, arguments: ["--metrics", "127.0.0.1:0"]) { hammock in
+            let url = try await Self.metricsURL(hammock)
+            try await hammock.waitUntil("a answered") { lines in lines.contains { $0.id == "a" && $0.event == "newData" } }
+            let before = Self.descriptorCount(hammock.pid)
+            var idle: [Int32] = []
+            defer { for descriptor in idle { close(descriptor) } }
+            for _ in 0..<300 { idle.append(try Self.connect(to: url)) }
+            // This scrape's connection is accepted after all 300: by then each of them was taken or closed.
+            let scrape = try await Self.get(url)
+            #expect(scrape.status == 200)
+            #expect(Self.samples(scrape.body)[#"hammock_source_loads_total{source="a",outcome="newData"}"#] == 1, "\(scrape.body)")
+            let during = Self.descriptorCount(hammock.pid)
+            #expect(during <= before + 33, "hammock had \(before) descriptors before the flood and \(during) during it")
+            try hammock.send(controlLine: #"{"op":"load","source":"a","id":7}"#)
+            try await hammock.waitUntil("the load's ack") { lines in lines.contains { $0.type == "ack" } }
+        }
     }
 }
