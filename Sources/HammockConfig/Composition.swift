@@ -160,7 +160,7 @@ extension ConfigurationReader {
             problem(node.mark, "include must be a file, a directory or a list of them, found \(node.kindName)")
             return
         }
-        let directory = Self.directory(of: document.file)
+        let directory = document.directory
         for entry in entries {
             enter(document)
             guard let written = string(entry, "an include") else { continue }
