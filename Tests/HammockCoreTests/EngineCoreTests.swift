@@ -128,6 +128,38 @@ import Testing
         EngineCore(configuration: Configuration(sources: sources), seed: seed)
     }
 
+    /// Three sources polled every second whose loads end 7, 19 and 24 ms past a second come due at one instant, and
+    /// stay there: one tick starts all three, as i3blocks's one-second tick runs all its blocks.
+    @Test func sourcesWithTheSameRefreshComeDueTogether() {
+        var engine = core(["a", "b", "c"].map { fakeSource($0, refresh: .seconds(1)) })
+        _ = engine.start(now: at(0))
+        for (id, ended): (String, Int64) in [("a", 1_007), ("b", 1_019), ("c", 1_024)] {
+            _ = engine.loadFinished(source: id, loadID: ["a": 1, "b": 2, "c": 3][id]!, outcome: .newData(1), now: at(ms: ended))
+        }
+        // Each is due a second after its load, moved to the nearest 50 ms: 2.0 s for all three.
+        #expect(engine.nextDeadline == at(2))
+        #expect(engine.tick(now: at(2)).summaries.filter { $0.hasPrefix("startLoad") } == ["startLoad a #4", "startLoad b #5", "startLoad c #6"])
+        // Loads that take 12 ms keep them on the grid: the next poll is at 3.0 s, not 3.012 s.
+        for (id, loadID) in [("a", 4), ("b", 5), ("c", 6)] {
+            _ = engine.loadFinished(source: id, loadID: loadID, outcome: .notModified, now: at(ms: 2_012))
+        }
+        #expect(engine.nextDeadline == at(3))
+    }
+
+    @Test func aPollMovesAtMostHalfAGridStep() {
+        for interval in [Duration.milliseconds(40), .milliseconds(100), .seconds(1), .seconds(10), .seconds(3600)] {
+            let step = min(interval.milliseconds / 20, 250)
+            for end in stride(from: Int64(1_000_000), to: 1_000_000 + 2 * step + 3, by: 1) {
+                let next = EngineCore.pollInstant(after: MonotonicInstant(milliseconds: end), every: interval)
+                #expect(abs(next.milliseconds - (end + interval.milliseconds)) <= step / 2, "\(interval) after \(end)")
+                #expect(next.milliseconds % step == 0, "\(interval) after \(end)")
+            }
+        }
+        // Below 40 ms there is no grid, and no instant overflows.
+        #expect(EngineCore.pollInstant(after: MonotonicInstant(milliseconds: 1_003), every: .milliseconds(30)).milliseconds == 1_033)
+        #expect(EngineCore.pollInstant(after: MonotonicInstant(milliseconds: .max - 5), every: .seconds(1)).milliseconds == .max)
+    }
+
     @Test func refreshPollsAfterEachLoad() {
         var engine = core([fakeSource("a", refresh: .seconds(10))])
         _ = engine.start(now: at(0))
