@@ -8,9 +8,11 @@ import Testing
 /// configuration goes on), a file added to or removed from an included directory.
 @Suite("--watch-config")
 struct WatchConfigTests {
-    /// main.yaml includes extra.yaml and conf.d/, in a fresh folder.
-    static func makeFolder(extra: String) throws -> (folder: String, main: String) {
+    /// Runs `hammock run --watch-config` on main.yaml, which includes extra.yaml (holding `extra`) and conf.d/,
+    /// in a fresh folder that `body` gets and that is removed afterwards.
+    static func withWatchedFolder(extra: String, _ body: (_ folder: String, HammockProcess) async throws -> Void) async throws {
         let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.createDirectory(atPath: folder + "/conf.d", withIntermediateDirectories: true)
         try replace(folder + "/extra.yaml", with: extra)
         let main = try HammockProcess.writeConfig(
@@ -20,7 +22,9 @@ struct WatchConfigTests {
             sources:
               tick: { kind: fake, content: 1, refresh: 300ms }
             """, in: folder, name: "main.yaml")
-        return (folder, main)
+        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+            try await body(folder, hammock)
+        }
     }
 
     /// As an editor saves: a temporary file beside it, renamed over it.
@@ -32,11 +36,7 @@ struct WatchConfigTests {
 
     @Test("an included file replaced by rename reloads: its new source appears")
     func includedFileReplaced() async throws {
-        let made = try Self.makeFolder(extra: "sources:\n  first: { kind: fake, content: one }\n")
-        let folder = made.folder
-        let main = made.main
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+        try await Self.withWatchedFolder(extra: "sources:\n  first: { kind: fake, content: one }\n") { folder, hammock in
             try await hammock.waitFor(type: "source", id: "first") { $0.event == "newData" }
             try Self.replace(
                 folder + "/extra.yaml",
@@ -49,11 +49,7 @@ struct WatchConfigTests {
 
     @Test("a bad edit is refused with its file, line and column; the running configuration goes on")
     func badEditIsRefused() async throws {
-        let made = try Self.makeFolder(extra: "sources:\n  first: { kind: fake, content: one }\n")
-        let folder = made.folder
-        let main = made.main
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+        try await Self.withWatchedFolder(extra: "sources:\n  first: { kind: fake, content: one }\n") { folder, hammock in
             try await hammock.waitFor(type: "source", id: "first") { $0.event == "newData" }
             try Self.replace(folder + "/extra.yaml", with: "sources:\n  first: { kind: fake, refresh: soon }\n")
             let error = try await hammock.waitFor(type: "error")
@@ -73,11 +69,7 @@ struct WatchConfigTests {
 
     @Test("a file added to an included directory reloads, and so does its removal")
     func directoryGainsAndLosesAFile() async throws {
-        let made = try Self.makeFolder(extra: "views: {}\n")
-        let folder = made.folder
-        let main = made.main
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try await HammockProcess.withRunning(configPath: main, arguments: ["--watch-config"]) { hammock in
+        try await Self.withWatchedFolder(extra: "views: {}\n") { folder, hammock in
             try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
             try Self.replace(folder + "/conf.d/50-more.yaml", with: "sources:\n  more: { kind: fake, content: 5 }\n")
             try await hammock.waitFor(type: "source", id: "more") { $0[pointer: "/state/content"] == 5 }
