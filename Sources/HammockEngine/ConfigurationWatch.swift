@@ -41,7 +41,8 @@ struct ConfigurationWatch {
             var contents: (@Sendable (String) -> Bool)?
             if watched.isDirectory { contents = Self.isIncluded }
             tokens[watched] = watcher.watch(
-                path: watched.path, debounce: Self.debounce, contents: contents, changed: { inbox.yield(.reload) })
+                path: watched.path, debounce: Self.debounce, waitsForQuiet: true, contents: contents,
+                changed: { inbox.yield(.reload) })
         }
         for (watched, token) in tokens where !wanted.contains(watched) {
             watcher.unwatch(token)

@@ -41,8 +41,12 @@ public final class FileWatcher: Sendable {
     ///
     /// `changed` is called on the watcher's thread, with the watcher's lock held: it must only hand off
     /// (yield to a stream), never call back into the watcher or block.
+    ///
+    /// A file whose writer is done with it (closed, or renamed into place) is reported at once, unless
+    /// `waitsForQuiet`: then every change waits for `debounce` of quiet, so that a burst of saves is reported
+    /// once (a configuration, whose every report is a whole reload).
     public func watch(
-        path: String, debounce: Duration, contents: (@Sendable (String) -> Bool)? = nil,
+        path: String, debounce: Duration, waitsForQuiet: Bool = false, contents: (@Sendable (String) -> Bool)? = nil,
         changed: @escaping @Sendable () -> Void
     ) -> Int {
         let startThread = state.withLock { state -> Bool in
@@ -62,7 +66,8 @@ public final class FileWatcher: Sendable {
         return state.withLock { state in
             let token = state.nextToken
             state.nextToken += 1
-            state.subscriptions[token] = Subscription(path: path, debounce: debounce, contents: contents, changed: changed)
+            state.subscriptions[token] = Subscription(
+                path: path, debounce: debounce, waitsForQuiet: waitsForQuiet, contents: contents, changed: changed)
             state.arm(token)
             return token
         }
@@ -131,6 +136,8 @@ private struct Subscription {
     /// What the user asked for: absolute and lexically normalised.
     let path: String
     let debounce: Duration
+    /// Whether a finished file, too, waits for quiet (see `FileWatcher.watch`).
+    let waitsForQuiet: Bool
     /// For a directory watched for what it holds: which of its entries count.
     let contents: (@Sendable (String) -> Bool)?
     let changed: @Sendable () -> Void
@@ -296,7 +303,7 @@ private struct State {
 
     mutating func schedule(_ token: Int, now: ContinuousClock.Instant, finished: Bool = false) {
         guard var subscription = subscriptions[token] else { return }
-        if finished {
+        if finished && !subscription.waitsForQuiet {
             subscription.deadline = now
             subscriptions[token] = subscription
             return

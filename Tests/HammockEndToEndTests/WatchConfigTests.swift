@@ -67,6 +67,33 @@ struct WatchConfigTests {
         }
     }
 
+    /// An editor, or a script, that saves a hundred times in a burst: the watcher waits for 150 ms of quiet
+    /// (a save's rename included), so the burst is one reload or a few, not one per save, and the last save
+    /// is what runs.
+    @Test("100 saves in a burst are a few reloads, and the last one is in force")
+    func aBurstOfSavesIsAFewReloads() async throws {
+        try await Self.withWatchedFolder(extra: "views: {}\n") { folder, hammock in
+            try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
+            for save in 1...100 {
+                try Self.replace(folder + "/extra.yaml", with: "sources:\n  saved: { kind: fake, content: \(save) }\n")
+            }
+            try await hammock.waitFor(type: "source", id: "saved") { $0[pointer: "/state/content"] == 100 }
+            // Anything still on its way has arrived once a second has passed without a new reload.
+            var reloads = hammock.lines.filter { $0.type == "reloaded" }.count
+            while true {
+                try await Task.sleep(for: .seconds(1))
+                let now = hammock.lines.filter { $0.type == "reloaded" }.count
+                if now == reloads { break }
+                reloads = now
+            }
+            // Before the watch waited for quiet after a rename too, this was 20 to 41.
+            #expect(reloads >= 1 && reloads <= 5, "\(reloads) reloads for 100 saves")
+            let saved = hammock.lines.filter { $0.id == "saved" && $0.event == "newData" }
+            #expect(saved.last?[pointer: "/state/content"] == 100, "the last save is in force")
+            #expect(hammock.isRunning)
+        }
+    }
+
     @Test("a file added to an included directory reloads, and so does its removal")
     func directoryGainsAndLosesAFile() async throws {
         try await Self.withWatchedFolder(extra: "views: {}\n") { folder, hammock in
