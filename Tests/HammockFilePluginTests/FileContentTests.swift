@@ -77,6 +77,21 @@ import Testing
         #expect(readFile(file.path, maxBytes: 99) == .failure(SourceError(message: "\(file.path) is larger than maxBytes (99 bytes)", code: .tooLarge)))
     }
 
+    /// The read goes in steps sized to the file, at most 1 MiB each: a 3 MiB file arrives whole, byte for byte,
+    /// and so does a /proc file longer than the first 4 KiB step of a file that reports no size.
+    @Test func largeFilesAndSizelessFilesArriveWhole() throws {
+        let directory = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("large.bin")
+        let written = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+        try Data(written).write(to: file)
+        #expect(try readFile(file.path, maxBytes: 10 << 20).get() == written)
+        let maps = try readFile("/proc/self/maps", maxBytes: 10 << 20).get()
+        #expect(maps.count > 4 << 10, "this test process maps more than 4 KiB of lines")
+        #expect(maps.last == UInt8(ascii: "\n"))
+        #expect(String(decoding: maps, as: UTF8.self).split(separator: "\n").allSatisfy { $0.contains("-") })
+    }
+
     @Test func aFileThatReportsNoSizeIsStillBounded() throws {
         // /proc files say they are empty; only reading tells.
         #expect(try readFile("/proc/self/status", maxBytes: 1 << 20).get().isEmpty == false)
