@@ -454,8 +454,7 @@ actor PluginSession {
 
     /// `; its stderr ends: ...`, or nothing when it wrote none.
     var stderrExcerpt: String {
-        let untrimmed = String(decoding: stderrTail, as: UTF8.self)
-        let text = String(untrimmed.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        let text = String(decoding: stderrTail, as: UTF8.self).trimmingWhitespace()
         guard !text.isEmpty else { return "" }
         return "; its stderr ends: " + text.split(separator: "\n").suffix(3).joined(separator: " | ")
     }

@@ -46,6 +46,9 @@ import Testing
         #expect(CommandSlots.defaultLimit >= 8)
         #expect(CommandSlots.configuredLimit(environment: [:]) == (CommandSlots.defaultLimit, nil))
         #expect(CommandSlots.configuredLimit(environment: ["HAMMOCK_SHELL_CONCURRENCY": "3"]) == (3, nil))
+        // Spaces and tabs around the number are trimmed (as Foundation's `.whitespaces` did); a line break is not.
+        #expect(CommandSlots.configuredLimit(environment: ["HAMMOCK_SHELL_CONCURRENCY": " \t5 "]) == (5, nil))
+        #expect(CommandSlots.configuredLimit(environment: ["HAMMOCK_SHELL_CONCURRENCY": "5\n"]).problem != nil)
         let bad = CommandSlots.configuredLimit(environment: ["HAMMOCK_SHELL_CONCURRENCY": "0"])
         #expect(bad.limit == CommandSlots.defaultLimit)
         #expect(bad.problem?.contains("not a positive integer") == true)

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HammockCore
 import Synchronization
 
 /// At most `limit` poll commands run at once in the plugin; loads beyond that wait, first come first served.
@@ -38,9 +39,7 @@ final class CommandSlots: Sendable {
     /// integer is reported and ignored.
     static func configuredLimit(environment: [String: String] = ProcessInfo.processInfo.environment) -> (limit: Int, problem: String?) {
         guard let text = environment[limitVariable] else { return (defaultLimit, nil) }
-        let isSpace = { (character: Character) in character.isWhitespace && !character.isNewline }
-        let trimmed = String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
-        guard let value = Int(trimmed), value > 0 else {
+        guard let value = Int(text.trimming { $0.isWhitespace && !$0.isNewline }), value > 0 else {
             return (defaultLimit, "\(limitVariable)=\"\(text)\" is not a positive integer; using \(defaultLimit)")
         }
         return (value, nil)
