@@ -118,9 +118,7 @@ let package = Package(
         .target(
             name: "HammockShellPlugin",
             dependencies: [
-                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol",
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol", "CHammockSystem",
             ],
             path: "plugins/shell/Library"
         ),

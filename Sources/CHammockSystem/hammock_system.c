@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -132,4 +134,90 @@ int hammock_terminal_size(int fd, int *columns, int *rows) {
     *columns = size.ws_col;
     *rows = size.ws_row;
     return 0;
+}
+
+// MARK: - Commands
+
+int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdout_fd,
+                  int stderr_fd, pid_t *pid, int *pidfd) {
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_t actions;
+    int error = posix_spawnattr_init(&attributes);
+    if (error != 0) return error;
+    error = posix_spawn_file_actions_init(&actions);
+    if (error != 0) {
+        posix_spawnattr_destroy(&attributes);
+        return error;
+    }
+    // The plugin ignores SIGPIPE and SIGINT, which a command would otherwise inherit; exec resets only caught ones.
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    if (error == 0) error = posix_spawnattr_setpgroup(&attributes, 0);
+    if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &all);
+    if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
+    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
+    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
+    if (error == 0 && directory != NULL) error = posix_spawn_file_actions_addchdir_np(&actions, directory);
+    // The plugin opens its own descriptors close-on-exec, but a library it links may not.
+    if (error == 0) error = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+    if (error == 0) error = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (error != 0) return error;
+    // syscall, not glibc's pidfd_open (2.36 and later). Nothing else in the plugin reaps, so the child is still
+    // there to be opened even if it has already ended.
+    *pidfd = (int)syscall(SYS_pidfd_open, *pid, 0);
+    if (*pidfd < 0) {
+        error = errno;
+        kill(*pid, SIGKILL);
+        waitpid(*pid, NULL, 0);
+        return error;
+    }
+    return 0;
+}
+
+int hammock_command_pipe(int fds[2]) {
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    // O_NONBLOCK belongs to each end's open file description: the command's end stays blocking.
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+        int error = errno;
+        close(fds[0]);
+        close(fds[1]);
+        errno = error;
+        return -1;
+    }
+    return 0;
+}
+
+int hammock_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int hammock_epoll_watch(int epoll, int fd, uint64_t token) {
+    struct epoll_event event = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = token};
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+int hammock_epoll_forget(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
+
+int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity) {
+    struct epoll_event events[64];
+    if (capacity > 64) capacity = 64;
+    int count;
+    while ((count = epoll_wait(epoll, events, capacity, -1)) < 0 && errno == EINTR) {
+    }
+    for (int index = 0; index < count; index++) tokens[index] = events[index].data.u64;
+    return count;
+}
+
+int hammock_reap(int pidfd, int *signaled, int *code) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    // P_PIDFD by number (Linux 5.4): glibc names it only from 2.36.
+    if (waitid((idtype_t)3, (id_t)pidfd, &info, WEXITED | WNOHANG) != 0) return -1;
+    if (info.si_pid == 0) return 0;
+    *signaled = info.si_code == CLD_EXITED ? 0 : 1;
+    *code = info.si_status;
+    return 1;
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import Synchronization
 import Testing
 
 @testable import HammockPluginKit
@@ -75,4 +76,74 @@ import Testing
         }
         #expect(error == SourceError(message: "the source was stopped", code: .stopped))
     }
+
+    @Test func aCommandStartsCleanInAGroupOfItsOwn() async throws {
+        // Only 0, 1 and 2 (and ls's own descriptor for the directory): nothing of the plugin's leaks in.
+        #expect(try await content(["command": ["ls", "/proc/self/fd"], "parse": "lines"]) == ["0", "1", "2", "3"])
+        #expect(try await content(["command": ["readlink", "/proc/self/fd/0"]]) == "/dev/null")
+        // The plugin ignores SIGPIPE and SIGINT; a command must not, and must block nothing. glibc's posix_spawn
+        // leaves its two internal signals (32 and 33, which glibc programs cannot use) ignored in every child.
+        let masks = try #require(try await content(["script": "grep -E '^Sig(Ign|Blk)' /proc/self/status", "parse": "lines"]))
+        let values = (masks.arrayValue ?? []).compactMap { $0.stringValue?.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) } }
+        #expect(values.count == 2 && values.allSatisfy { $0 & ~0x1_8000_0000 == 0 }, "\(masks)")
+        #expect(try await content(["script": "yes | head -n 2", "parse": "lines"]) == ["y", "y"])
+        // Its process group is its own: the group's id is its pid (field 5 of /proc/PID/stat).
+        let ids = try #require(try await content(["script": "echo $$; cut -d' ' -f5 /proc/$$/stat", "parse": "lines"]))
+        #expect(ids.arrayValue?.count == 2 && ids.arrayValue?.first == ids.arrayValue?.last, "\(ids)")
+    }
+
+    @Test func bothPipesAreReadAtOnceSoAFullOneStallsNothing() async throws {
+        // 300 KB to stderr before a word to stdout: a reader that took stdout to its end first would wait for ever.
+        #expect(try await content(["script": "head -c 300000 /dev/zero | tr '\\0' e >&2; echo ok"]) == "ok")
+        let error = try #require(try await failure(["script": "yes eeeeeeeee | head -c 300000 >&2; echo last >&2; exit 3"]))
+        // Only the end of stderr (2 KiB), from the start of a line.
+        #expect(error.message.hasPrefix("exited with status 3: eeeeeeeee\neeeeeeeee\n"), "\(error.message.prefix(80))")
+        #expect(error.message.hasSuffix("eeeeeeeee\nlast") && error.message.utf8.count < 2100, "\(error.message.suffix(80))")
+    }
+
+    /// Hundreds of commands at once, some with more output than a pipe holds, some that end before they are
+    /// read, some that close their stdout long before they end: each is answered with its own output.
+    /// Descriptors are reused the moment one is closed, so this is where a run that stopped watching a
+    /// descriptor by number after closing it took another command's wake-ups, which then never ended. So the
+    /// loads run apart from the test, which waits a minute at most for them.
+    @Test func manyCommandsAtOnceEachGetTheirOwnAnswer() async throws {
+        let slots = CommandSlots(limit: 64)
+        let results = Answers()
+        for n in 0..<600 {
+            Task {
+                let options: JSONValue =
+                    switch n % 4 {
+                    case 0: ["command": .array(["printf", .string("\(n)")])]
+                    case 1: ["script": .string("head -c 100000 /dev/zero | tr '\\0' x | head -c \(n); printf ' \(n)'")]
+                    case 2: ["script": .string("echo \(n) >&2; printf \(n)")]
+                    // Its stdout ends well before it does: its descriptor's number is free for another command
+                    // while this run goes on.
+                    default: ["script": .string("printf \(n); exec >&-; sleep 0.05")]
+                    }
+                let source = PollSource(options: try! ShellOptions(options), slots: slots)
+                let result = await source.load(PluginLoadRequest(id: n, timeout: .seconds(30)))
+                await source.stop()
+                results.map.withLock { $0[n] = result }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while results.map.withLock({ $0.count }) < 600 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let answered = results.map.withLock { $0 }
+        let missing = (0..<600).filter { answered[$0] == nil }
+        #expect(missing.isEmpty, "\(missing.count) commands never answered, \(missing.prefix(10)) among them")
+        for (n, result) in answered {
+            let expected = n % 4 == 1 ? String(repeating: "x", count: n) + " \(n)" : "\(n)"
+            guard case .newData(let content, _, _) = result else {
+                Issue.record("command \(n): \(result)")
+                continue
+            }
+            #expect(content == .string(expected), "command \(n)")
+        }
+    }
+}
+
+private final class Answers: Sendable {
+    let map = Mutex<[Int: PluginLoadResult]>([:])
 }

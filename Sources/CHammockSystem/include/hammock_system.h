@@ -1,6 +1,7 @@
 #ifndef HAMMOCK_SYSTEM_H
 #define HAMMOCK_SYSTEM_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /// Makes the calling process a child subreaper (prctl PR_SET_CHILD_SUBREAPER): orphaned descendants are
@@ -39,5 +40,31 @@ int hammock_name_thread(const char *name);
 /// The size of the terminal on `fd` (ioctl TIOCGWINSZ, which Swift cannot call: ioctl is variadic). Returns 0
 /// and sets `columns` and `rows`, or -1 when `fd` is not a terminal or the size is unknown (zero).
 int hammock_terminal_size(int fd, int *columns, int *rows);
+
+/// Starts `path` with `argv` and `envp` in a process group of its own, as a command of the shell plugin: stdin
+/// is /dev/null, stdout and stderr are `stdout_fd` and `stderr_fd`, every other descriptor is closed, every
+/// signal has its default action and none is blocked, and the working directory is `directory` when it is not
+/// NULL. posix_spawn, which glibc runs as a vfork: the plugin's memory is not copied, which a fork of a process
+/// holding the Swift runtime costs (about a third of a short command's CPU). Returns 0 and sets `pid` and
+/// `pidfd` (a descriptor that becomes readable when the command ends, see `hammock_reap`), or an errno value:
+/// the exec's or the chdir's, which glibc brings back from the child.
+int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdout_fd,
+                  int stderr_fd, pid_t *pid, int *pidfd);
+
+/// A pipe for a command's stdout or stderr: both ends close-on-exec, the read end (`fds[0]`, the plugin's)
+/// non-blocking, the write end blocking, as a program expects of its output. 0, or -1 with errno set.
+int hammock_command_pipe(int fds[2]);
+
+/// epoll, which Swift's Glibc module leaves out. `hammock_epoll_watch` registers `fd` edge-triggered for input
+/// and hang-up with `token` as its data; `hammock_epoll_wait` blocks until some are ready and writes their
+/// tokens (at most `capacity`), retrying on EINTR. Each returns -1 with errno set on failure.
+int hammock_epoll_create(void);
+int hammock_epoll_watch(int epoll, int fd, uint64_t token);
+int hammock_epoll_forget(int epoll, int fd);
+int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity);
+
+/// Reaps the child behind `pidfd` if it has ended. Returns 1 and sets `signaled` (0: it exited with `code`;
+/// 1: signal `code` ended it), 0 while it runs, or -1 with errno set.
+int hammock_reap(int pidfd, int *signaled, int *code);
 
 #endif

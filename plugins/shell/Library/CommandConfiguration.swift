@@ -1,44 +1,66 @@
 import Glibc
-import Subprocess
 
 /// How to start a source's command, worked out once when the source is configured.
 ///
-/// A source polled every second starts its command 86,400 times a day. Resolving the program on `PATH`
-/// and copying this process's environment each time cost more CPU than the command itself (`cat
-/// /proc/loadavg`), so both happen here, once: the environment is the plugin's own (fixed for its life)
-/// with the source's `env` on top, and the program's path is looked up on that environment's `PATH`.
-/// A program not found now is left to be looked up at each run, so one installed later is found then.
-func makeConfiguration(_ options: ShellOptions) -> Subprocess.Configuration {
-    var platform = PlatformOptions()
-    // A group of its own: one signal reaches every process the command starts, and never the plugin.
-    platform.processGroupID = 0
-    platform.teardownSequence = [
-        .gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: ProcessGroupHandle.gracePeriod)
-    ]
-    var environment = pluginEnvironment
-    for (name, value) in options.environment { environment[name] = value }
-    // Sources without `env` of their own share one copy: thousands of them must not each hold one.
-    let entries = options.environment.isEmpty ? pluginEnvironmentEntries : environmentEntries(environment)
-    let executable: Executable
-    let arguments: [String]
-    switch options.program {
-    case .argv(let argv):
-        let program = argv[0]
-        if program.contains("/") {
-            executable = .path(.init(program))
-        } else if let found = findOnPath(program, path: environment["PATH"]) {
-            executable = .path(.init(found))
-        } else {
-            executable = .name(program)
+/// A source polled every second starts its command 86,400 times a day. Resolving the program on `PATH`,
+/// copying this process's environment and turning both into C strings each time cost more CPU than the
+/// command itself (`cat /proc/loadavg`), so all of it happens here, once: the environment is the plugin's
+/// own (fixed for its life) with the source's `env` on top, and the program's path is looked up on that
+/// environment's `PATH`. A program not found now is looked up again at each run, so one installed later
+/// is found then.
+struct CommandPlan: Sendable {
+    /// The program's path, or nil when it was not found on `PATH` when the source was configured.
+    let executable: String?
+    /// What the user named: the program for messages and for a later look-up.
+    let program: String
+    let arguments: CStringArray
+    let environment: CStringArray
+    let path: String?
+    let workingDirectory: String?
+
+    init(_ options: ShellOptions) {
+        var environment = pluginEnvironment
+        for (name, value) in options.environment { environment[name] = value }
+        // Sources without `env` of their own share one copy: thousands of them must not each hold one.
+        self.environment = options.environment.isEmpty ? pluginEnvironmentArray : CStringArray(entries(environment))
+        path = environment["PATH"]
+        workingDirectory = options.workingDirectory
+        switch options.program {
+        case .argv(let argv):
+            program = argv[0]
+            executable = program.contains("/") ? program : findOnPath(program, path: path)
+            arguments = CStringArray(argv)
+        case .script(let script):
+            program = "/bin/sh"
+            executable = program
+            arguments = CStringArray(["sh", "-c", script])
         }
-        arguments = Array(argv.dropFirst())
-    case .script(let script):
-        executable = .path("/bin/sh")
-        arguments = ["-c", script]
     }
-    return Subprocess.Configuration(
-        executable: executable, arguments: Arguments(arguments), environment: .custom(entries),
-        workingDirectory: options.workingDirectory.map { .init($0) }, platformOptions: platform)
+
+    /// The path to start: found when the source was configured, else looked for now.
+    func resolvedExecutable() -> String? { executable ?? findOnPath(program, path: path) }
+}
+
+/// Strings as a NULL-terminated array of C strings, as `execve` takes `argv` and `envp`, made once and
+/// never changed.
+///
+/// `@unchecked Sendable`: the memory is written in `init` only, then read (by `posix_spawn`) from any task,
+/// and freed in `deinit`.
+final class CStringArray: @unchecked Sendable {
+    let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+    private let count: Int
+
+    init(_ strings: [String]) {
+        count = strings.count
+        pointers = .allocate(capacity: strings.count + 1)
+        for (index, string) in strings.enumerated() { pointers[index] = strdup(string) }
+        pointers[strings.count] = nil
+    }
+
+    deinit {
+        for index in 0..<count { free(pointers[index]) }
+        pointers.deallocate()
+    }
 }
 
 /// This process's environment, read once.
@@ -55,11 +77,11 @@ private let pluginEnvironment: [String: String] = {
     return values
 }()
 
-private let pluginEnvironmentEntries = environmentEntries(pluginEnvironment)
+private let pluginEnvironmentArray = CStringArray(entries(pluginEnvironment))
 
-/// `NAME=value` entries, NUL-terminated, as the process receives them.
-private func environmentEntries(_ environment: [String: String]) -> [[UInt8]] {
-    environment.map { Array("\($0.key)=\($0.value)\0".utf8) }
+/// `NAME=value` entries, as the process receives them.
+private func entries(_ environment: [String: String]) -> [String] {
+    environment.map { "\($0.key)=\($0.value)" }
 }
 
 /// The first executable file named `program` in the directories of `path`, as a shell would find it.

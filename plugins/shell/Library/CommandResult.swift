@@ -58,3 +58,31 @@ func signalName(_ number: Int32) -> String {
     ]
     return names[number] ?? "signal \(number)"
 }
+
+/// The last `limit` bytes of a command's stderr, trimmed to whole lines, for error messages: a chatty
+/// command must not fill memory.
+struct StderrTail {
+    private var bytes: [UInt8] = []
+    private var truncated = false
+    let limit = 2048
+
+    mutating func append(_ more: [UInt8]) {
+        bytes += more
+        // Trimmed in steps, not at every append: a command that writes a byte at a time must not cost a copy each.
+        if bytes.count > 2 * limit {
+            bytes.removeFirst(bytes.count - limit)
+            truncated = true
+        }
+    }
+
+    var text: String {
+        var kept = bytes[...]
+        var cut = truncated
+        if kept.count > limit {
+            kept = kept.suffix(limit)
+            cut = true
+        }
+        if cut, let newline = kept.firstIndex(of: UInt8(ascii: "\n")) { kept = kept[(newline + 1)...] }
+        return String(decoding: kept, as: UTF8.self).trimmingWhitespace()
+    }
+}

@@ -1,92 +1,161 @@
+import CHammockSystem
+import Glibc
 import HammockCore
 import HammockPluginKit
-import Subprocess
 
 /// Starts a command and feeds its stdout to `consume` until it returns false or the output ends.
 ///
 /// The run is never cancelled from outside: ending it goes through `handle`, so that the whole process
 /// group is ended the same way whatever the cause (timeout, cancel, stop, too much output), and so that
-/// this function returns only once the command has been reaped.
-func runCommand(
-    _ options: ShellOptions, _ configuration: Subprocess.Configuration, handle: ProcessGroupHandle,
-    consume: ([UInt8]) async -> Bool
-) async -> CommandResult {
-    let outcome: CommandResult
-    do {
-        let result = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .sequence) {
-            execution in
-            handle.attach(execution.processIdentifier.value)
-            async let tail = readTail(of: execution.standardError)
-            do {
-                for try await buffer in execution.standardOutput {
-                    let bytes = buffer.withUnsafeBytes { Array($0) }
-                    if await !consume(bytes) { break }
+/// this function returns only once the command has been reaped. It returns when stdout and stderr have
+/// both reached their end and the command has ended: a background job that keeps a pipe open keeps the
+/// run going until the group is ended.
+func runCommand(_ plan: CommandPlan, handle: ProcessGroupHandle, consume: ([UInt8]) async -> Bool) async -> CommandResult {
+    let command: SpawnedCommand
+    switch SpawnedCommand.start(plan) {
+    case .success(let started): command = started
+    case .failure(let error):
+        await handle.finish()
+        return CommandResult(ending: .launchFailed(error), stderrTail: "", endReason: handle.endReason)
+    }
+    handle.attach(command.pid)
+
+    let wakeup = Wakeup()
+    let watcher = CommandWatcher.shared
+    let token = watcher.watch([command.stdout, command.stderr, command.pidfd], wakeup: wakeup)
+    var stdout: Int32? = command.stdout
+    var stderr: Int32? = command.stderr
+    var tail = StderrTail()
+    var ending: CommandResult.Ending?
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+    defer { scratch.deallocate() }
+    while stdout != nil || stderr != nil || ending == nil {
+        // Edge-triggered: everything there is read before waiting again. A chunk at a time from each pipe,
+        // so that a command writing much to one does not stall on the other.
+        var progressed = false
+        if let descriptor = stdout {
+            switch readChunk(descriptor, scratch) {
+            case .bytes(let bytes):
+                progressed = true
+                if await !consume(bytes) {
+                    // The command's group is being ended; what it still writes goes nowhere (EPIPE).
+                    stdout = nil
+                    watcher.close(descriptor)
                 }
-            } catch {
-                pluginLog("reading stdout failed: \(error)")
+            case .end:
+                progressed = true
+                stdout = nil
+                watcher.close(descriptor)
+            case .nothingYet:
+                break
             }
-            return await tail
         }
-        let ending: CommandResult.Ending =
-            switch result.terminationStatus {
-            case .exited(let status): .exited(status)
-            case .signaled(let number): .signaled(number)
+        if let descriptor = stderr {
+            switch readChunk(descriptor, scratch) {
+            case .bytes(let bytes):
+                progressed = true
+                tail.append(bytes)
+            case .end:
+                progressed = true
+                stderr = nil
+                watcher.close(descriptor)
+            case .nothingYet:
+                break
             }
-        outcome = CommandResult(ending: ending, stderrTail: result.closureResult, endReason: nil)
-    } catch let error as SubprocessError {
-        outcome = CommandResult(ending: .launchFailed(launchError(error, options)), stderrTail: "", endReason: nil)
-    } catch {
-        outcome = CommandResult(
-            ending: .launchFailed(SourceError(message: "could not run the command: \(error)", code: .spawnFailed)),
-            stderrTail: "", endReason: nil)
+        }
+        if ending == nil, let ended = command.reapIfEnded() {
+            progressed = true
+            ending = ended
+        }
+        if !progressed { await wakeup.wait() }
     }
+    watcher.close(command.pidfd)
+    watcher.stopWatching(token)
     await handle.finish()
-    var finished = outcome
-    finished.endReason = handle.endReason
-    return finished
+    return CommandResult(ending: ending ?? .exited(0), stderrTail: tail.text, endReason: handle.endReason)
 }
 
-private func launchError(_ error: SubprocessError, _ options: ShellOptions) -> SourceError {
-    let program: String =
-        switch options.program {
-        case .argv(let argv): argv[0]
-        case .script: "/bin/sh"
+/// A command just started: its pid (which is also its process group's id), the read ends of its stdout and
+/// stderr (non-blocking), and a pidfd that becomes readable when it ends.
+struct SpawnedCommand {
+    let pid: pid_t
+    let stdout: Int32
+    let stderr: Int32
+    let pidfd: Int32
+
+    static func start(_ plan: CommandPlan) -> Result<SpawnedCommand, SourceError> {
+        guard let executable = plan.resolvedExecutable() else {
+            return .failure(SourceError(message: "command not found: \(plan.program)", code: .commandNotFound))
         }
-    switch error.code {
-    case .executableNotFound:
-        return SourceError(message: "command not found: \(program)", code: .commandNotFound)
-    case .failedToChangeWorkingDirectory:
-        return SourceError(
-            message: "cannot change to the working directory \"\(options.workingDirectory ?? "")\"", code: .badWorkingDirectory)
-    default:
-        let underlying = error.underlyingError.map { "\($0)" } ?? ""
-        if underlying.contains("No such file") || underlying.contains("ENOENT") {
-            return SourceError(message: "command not found: \(program)", code: .commandNotFound)
+        var output: [Int32] = [-1, -1]
+        var errors: [Int32] = [-1, -1]
+        guard hammock_command_pipe(&output) == 0 else { return .failure(spawnFailure(plan, errno)) }
+        guard hammock_command_pipe(&errors) == 0 else {
+            let error = errno
+            close(output[0])
+            close(output[1])
+            return .failure(spawnFailure(plan, error))
         }
-        return SourceError(message: "could not run \(program): \(error)", code: .spawnFailed)
+        var pid: pid_t = 0
+        var pidfd: Int32 = -1
+        let error = hammock_spawn(
+            executable, plan.arguments.pointers, plan.environment.pointers, plan.workingDirectory, output[1],
+            errors[1], &pid, &pidfd)
+        close(output[1])
+        close(errors[1])
+        guard error == 0 else {
+            close(output[0])
+            close(errors[0])
+            return .failure(spawnFailure(plan, error))
+        }
+        return .success(SpawnedCommand(pid: pid, stdout: output[0], stderr: errors[0], pidfd: pidfd))
+    }
+
+    /// How the command ended, once it has; it is reaped then, and this must not be called again.
+    func reapIfEnded() -> CommandResult.Ending? {
+        var signaled: Int32 = 0
+        var code: Int32 = 0
+        switch hammock_reap(pidfd, &signaled, &code) {
+        case 1: return signaled == 0 ? .exited(code) : .signaled(code)
+        case 0: return nil
+        default:
+            // Only a bug could bring this (the pidfd is the plugin's own child's, reaped here alone).
+            return .launchFailed(
+                SourceError(message: "could not learn how the command ended: \(String(cString: strerror(errno)))",
+                            code: .spawnFailed))
+        }
     }
 }
 
-/// Keeps the last `limit` bytes of a stream, trimmed to whole lines, for error messages.
-private func readTail(of stream: SubprocessOutputSequence, limit: Int = 2048) async -> String {
-    var tail: [UInt8] = []
-    var truncated = false
-    do {
-        for try await buffer in stream {
-            buffer.withUnsafeBytes { tail.append(contentsOf: $0) }
-            if tail.count > 2 * limit {
-                tail.removeFirst(tail.count - limit)
-                truncated = true
-            }
+/// Why a command could not be started, in the user's terms. glibc brings the child's `chdir` or `exec` error
+/// back as one errno, so a working directory that is not there is told apart by looking at it.
+private func spawnFailure(_ plan: CommandPlan, _ error: Int32) -> SourceError {
+    if let directory = plan.workingDirectory {
+        var info = stat()
+        if stat(directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR || access(directory, X_OK) != 0 {
+            return SourceError(message: "cannot change to the working directory \"\(directory)\"", code: .badWorkingDirectory)
         }
-    } catch {
-        // A read error ends the tail where it is; the exit status still tells what happened.
     }
-    if tail.count > limit {
-        tail.removeFirst(tail.count - limit)
-        truncated = true
+    if error == ENOENT {
+        return SourceError(message: "command not found: \(plan.program)", code: .commandNotFound)
     }
-    var text = tail[...]
-    if truncated, let newline = text.firstIndex(of: UInt8(ascii: "\n")) { text = text[(newline + 1)...] }
-    return String(decoding: text, as: UTF8.self).trimmingWhitespace()
+    return SourceError(message: "could not run \(plan.program): \(String(cString: strerror(error)))", code: .spawnFailed)
+}
+
+private enum Chunk {
+    case bytes([UInt8])
+    case end
+    case nothingYet
+}
+
+/// One read of what a non-blocking pipe holds, through `scratch`, copied out at its exact size.
+private func readChunk(_ descriptor: Int32, _ scratch: UnsafeMutableRawBufferPointer) -> Chunk {
+    var count: Int
+    repeat {
+        count = read(descriptor, scratch.baseAddress, scratch.count)
+    } while count < 0 && errno == EINTR
+    if count > 0 { return .bytes(Array(UnsafeRawBufferPointer(rebasing: scratch[..<count]))) }
+    if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .nothingYet }
+    // 0 is the end; any other error on a pipe cannot be read past either.
+    return .end
 }

@@ -1,12 +1,11 @@
 import HammockCore
 import HammockPluginKit
-import Subprocess
 import Synchronization
 
 /// `mode: poll`: every load runs the command once and answers with its whole output.
 final class PollSource: PluginSource {
     let options: ShellOptions
-    private let configuration: Subprocess.Configuration
+    private let plan: CommandPlan
     /// Shared by every poll source of the plugin: how many commands may run at once.
     private let slots: CommandSlots
     private struct State {
@@ -19,7 +18,7 @@ final class PollSource: PluginSource {
     init(options: ShellOptions, slots: CommandSlots = ShellPlugin.commandSlots) {
         self.options = options
         self.slots = slots
-        configuration = makeConfiguration(options)
+        plan = CommandPlan(options)
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
@@ -39,8 +38,8 @@ final class PollSource: PluginSource {
         // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
         // the process group through the handle, then waits for the run to wind down, so no process of it
         // is left when the load returns.
-        let (options, configuration) = (self.options, self.configuration)
-        let run = Task { await Self.run(options, configuration, handle: handle) }
+        let (options, plan) = (self.options, self.plan)
+        let run = Task { await Self.run(options, plan, handle: handle) }
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -72,10 +71,10 @@ final class PollSource: PluginSource {
     }
 
     private static func run(
-        _ options: ShellOptions, _ configuration: Subprocess.Configuration, handle: ProcessGroupHandle
+        _ options: ShellOptions, _ plan: CommandPlan, handle: ProcessGroupHandle
     ) async -> PluginLoadResult {
         var output: [UInt8] = []
-        let result = await runCommand(options, configuration, handle: handle) { bytes in
+        let result = await runCommand(plan, handle: handle) { bytes in
             guard output.count + bytes.count <= options.maxBytes else {
                 handle.endSoon(.outputTooLarge)
                 return false

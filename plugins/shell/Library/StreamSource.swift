@@ -2,7 +2,6 @@ import HammockCore
 import HammockJSON
 import HammockPluginKit
 import HammockProtocol
-import Subprocess
 
 /// `mode: stream`: one long-running command whose every stdout line is new content.
 ///
@@ -13,7 +12,7 @@ import Subprocess
 /// back to 1s after a run of 30s or more); a load during that backoff starts it at once.
 actor StreamSource: PluginSource {
     let options: ShellOptions
-    private let configuration: Subprocess.Configuration
+    private let plan: CommandPlan
     let push: PushChannel
 
     private struct Waiter {
@@ -40,7 +39,7 @@ actor StreamSource: PluginSource {
     init(options: ShellOptions, push: PushChannel) {
         self.options = options
         self.push = push
-        configuration = makeConfiguration(options)
+        plan = CommandPlan(options)
     }
 
     func load(_ request: PluginLoadRequest) async -> PluginLoadResult {
@@ -90,7 +89,7 @@ actor StreamSource: PluginSource {
             guard await begin(handle) else { return }
             let started = ContinuousClock.now
             var splitter = LineSplitter(maximumLineLength: options.maxBytes, keepsEmptyLines: true)
-            let result = await runCommand(options, configuration, handle: handle) { bytes in
+            let result = await runCommand(plan, handle: handle) { bytes in
                 // The lines before a too-long one are passed on; the command is ended at once, without
                 // waiting for the end of a line it may never finish.
                 var lines: [[UInt8]] = []
