@@ -72,7 +72,8 @@ func runCommand(_ plan: CommandPlan, handle: ProcessGroupHandle, consume: ([UInt
     watcher.close(command.pidfd)
     watcher.stopWatching(token)
     await handle.finish()
-    return CommandResult(ending: ending ?? .exited(0), stderrTail: tail.text, endReason: handle.endReason)
+    // The loop ends only once the command has been reaped.
+    return CommandResult(ending: ending!, stderrTail: tail.text, endReason: handle.endReason)
 }
 
 /// A command just started: its pid (which is also its process group's id), the read ends of its stdout and
