@@ -367,3 +367,59 @@ struct OutputBoundsTests {
         }
     }
 }
+
+/// What the machine cannot give: a shell plugin out of file descriptors.
+@Suite("Bounds: a plugin out of descriptors")
+struct DescriptorBoundsTests {
+    /// 30 commands that hold their pipes for 2 s, all started at once under a limit of 40 descriptors (each
+    /// running command holds three in the plugin): those that cannot start fail with the reason, and the
+    /// plugin goes on, and keeps none of what the failed starts opened. A probe polled every 300 ms answers
+    /// once the others have ended.
+    @Test("commands that cannot get descriptors fail saying so; the plugin goes on and loads once some are free")
+    func outOfDescriptors() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var yaml = "sources:\n  probe: { kind: shell, command: [echo, hi], refresh: 300ms }\n"
+        for n in 0..<30 { yaml += "  hog\(n): { kind: shell, command: [sleep, '2'], timeout: 10s, retry: off }\n" }
+        let config = try HammockProcess.writeConfig(yaml, in: folder)
+        let hammock = try HammockProcess.launch(
+            program: "/bin/sh", arguments: ["-c", #"ulimit -n 40 && exec "$0" run "$1""#, try HammockProcess.executablePath(), config],
+            environment: ["HAMMOCK_SHELL_CONCURRENCY": "64"])
+        defer { Task { await hammock.stop() } }
+
+        typealias State = (id: String, event: String, message: String, content: JSONValue?)
+        func states(_ lines: [String]) -> [State] {
+            lines.compactMap { text -> State? in
+                guard let line = try? JSONValue(parsing: text), let id = line["id"]?.stringValue,
+                      let event = line["event"]?.stringValue else { return nil }
+                return (id, event, line["state"]?["latestError"]?["message"]?.stringValue ?? "", line["state"]?["content"])
+            }
+        }
+        let exhausted = "could not run sleep: Too many open files"
+        let lines = try await hammock.waitForStdoutLines(
+            "a hog that started ends, and the probe answers after a command could not start", timeout: .seconds(30)
+        ) { lines in
+            let seen = states(lines)
+            guard let failed = seen.firstIndex(where: { $0.event == "error" && $0.message.hasPrefix("could not run") }) else { return false }
+            return seen.contains { $0.id.hasPrefix("hog") && $0.event == "newData" }
+                && seen[failed...].contains { $0.id == "probe" && $0.event == "newData" && $0.content == "hi" }
+        }
+        let seen = states(lines)
+        let failures = seen.filter { $0.event == "error" }
+        #expect(failures.allSatisfy { $0.message == exhausted || $0.id == "probe" && $0.message.hasPrefix("could not run echo") },
+                "\(failures.map(\.message))")
+        #expect(failures.contains { $0.id.hasPrefix("hog") }, "the limit was never reached: no hog failed")
+        #expect(!hammock.stderrText.contains("plugin"), "the plugin was restarted: \(hammock.stderrText)")
+
+        // Nothing a command opened is kept: once every hog has answered, the plugin holds what it holds at rest
+        // (11 descriptors: stdio, its own pipes and threads' and the command watcher's) and a probe's three at
+        // most. Leaving each command's pidfd open, for one, makes it over 20 by then.
+        try await hammock.waitForStdoutLines("every hog has answered", timeout: .seconds(30)) { lines in
+            Set(states(lines).filter { $0.id.hasPrefix("hog") && $0.event != "requested" }.map(\.id)).count == 30
+        }
+        let plugin = try #require(ProcessTable.descendants(of: hammock.pid).first { $0.command.hasPrefix("hammock-plugin") })
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(plugin.pid)/fd").count) ?? -1
+        #expect(open > 0 && open <= 20, "the shell plugin holds \(open) descriptors")
+    }
+}
+
