@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -201,14 +202,28 @@ int hammock_epoll_watch(int epoll, int fd, uint64_t token) {
 
 int hammock_epoll_forget(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
 
-int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity) {
+int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms) {
     struct epoll_event events[64];
     if (capacity > 64) capacity = 64;
     int count;
-    while ((count = epoll_wait(epoll, events, capacity, -1)) < 0 && errno == EINTR) {
+    while ((count = epoll_wait(epoll, events, capacity, timeout_ms)) < 0 && errno == EINTR) {
     }
     for (int index = 0; index < count; index++) tokens[index] = events[index].data.u64;
     return count;
+}
+
+int hammock_event_create(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+void hammock_event_post(int fd) {
+    uint64_t one = 1;
+    ssize_t written = write(fd, &one, sizeof one);
+    (void)written;  // only a counter at its maximum refuses, and it is readable then anyway
+}
+
+void hammock_event_clear(int fd) {
+    uint64_t count;
+    ssize_t got = read(fd, &count, sizeof count);
+    (void)got;  // EAGAIN: already clear
 }
 
 int hammock_reap(int pidfd, int *signaled, int *code) {

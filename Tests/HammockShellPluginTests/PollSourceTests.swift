@@ -61,6 +61,20 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(45), "the command was not ended")
     }
 
+    /// The watcher's thread sleeps until the nearest deadline; one that comes later but falls sooner must wake it.
+    @Test func aShorterTimeoutThatComesLaterIsKept() async throws {
+        let long = PollSource(options: try ShellOptions(["command": ["sleep", "60"]]))
+        let waiting = Task { await long.load(PluginLoadRequest(id: 1, timeout: .seconds(30))) }
+        try await Task.sleep(for: .milliseconds(300))  // the thread now sleeps until the 30 s deadline
+        let started = ContinuousClock.now
+        let error = try #require(try await failure(["command": ["sleep", "60"]], timeout: .milliseconds(200)))
+        #expect(error == SourceError(message: "timed out after 200ms", code: .timeout))
+        // Generous for a loaded machine; waiting out the first command's deadline would take 30 s.
+        #expect(ContinuousClock.now - started < .seconds(10), "the sooner deadline waited for the later one")
+        await long.stop()
+        _ = await waiting.value
+    }
+
     @Test func outputPastMaxBytesEndsTheCommand() async throws {
         let error = try #require(try await failure(["script": "head -c 5000 /dev/zero; sleep 30", "maxBytes": 1000]))
         #expect(error == SourceError(message: "output exceeded maxBytes (1000 bytes); the command was ended", code: .outputTooLarge))

@@ -56,12 +56,19 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
 int hammock_command_pipe(int fds[2]);
 
 /// epoll, which Swift's Glibc module leaves out. `hammock_epoll_watch` registers `fd` edge-triggered for input
-/// and hang-up with `token` as its data; `hammock_epoll_wait` blocks until some are ready and writes their
-/// tokens (at most `capacity`), retrying on EINTR. Each returns -1 with errno set on failure.
+/// and hang-up with `token` as its data; `hammock_epoll_wait` blocks until some are ready or `timeout_ms` has
+/// passed (-1: no limit) and writes their tokens (at most `capacity`; 0 when the time ran out), retrying on
+/// EINTR. Each returns -1 with errno set on failure.
 int hammock_epoll_create(void);
 int hammock_epoll_watch(int epoll, int fd, uint64_t token);
 int hammock_epoll_forget(int epoll, int fd);
-int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity);
+int hammock_epoll_wait(int epoll, uint64_t *tokens, int capacity, int timeout_ms);
+
+/// An eventfd (close-on-exec, non-blocking) for waking a thread blocked in `hammock_epoll_wait`: `hammock_event_post`
+/// makes it readable, `hammock_event_clear` reads it empty again. -1 with errno set on failure.
+int hammock_event_create(void);
+void hammock_event_post(int fd);
+void hammock_event_clear(int fd);
 
 /// Reaps the child behind `pidfd` if it has ended. Returns 1 and sets `signaled` (0: it exited with `code`;
 /// 1: signal `code` ended it), 0 while it runs, or -1 with errno set.

@@ -3,14 +3,18 @@ import Glibc
 import HammockCore
 import HammockPluginKit
 
-/// Starts a command and feeds its stdout to `consume` until it returns false or the output ends.
+/// Starts a command and feeds its stdout to `consume` until it returns false or the output ends. A command
+/// that runs past `timeout` is ended (`EndReason.timeout`).
 ///
 /// The run is never cancelled from outside: ending it goes through `handle`, so that the whole process
 /// group is ended the same way whatever the cause (timeout, cancel, stop, too much output), and so that
 /// this function returns only once the command has been reaped. It returns when stdout and stderr have
 /// both reached their end and the command has ended: a background job that keeps a pipe open keeps the
 /// run going until the group is ended.
-func runCommand(_ plan: CommandPlan, handle: ProcessGroupHandle, consume: ([UInt8]) async -> Bool) async -> CommandResult {
+func runCommand(
+    _ plan: CommandPlan, handle: ProcessGroupHandle, timeout: Duration? = nil, consume: ([UInt8]) async -> Bool
+) async -> CommandResult {
+    let deadline = timeout.map { ContinuousClock.now + $0 }
     let command: SpawnedCommand
     switch SpawnedCommand.start(plan) {
     case .success(let started): command = started
@@ -22,7 +26,8 @@ func runCommand(_ plan: CommandPlan, handle: ProcessGroupHandle, consume: ([UInt
 
     let wakeup = Wakeup()
     let watcher = CommandWatcher.shared
-    let token = watcher.watch([command.stdout, command.stderr, command.pidfd], wakeup: wakeup)
+    let token = watcher.watch([command.stdout, command.stderr, command.pidfd], wakeup: wakeup, deadline: deadline)
+    var timedOut = false
     var stdout: Int32? = command.stdout
     var stderr: Int32? = command.stderr
     var tail = StderrTail()
@@ -66,6 +71,10 @@ func runCommand(_ plan: CommandPlan, handle: ProcessGroupHandle, consume: ([UInt
         if ending == nil, let ended = command.reapIfEnded() {
             progressed = true
             ending = ended
+        }
+        if let timeout, let deadline, !timedOut, ending == nil, ContinuousClock.now >= deadline {
+            timedOut = true
+            handle.endSoon(.timeout(timeout))
         }
         if !progressed { await wakeup.wait() }
     }

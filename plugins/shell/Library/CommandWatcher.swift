@@ -15,9 +15,18 @@ final class CommandWatcher: Sendable {
     static let shared = CommandWatcher()
 
     private let epoll: Int32
+    /// Made readable to wake the thread when a deadline comes before the one it sleeps until.
+    private let rethink: Int32
+    private static let rethinkToken: UInt64 = 0
     private struct Registry {
         var nextToken: UInt64 = 0
         var wakeups: [UInt64: Wakeup] = [:]
+        /// When a command with a time limit must be woken, whatever its descriptors do: a load's timeout
+        /// lives here rather than in a timer task of its own, which cost each poll a task and two wake-ups
+        /// of libdispatch's timer thread.
+        var deadlines: [UInt64: ContinuousClock.Instant] = [:]
+        /// The deadline the thread's current wait ends at (nil: none).
+        var sleepsUntil: ContinuousClock.Instant?
     }
     /// Looked up by this thread for each event: a command that has stopped watching is no longer found, so an
     /// event for it that was already on its way is dropped.
@@ -25,19 +34,24 @@ final class CommandWatcher: Sendable {
 
     private init() {
         epoll = hammock_epoll_create()
-        precondition(epoll >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
+        rethink = hammock_event_create()
+        precondition(epoll >= 0 && rethink >= 0, "epoll or eventfd failed: \(String(cString: strerror(errno)))")
+        precondition(hammock_epoll_watch(epoll, rethink, Self.rethinkToken) == 0, "epoll_ctl failed: \(String(cString: strerror(errno)))")
         OwnThread.start(named: "hammock.commands") { [self] in waitForEvents() }
     }
 
     /// Signals `wakeup` whenever one of `descriptors` becomes readable, reaches its end, or (a pidfd) its
-    /// process ends. Edge-triggered: the reader must read until `EAGAIN` before it waits again. Returns the
-    /// token for `stopWatching`.
-    func watch(_ descriptors: [Int32], wakeup: Wakeup) -> UInt64 {
-        let token = registry.withLock { registry in
+    /// process ends, and once at `deadline`. Edge-triggered: the reader must read until `EAGAIN` before it
+    /// waits again. Returns the token for `stopWatching`.
+    func watch(_ descriptors: [Int32], wakeup: Wakeup, deadline: ContinuousClock.Instant? = nil) -> UInt64 {
+        let (token, sooner) = registry.withLock { registry in
             registry.nextToken += 1
             registry.wakeups[registry.nextToken] = wakeup
-            return registry.nextToken
+            guard let deadline else { return (registry.nextToken, false) }
+            registry.deadlines[registry.nextToken] = deadline
+            return (registry.nextToken, registry.sleepsUntil.map { deadline < $0 } ?? true)
         }
+        if sooner { hammock_event_post(rethink) }
         for descriptor in descriptors {
             // Fails only for a descriptor that is not open or cannot be polled, which would be a bug here.
             precondition(hammock_epoll_watch(epoll, descriptor, token) == 0,
@@ -55,20 +69,42 @@ final class CommandWatcher: Sendable {
 
     /// Forgets the wakeup of `watch`'s token, once its descriptors are closed.
     func stopWatching(_ token: UInt64) {
-        _ = registry.withLock { $0.wakeups.removeValue(forKey: token) }
+        registry.withLock { registry in
+            registry.wakeups[token] = nil
+            registry.deadlines[token] = nil
+        }
     }
 
     private func waitForEvents() {
         var tokens = [UInt64](repeating: 0, count: 64)
         while true {
-            let count = Int(hammock_epoll_wait(epoll, &tokens, Int32(tokens.count)))
+            let timeout = registry.withLock { registry -> Int32 in
+                registry.sleepsUntil = registry.deadlines.values.min()
+                return registry.sleepsUntil.map { milliseconds(until: $0) } ?? -1
+            }
+            let count = Int(hammock_epoll_wait(epoll, &tokens, Int32(tokens.count), timeout))
             precondition(count >= 0, "epoll_wait failed: \(String(cString: strerror(errno)))")
+            if tokens[..<count].contains(Self.rethinkToken) { hammock_event_clear(rethink) }
             let woken = registry.withLock { registry in
-                tokens[..<count].compactMap { registry.wakeups[$0] }
+                var woken = tokens[..<count].compactMap { registry.wakeups[$0] }
+                let now = ContinuousClock.now
+                for (token, deadline) in registry.deadlines where deadline <= now {
+                    registry.deadlines[token] = nil
+                    if let wakeup = registry.wakeups[token] { woken.append(wakeup) }
+                }
+                return woken
             }
             for wakeup in woken { wakeup.signal() }
         }
     }
+}
+
+/// epoll's timeout for `deadline`: whole milliseconds, rounded up so that the wait never ends before it.
+private func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+    let (seconds, attoseconds) = (deadline - .now).components
+    guard seconds >= 0 else { return 0 }
+    let total = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+    return Int32(clamping: total)
 }
 
 /// Said by the watcher's thread when something happened to a command, awaited by the command's task. A

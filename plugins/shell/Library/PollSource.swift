@@ -32,32 +32,17 @@ final class PollSource: PluginSource {
         defer { _ = state.withLock { $0.running.removeValue(forKey: key) } }
         guard await slots.acquire() else { return .error(SourceError(message: "the load was cancelled", code: .stopped)) }
         defer { slots.release() }
-        // The timeout counts from here, in the engine (`started`) as below.
         request.started()
 
-        // The command runs in a task of its own, which cancellation does not reach: a cancelled load ends
-        // the process group through the handle, then waits for the run to wind down, so no process of it
-        // is left when the load returns.
+        // A cancelled load ends the process group through the handle; the run goes on until the command is
+        // reaped (it awaits nothing that cancellation cuts short), so no process of it is left when the load
+        // returns. The timeout counts from here, in the engine (`started`) as in the run.
         let (options, plan) = (self.options, self.plan)
-        let run = Task { await Self.run(options, plan, handle: handle) }
-        await withTaskCancellationHandler {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        try await Task.sleep(for: request.timeout ?? .seconds(366 * 86_400))
-                        if let timeout = request.timeout { await handle.end(.timeout(timeout)) }
-                    } catch {
-                        // Woken because the run finished (or the load was cancelled, handled below).
-                    }
-                }
-                group.addTask { _ = await run.value }
-                await group.next()
-                group.cancelAll()
-            }
+        return await withTaskCancellationHandler {
+            await Self.run(options, plan, handle: handle, timeout: request.timeout)
         } onCancel: {
             handle.endSoon(.cancelled)
         }
-        return await run.value
     }
 
     func stop() async {
@@ -71,10 +56,10 @@ final class PollSource: PluginSource {
     }
 
     private static func run(
-        _ options: ShellOptions, _ plan: CommandPlan, handle: ProcessGroupHandle
+        _ options: ShellOptions, _ plan: CommandPlan, handle: ProcessGroupHandle, timeout: Duration?
     ) async -> PluginLoadResult {
         var output: [UInt8] = []
-        let result = await runCommand(plan, handle: handle) { bytes in
+        let result = await runCommand(plan, handle: handle, timeout: timeout) { bytes in
             guard output.count + bytes.count <= options.maxBytes else {
                 handle.endSoon(.outputTooLarge)
                 return false
