@@ -61,6 +61,15 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(45), "the command was not ended")
     }
 
+    /// The command itself is gone at once, but a job it left in the background holds stdout: the timeout
+    /// still ends the group, job included.
+    @Test func aTimeoutEndsABackgroundJobThatHoldsTheOutput() async throws {
+        let started = ContinuousClock.now
+        let error = try #require(try await failure(["script": "sleep 60 & echo started"], timeout: .milliseconds(300)))
+        #expect(error == SourceError(message: "timed out after 300ms", code: .timeout))
+        #expect(ContinuousClock.now - started < .seconds(30), "the background job was not ended")
+    }
+
     /// The watcher's thread sleeps until the nearest deadline; one that comes later but falls sooner must wake it.
     @Test func aShorterTimeoutThatComesLaterIsKept() async throws {
         let long = PollSource(options: try ShellOptions(["command": ["sleep", "60"]]))

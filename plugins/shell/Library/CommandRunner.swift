@@ -72,7 +72,8 @@ func runCommand(
             progressed = true
             ending = ended
         }
-        if let timeout, let deadline, !timedOut, ending == nil, ContinuousClock.now >= deadline {
+        // Whether or not the command itself has ended: a job it left behind may hold a pipe open.
+        if let timeout, let deadline, !timedOut, ContinuousClock.now >= deadline {
             timedOut = true
             handle.endSoon(.timeout(timeout))
         }
