@@ -100,12 +100,13 @@ struct SpawnedCommand {
         }
         var output: [Int32] = [-1, -1]
         var errors: [Int32] = [-1, -1]
-        guard hammock_command_pipe(&output) == 0 else { return .failure(spawnFailure(plan, errno)) }
+        // A pipe that cannot be made (out of descriptors) says so; only the spawn's own errors need telling apart.
+        guard hammock_command_pipe(&output) == 0 else { return .failure(couldNotRun(plan, errno)) }
         guard hammock_command_pipe(&errors) == 0 else {
             let error = errno
             close(output[0])
             close(output[1])
-            return .failure(spawnFailure(plan, error))
+            return .failure(couldNotRun(plan, error))
         }
         var pid: pid_t = 0
         var pidfd: Int32 = -1
@@ -150,7 +151,11 @@ private func spawnFailure(_ plan: CommandPlan, _ error: Int32) -> SourceError {
     if error == ENOENT {
         return SourceError(message: "command not found: \(plan.program)", code: .commandNotFound)
     }
-    return SourceError(message: "could not run \(plan.program): \(String(cString: strerror(error)))", code: .spawnFailed)
+    return couldNotRun(plan, error)
+}
+
+private func couldNotRun(_ plan: CommandPlan, _ error: Int32) -> SourceError {
+    SourceError(message: "could not run \(plan.program): \(String(cString: strerror(error)))", code: .spawnFailed)
 }
 
 private enum Chunk {
