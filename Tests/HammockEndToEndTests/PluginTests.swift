@@ -87,6 +87,29 @@ struct PluginTests {
         }
     }
 
+    /// Through the real plugin, which ignores SIGPIPE and SIGINT itself: its commands must not inherit that
+    /// (in-process, the test runner ignores neither, so only this shows it). glibc's `posix_spawn` leaves its
+    /// two internal signals, 32 and 33, ignored in every child.
+    @Test("a command starts with every signal at its default action and none blocked, though the plugin ignores SIGPIPE and SIGINT")
+    func commandSignals() async throws {
+        let config = """
+            version: 1
+            sources:
+              masks:
+                kind: shell
+                script: "grep -E '^Sig(Ign|Blk)' /proc/self/status"
+                parse: lines
+                retry: off
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let answer = try await hammock.waitFor(type: "source", id: "masks") { $0.event == "newData" }
+            let masks = (answer.content?.arrayValue ?? []).compactMap { line in
+                line.stringValue?.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) }
+            }
+            #expect(masks.count == 2 && masks.allSatisfy { $0 & ~0x1_8000_0000 == 0 }, "\(answer)")
+        }
+    }
+
     @Test("a command that fails after it succeeded keeps the earlier content beside the error")
     func failureKeepsContent() async throws {
         let folder = try TestFiles.makeDirectory()

@@ -16,8 +16,8 @@ import Testing
         return result
     }
 
-    private func content(_ options: JSONValue) async throws -> JSONValue? {
-        guard case .newData(let content, _, _) = try await load(options) else { return nil }
+    private func content(_ options: JSONValue, timeout: Duration? = nil) async throws -> JSONValue? {
+        guard case .newData(let content, _, _) = try await load(options, timeout: timeout) else { return nil }
         return content
     }
 
@@ -104,8 +104,9 @@ import Testing
         // Only 0, 1 and 2 (and ls's own descriptor for the directory): nothing of the plugin's leaks in.
         #expect(try await content(["command": ["ls", "/proc/self/fd"], "parse": "lines"]) == ["0", "1", "2", "3"])
         #expect(try await content(["command": ["readlink", "/proc/self/fd/0"]]) == "/dev/null")
-        // The plugin ignores SIGPIPE and SIGINT; a command must not, and must block nothing. glibc's posix_spawn
-        // leaves its two internal signals (32 and 33, which glibc programs cannot use) ignored in every child.
+        // No signal ignored or blocked. glibc's posix_spawn leaves its two internal signals (32 and 33, which glibc
+        // programs cannot use) ignored in every child. The test runner ignores no signal, so that the plugin's
+        // ignored SIGPIPE and SIGINT are not passed on is shown through the real plugin (`PluginTests`).
         let masks = try #require(try await content(["script": "grep -E '^Sig(Ign|Blk)' /proc/self/status", "parse": "lines"]))
         let values = (masks.arrayValue ?? []).compactMap { $0.stringValue?.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) } }
         #expect(values.count == 2 && values.allSatisfy { $0 & ~0x1_8000_0000 == 0 }, "\(masks)")
@@ -117,8 +118,9 @@ import Testing
 
     @Test func bothPipesAreReadAtOnceSoAFullOneStallsNothing() async throws {
         // 300 KB to stderr before a word to stdout: a reader that took stdout to its end first would wait for ever.
-        #expect(try await content(["script": "head -c 300000 /dev/zero | tr '\\0' e >&2; echo ok"]) == "ok")
-        let error = try #require(try await failure(["script": "yes eeeeeeeee | head -c 300000 >&2; echo last >&2; exit 3"]))
+        // The timeout bounds the test: a reader that stalled would see it fire instead of "ok".
+        #expect(try await content(["script": "head -c 300000 /dev/zero | tr '\\0' e >&2; echo ok"], timeout: .seconds(20)) == "ok")
+        let error = try #require(try await failure(["script": "yes eeeeeeeee | head -c 300000 >&2; echo last >&2; exit 3"], timeout: .seconds(20)))
         // Only the end of stderr (2 KiB), from the start of a line.
         #expect(error.message.hasPrefix("exited with status 3: eeeeeeeee\neeeeeeeee\n"), "\(error.message.prefix(80))")
         #expect(error.message.hasSuffix("eeeeeeeee\nlast") && error.message.utf8.count < 2100, "\(error.message.suffix(80))")
