@@ -157,6 +157,15 @@ public final class HammockProcess: Sendable {
         return path
     }
 
+    /// Removes a folder that `makeTemporaryDirectory` made, and nothing else: a folder whose name does not
+    /// start with `hammock-e2e-` (a project folder handed in by mistake) is left where it is.
+    public static func removeTemporaryDirectory(_ path: String) {
+        let name = (path as NSString).lastPathComponent
+        guard name.hasPrefix("hammock-e2e-"), path.hasPrefix(FileManager.default.temporaryDirectory.path + "/")
+        else { return }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
     /// Writes `yaml` to `name` in `directory` and returns the file's path.
     @discardableResult
     public static func writeConfig(_ yaml: String, in directory: String, name: String = "config.yaml") throws -> String {
@@ -385,7 +394,7 @@ public final class HammockProcess: Sendable {
             if let open = descriptor { close(open) }
             descriptor = nil
         }
-        if !stopped.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
+        if !stopped.withLock({ $0 }) { Self.removeTemporaryDirectory(directory) }
     }
 
     /// A pipe whose ends are closed on `exec`, so a process started by a test running in parallel never
@@ -736,7 +745,7 @@ public final class HammockProcess: Sendable {
         stderr.withState { $0.closeRequested = true }
         await stdout.waitUntilFinished(timeout: .seconds(2))
         await stderr.waitUntilFinished(timeout: .seconds(2))
-        try? FileManager.default.removeItem(atPath: directory)
+        Self.removeTemporaryDirectory(directory)
         let malformed = malformedLines
         if firstStop && stdoutIsJSON && !malformed.isEmpty {
             Issue.record("stdout lines that are not JSON objects: \(malformed)", sourceLocation: startedAt)
