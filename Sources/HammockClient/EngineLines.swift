@@ -216,9 +216,12 @@ struct TypedViewFeed<Content: Decodable & Sendable>: ViewFeed {
                     content: content, latestError: latestError, isLoading: key.isLoading, timestamp: nil,
                     failures: key.failures))
         }
+        // `data` always comes with content (the engine's rule), so a `case .data:` can use it: a view whose
+        // content never decoded as `Content` shows the decoding failure instead.
+        let status: ViewStatus = line.status == .data && content == nil ? .error : line.status
         viewOutput.send(
             ViewLoadableState(
-                status: line.status, content: content, latestError: latestError, errors: line.errors,
+                status: status, content: content, latestError: latestError, errors: line.errors,
                 canTryAgain: line.canTryAgain))
     }
 

@@ -208,7 +208,7 @@ extension LoadableGroup {
             let errors = zip(names, members).compactMap { name, member in
                 member.latestError.map { ViewError(source: name, error: $0) }
             }
-            let status = rules.display.status(for: members)
+            let status = rules.display.status(for: members, ready: rules.ready)
             let view = ViewLoadableState(
                 status: status, content: content, latestError: errors.first?.error, errors: errors,
                 canTryAgain: !errors.isEmpty)

@@ -27,9 +27,16 @@ public enum OutputLine: Sendable {
     ///
     /// A source's content restored from the offline cache is never replaced: it is written once per source,
     /// at start, and a consumer must see that what it shows came from the cache.
+    ///
+    /// A `wipe` has a key of its own: the engine wipes a source and asks for the new resource in one turn
+    /// (`requested` follows at once), so under the source's key the wipe would always be replaced before any
+    /// consumer could read it, and a consumer keying on it would never learn that the old content went. A
+    /// newer wipe replaces a waiting one, so a consumer that does not read holds at most two lines per
+    /// source: its newest wipe and its newest state.
     public var coalescingKey: String? {
         switch self {
         case .source(_, .newData(_, .cache)?, _): nil
+        case .source(let id, .newData(_, .wipe)?, _): "wipe:" + id
         case .source(let id, _, _): "source:" + id
         case .view(let id, _): "view:" + id
         case .hello, .reloaded, .removed, .error, .ack, .bye: nil

@@ -50,6 +50,11 @@ public struct BarEncoder: Sendable {
     private var lastLine: String?
     /// `i3bar`: the header and the array's `[` go before the first blocks.
     private var hasStarted = false
+    /// Each view's render problems as last reported, by key (`text`, `tooltip`, …): a problem is reported
+    /// when its wording changes, not at every render (a bar re-renders `ago` every second).
+    private var reportedProblems: [String: [String: String]] = [:]
+    /// Problems to report, oldest first (`takeProblems`).
+    private var unreportedProblems: [String] = []
 
     /// - Precondition: `format` is a bar's (not `json` nor `tui`), and `views` satisfies `format.checkSelection`.
     public init(format: StdoutFormat, views: [ViewDefinition]) {
@@ -62,8 +67,17 @@ public struct BarEncoder: Sendable {
     /// keeps its old definition and its last state.
     public mutating func update(_ definitions: [ViewDefinition]) {
         for index in views.indices {
-            if let new = definitions.first(where: { $0.id == views[index].id }) { views[index] = new }
+            guard let new = definitions.first(where: { $0.id == views[index].id }) else { continue }
+            if new != views[index] { reportedProblems[new.id] = nil }  // new templates: their problems are news
+            views[index] = new
         }
+    }
+
+    /// The render problems found since the last call, each once per change of its wording, as lines for a
+    /// log: `view "repo": text: {{ repo.forks }} has no value`.
+    public mutating func takeProblems() -> [String] {
+        defer { unreportedProblems.removeAll() }
+        return unreportedProblems
     }
 
     /// How often `refresh` should run while `dependsOnTime`: `ago` counts whole seconds.
@@ -91,8 +105,34 @@ public struct BarEncoder: Sendable {
     }
 
     private mutating func render(_ view: ViewDefinition, state: ViewState, now: Timestamp, redactor: Redactor) {
-        let rendered = view.render(state: state, now: now, redactor: redactor)
-        blocks[view.id] = (state.status, rendered.redactingLiterals(with: redactor))
+        var rendered = view.render(state: state, now: now, redactor: redactor).redactingLiterals(with: redactor)
+        if rendered.keepsText, let shown = blocks[view.id]?.block {
+            // No content, and no text of the status's own: the bar goes on showing what it showed.
+            rendered.text = shown.text
+            rendered.short = shown.short
+        }
+        blocks[view.id] = (state.status, rendered)
+        noteProblems(rendered.problems, of: view.id)
+    }
+
+    /// Queues the problems whose wording changed for their key since it was last reported. A key whose
+    /// problem went away keeps its last wording: the same problem coming back is no news.
+    private mutating func noteProblems(_ problems: [String], of view: String) {
+        guard !problems.isEmpty else { return }
+        var byKey: [(key: String, wording: String)] = []
+        for problem in problems {
+            // Each reads `key: what`, the key being the render block's (`ViewDefinition.render`).
+            let key = String(problem.prefix { $0 != ":" })
+            if let index = byKey.firstIndex(where: { $0.key == key }) {
+                byKey[index].wording += "; " + problem.dropFirst(key.count + 2)
+            } else {
+                byKey.append((key, problem))
+            }
+        }
+        for (key, wording) in byKey where reportedProblems[view]?[key] != wording {
+            reportedProblems[view, default: [:]][key] = wording
+            unreportedProblems.append("view \"\(view)\": \(wording)")
+        }
     }
 
     private mutating func encodeIfChanged() -> String? {

@@ -13,12 +13,17 @@ public enum DisplayRule: String, Sendable, Hashable, CaseIterable {
     case loading
     /// Any source has a latest error → `error`.
     case error
-    /// Any source has content → `data`.
+    /// Any source has content, and so does the view → `data`.
     case anyData
     /// Every source has content → `data`.
     case allData
-    /// Always → `data`.
+    /// The view has content → `data`.
     case alwaysData
+
+    // Every data rule needs the view to have content (its readiness holds): `data` always comes with
+    // content, as Siesta's content block renders only with content. SPEC §2 says `alwaysData` matches
+    // always; hammock deviates so that a consumer's `case .data:` can use the content without a check
+    // (before, `ready: all` with `standard` said `data` over one source of two, with no content).
 
     /// The named presets, from SiestaExt's `ResourceStatusOverlay` display priorities.
     public static let presets: [String: [DisplayRule]] = [
@@ -39,9 +44,9 @@ extension Array where Element == DisplayRule {
     public static var standard: Self { [.anyData, .loading, .error] }
     /// A spinner, then an error, over the data.
     public static var overlay: Self { [.loading, .error, .anyData] }
-    /// Never an error: a spinner, else the data (or nothing).
+    /// Never an error: a spinner, else the data (or `idle` while there is none).
     public static var noError: Self { [.loading, .alwaysData] }
-    /// Always the data, whatever is loading or failing.
+    /// The data whenever there is some, whatever is loading or failing; else `idle`.
     public static var dataOnly: Self { [.alwaysData] }
 }
 
@@ -116,7 +121,7 @@ extension ViewDefinition {
         }
         let errors = states.compactMap { entry in entry.state.latestError.map { (source: entry.id, error: $0) } }
         return ViewState(
-            status: display.status(for: states.lazy.map(\.state)), content: content,
+            status: display.status(for: states.lazy.map(\.state), ready: ready), content: content,
             latestError: errors.first?.error, errors: errors, canTryAgain: !errors.isEmpty)
     }
 }
@@ -152,21 +157,27 @@ extension Readiness {
 
 extension DisplayRule {
     /// The status this rule gives over these member states, or `nil` when it does not match.
-    public func status<States: Collection>(for states: States) -> ViewStatus? where States.Element: DisplayRuleInput {
+    ///
+    /// - Parameter viewHasContent: whether the view has content (`Readiness.isReady`); a data rule matches
+    ///   only then, so that `data` never comes without content.
+    public func status<States: Collection>(for states: States, viewHasContent: Bool) -> ViewStatus?
+    where States.Element: DisplayRuleInput {
         switch self {
         case .loading: states.contains(where: \.isLoading) ? .loading : nil
         case .error: states.contains(where: \.hasError) ? .error : nil
-        case .anyData: states.contains(where: \.hasContent) ? .data : nil
-        case .allData: states.allSatisfy(\.hasContent) ? .data : nil
-        case .alwaysData: .data
+        case .anyData: viewHasContent && states.contains(where: \.hasContent) ? .data : nil
+        case .allData: viewHasContent && states.allSatisfy(\.hasContent) ? .data : nil
+        case .alwaysData: viewHasContent ? .data : nil
         }
     }
 }
 
 extension Sequence where Element == DisplayRule {
     /// The status of the first rule that matches these member states, in the rules' order; `idle` when none
-    /// does.
-    public func status<States: Collection>(for states: States) -> ViewStatus where States.Element: DisplayRuleInput {
-        lazy.compactMap { rule in rule.status(for: states) }.first ?? .idle
+    /// does. `ready` says when the view has content, which every data rule needs.
+    public func status<States: Collection>(for states: States, ready: Readiness) -> ViewStatus
+    where States.Element: DisplayRuleInput {
+        let viewHasContent = ready.isReady(states)
+        return lazy.compactMap { rule in rule.status(for: states, viewHasContent: viewHasContent) }.first ?? .idle
     }
 }

@@ -46,12 +46,15 @@ public struct RenderedBlock: Sendable, Equatable {
     public var color: String?
     public var urgent: Bool
     /// What went wrong while rendering (`text: {{ load.x }} has no value`): each such expression rendered as
-    /// "". For a log, not for the bar.
+    /// "". For a log (`BarEncoder.takeProblems`) and `hammock watch`'s row, not for the bar.
     public var problems: [String]
+    /// The view has no content and its status no `text` of its own, so its `text` template is not rendered
+    /// over nothing: `text` is empty, and a bar keeps the text (and `short`) it showed last, if any.
+    public var keepsText: Bool
 
     public init(
         text: String, short: String? = nil, tooltip: String? = nil, class: String, percentage: Int? = nil,
-        color: String? = nil, urgent: Bool = false, problems: [String] = []
+        color: String? = nil, urgent: Bool = false, problems: [String] = [], keepsText: Bool = false
     ) {
         self.text = text
         self.short = short
@@ -61,17 +64,28 @@ public struct RenderedBlock: Sendable, Equatable {
         self.color = color
         self.urgent = urgent
         self.problems = problems
+        self.keepsText = keepsText
     }
 }
 
 extension ViewDefinition {
     /// The view rendered for a status bar: its `render:` templates in force for the state's status, and the
     /// default for every key they leave out (`defaultBlock`). Values are redacted before any filter sees them.
+    ///
+    /// While the view has no content, the top-level keys (the `data` ones) are not rendered: over nothing
+    /// they show their holes (`forks  stars `). Only the status's own keys (`loading:`, `error:`, `idle:`)
+    /// are; the others take their defaults, but `text`, which is left empty for the bar to keep what it
+    /// showed last (`keepsText`).
     public func render(state: ViewState, now: Timestamp, redactor: Redactor = .none) -> RenderedBlock {
         let context = RenderContext(view: self, state: state, now: now, redactor: redactor)
         var block = defaultBlock(state: state, context: context)
         guard let render else { return block }
-        let templates = render.templates(for: state.status)
+        let hasContent = state.content != .null
+        let templates = hasContent ? render.templates(for: state.status) : render.overrides[state.status] ?? [:]
+        if !hasContent && templates[.text] == nil && render.templates[.text] != nil {
+            block.text = ""
+            block.keepsText = true
+        }
         func rendered(_ field: ViewRender.Field) -> String? {
             guard let template = templates[field] else { return nil }
             let (text, problems) = template.render(in: context)

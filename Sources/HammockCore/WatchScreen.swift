@@ -200,7 +200,19 @@ public struct WatchScreen: Sendable {
             let age = stamps.min().map { agoText(now - $0) } ?? "never"
             let failures = definition.sources.compactMap { sourceStates[$0]?.failures }.max() ?? 0
             let block = definition.render(state: state, now: now, redactor: redactor).redactingLiterals(with: redactor)
-            return (age, failures, firstLine(block.text))
+            var parts: [String] = []
+            if block.keepsText {
+                // No content, and no text of the status's own: what the view shows without `render:` says
+                // more to a person than the empty text a bar gets.
+                var plain = definition
+                plain.render = nil
+                parts.append(firstLine(plain.render(state: state, now: now, redactor: redactor).text))
+            } else {
+                parts.append(firstLine(block.text))
+            }
+            // Render problems show beside the text (a template with a hole renders its expression as "").
+            if !block.problems.isEmpty { parts.append("problem: " + block.problems.joined(separator: "; ")) }
+            return (age, failures, parts.filter { !$0.isEmpty }.joined(separator: " · "))
         }
     }
 

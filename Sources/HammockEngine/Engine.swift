@@ -234,7 +234,10 @@ public final class Engine: Sendable {
                 act: { if keyCommands.command($0) { inbox.yield(.controls) } },
                 quit: { if stop.request("quit", signal: nil) { inbox.yield(.stop) } })
         } else {
-            let lines = OutputWriter(secrets: standardError.secrets, bar: bar, metrics: options.metrics) {
+            let lines = OutputWriter(
+                secrets: standardError.secrets, bar: bar, metrics: options.metrics,
+                reportProblem: { [logger = self.logger] in logger.warning("\($0)") }
+            ) {
                 if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
             }
             writer = lines

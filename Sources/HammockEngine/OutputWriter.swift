@@ -53,6 +53,8 @@ public final class OutputWriter: @unchecked Sendable {
     private var reloadedViews: [ViewDefinition]?
     /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
     private let metrics: EngineMetrics?
+    /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
+    private let reportProblem: @Sendable (String) -> Void
 
     /// Error lines without an `id` beyond this many waiting are dropped (and counted), so a flood of bad
     /// control lines to a consumer that does not read cannot grow the queue. Answers to lines with an `id`
@@ -61,23 +63,25 @@ public final class OutputWriter: @unchecked Sendable {
     static let maximumWaitingUncoalescedLines = 1000
 
     /// - Parameter bar: encodes for a status bar instead of writing JSON lines; `nil` for the protocol.
+    /// - Parameter reportProblem: told each render problem of `bar` once per change of its wording.
     public convenience init(
         descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
-        onClosed: @escaping @Sendable () -> Void
+        reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
         self.init(
             transport: DescriptorOutput(descriptor: descriptor), secrets: secrets, bar: bar, metrics: metrics,
-            onClosed: onClosed)
+            reportProblem: reportProblem, onClosed: onClosed)
     }
 
     init(
         transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
-        onClosed: @escaping @Sendable () -> Void
+        reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
         self.transport = transport
         self.secrets = secrets
         self.bar = bar
         self.metrics = metrics
+        self.reportProblem = reportProblem
         self.onClosed = onClosed
     }
 
@@ -312,6 +316,7 @@ public final class OutputWriter: @unchecked Sendable {
                     ends.append(buffer.count)
                 }
                 nextRefresh = bar.dependsOnTime ? MonotonicInstant.current + BarEncoder.refreshInterval : nil
+                for problem in bar.takeProblems() { reportProblem(problem) }
                 self.bar = bar
             } else {
                 for line in batch {

@@ -41,6 +41,15 @@ struct ClientLaunchTests {
             // The same source read as the right type is untouched.
             let right = await hammock.source("greeting", as: Greeting.self)
             #expect(try await first("greeting's content", in: right.contents).text == "hello")
+
+            // A view whose content never decoded is an error, not data without content: `data` always has
+            // content, so a `case .data:` may use it.
+            struct WrongView: Decodable, Sendable { var greeting: Int }
+            let view = await hammock.view("both", as: WrongView.self)
+            let viewState = try await first("the view's decoding failure", in: view.viewStates) { $0.latestError != nil }
+            #expect(viewState.status == .error)
+            #expect(viewState.content == nil)
+            #expect(viewState.latestError?.code == LoadError.decodingFailed)
         }
     }
 }

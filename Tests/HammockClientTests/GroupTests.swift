@@ -58,6 +58,8 @@ import Testing
                     #expect(state.content == nil, "\(label)")
                 }
                 #expect(group.state.isLoading == (engine.status == .loading), "\(label)")
+                // `data` always comes with content: a `case .data:` may use it without a check.
+                #expect(state.status != .data || state.content != nil, "\(label): data without content")
                 compared += 1
             } } }
         }

@@ -103,6 +103,13 @@ import Testing
         #expect(OutputLine.hello(sources: [], views: [], version: "1").coalescingKey == nil)
         #expect(OutputLine.bye(reason: "signal", failed: nil).coalescingKey == nil)
         #expect(OutputLine.error(message: "m").coalescingKey == nil)
+        // A wipe is replaced only by a newer wipe of the same source, never by the source's next state.
+        let wipe = OutputLine.source(id: "a", event: .newData(.null, origin: .wipe), state: SourceState())
+        let laterWipe = OutputLine.source(id: "a", event: .newData(.null, origin: .wipe), state: SourceState(isLoading: true))
+        let otherWipe = OutputLine.source(id: "b", event: .newData(.null, origin: .wipe), state: SourceState())
+        #expect(wipe.coalescingKey != nil && wipe.coalescingKey == laterWipe.coalescingKey)
+        #expect(wipe.coalescingKey != OutputLine.source(id: "a", event: .requested, state: SourceState()).coalescingKey)
+        #expect(wipe.coalescingKey != otherWipe.coalescingKey)
     }
 
     @Test func timestampsAreRFC3339WithMilliseconds() {

@@ -24,14 +24,17 @@ import Testing
         // error: any source has a latest error
         #expect(evaluate(Self.idle, Self.failed, display: [.error]).status == .error)
         #expect(evaluate(Self.idle, Self.data, display: [.error]).status == .idle)
-        // anyData
-        #expect(evaluate(Self.idle, Self.data, display: [.anyData]).status == .data)
-        #expect(evaluate(Self.idle, Self.loading, display: [.anyData]).status == .idle)
+        // anyData: any source has content, and the view has content
+        #expect(evaluate(Self.idle, Self.data, ready: .any, display: [.anyData]).status == .data)
+        #expect(evaluate(Self.idle, Self.data, ready: .all, display: [.anyData]).status == .idle)
+        #expect(evaluate(Self.idle, Self.loading, ready: .any, display: [.anyData]).status == .idle)
         // allData
         #expect(evaluate(Self.data, Self.data, display: [.allData]).status == .data)
         #expect(evaluate(Self.data, Self.idle, display: [.allData]).status == .idle)
-        // alwaysData
-        #expect(evaluate(Self.idle, Self.idle, display: [.alwaysData]).status == .data)
+        // alwaysData: whenever the view has content
+        #expect(evaluate(Self.idle, Self.data, ready: .any, display: [.alwaysData]).status == .data)
+        #expect(evaluate(Self.idle, Self.data, ready: .all, display: [.alwaysData]).status == .idle)
+        #expect(evaluate(Self.idle, Self.idle, ready: .any, display: [.alwaysData]).status == .idle)
         // no rules: idle
         #expect(evaluate(Self.loading, Self.failed, display: []).status == .idle)
     }
@@ -47,7 +50,10 @@ import Testing
     @Test func standardFavoursData() {
         let rules = DisplayRule.presets["standard"]!
         let staleAndFailing = SourceState(content: "old", latestError: SourceError(message: "x"), isLoading: true)
-        #expect(evaluate(staleAndFailing, Self.idle, display: rules).status == .data)
+        #expect(evaluate(staleAndFailing, Self.data, display: rules).status == .data)
+        #expect(evaluate(staleAndFailing, Self.idle, ready: .any, display: rules).status == .data)
+        // ready: all over one source of two has no content yet: no data rule matches.
+        #expect(evaluate(staleAndFailing, Self.idle, display: rules).status == .loading)
         #expect(evaluate(Self.loading, Self.failed, display: rules).status == .loading)
         #expect(evaluate(Self.idle, Self.failed, display: rules).status == .error)
         #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
@@ -57,21 +63,67 @@ import Testing
         let rules = DisplayRule.presets["overlay"]!
         #expect(evaluate(Self.data, Self.loading, display: rules).status == .loading)
         #expect(evaluate(Self.data, Self.failed, display: rules).status == .error)
-        #expect(evaluate(Self.data, Self.idle, display: rules).status == .data)
+        #expect(evaluate(Self.data, Self.idle, ready: .any, display: rules).status == .data)
+        // ready: all over one source of two has no content: not data.
+        #expect(evaluate(Self.data, Self.idle, display: rules).status == .idle)
         #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
     }
 
     @Test func noErrorNeverShowsAnError() {
         let rules = DisplayRule.presets["noError"]!
         #expect(evaluate(Self.failed, Self.loading, display: rules).status == .loading)
-        #expect(evaluate(Self.failed, Self.failed, display: rules).status == .data)
-        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .data)
+        let staleAndFailing = SourceState(content: "old", latestError: SourceError(message: "x"), timestamp: t0, failures: 1)
+        #expect(evaluate(staleAndFailing, Self.failed, ready: .any, display: rules).status == .data)
+        // Nothing to show: idle, never data without content (nor the error).
+        #expect(evaluate(Self.failed, Self.failed, display: rules).status == .idle)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
     }
 
-    @Test func dataOnlyIsAlwaysData() {
+    @Test func dataOnlyIsDataWheneverThereIsContent() {
         let rules = DisplayRule.presets["dataOnly"]!
-        #expect(evaluate(Self.failed, Self.loading, display: rules).status == .data)
-        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .data)
+        #expect(evaluate(Self.data, Self.loading, ready: .any, display: rules).status == .data)
+        #expect(evaluate(Self.failed, Self.loading, display: rules).status == .idle)
+        #expect(evaluate(Self.idle, Self.idle, display: rules).status == .idle)
+    }
+
+    /// `data` implies content, whatever the rules, the readiness and the sources' states: a consumer's
+    /// `case .data:` may use the content without a check. (SPEC §2 has `alwaysData` match always; hammock's
+    /// data rules match only while the view has content, as Siesta shows its content block only then.)
+    @Test func dataAlwaysHasContent() {
+        let samples = [
+            Self.idle, Self.loading, Self.data, Self.failed, SourceState(content: .null, timestamp: t0),
+            SourceState(content: "old", latestError: SourceError(message: "x"), isLoading: true, timestamp: t0, failures: 1),
+            SourceState(content: "d", isLoading: true, timestamp: t0),
+            SourceState(latestError: SourceError(message: "x"), isLoading: true, timestamp: t0, failures: 1),
+        ]
+        var ruleLists = Array(DisplayRule.presets.values) + Readiness.allCases.map(DisplayRule.defaultRules(for:))
+        ruleLists += DisplayRule.allCases.map { [$0] }
+        ruleLists += [DisplayRule.allCases, DisplayRule.allCases.reversed(), []]
+        var checked = 0
+        var dataSeen = 0
+        var dataWithoutContent: [String] = []
+        for count in 0...3 {
+            let ids = (0..<count).map { "s\($0)" }
+            // Every assignment of a sample state to each source.
+            var assignments: [[SourceState]] = [[]]
+            for _ in 0..<count { assignments = assignments.flatMap { prefix in samples.map { prefix + [$0] } } }
+            for states in assignments {
+                let byID = Dictionary(uniqueKeysWithValues: zip(ids, states))
+                for ready in Readiness.allCases {
+                    for rules in ruleLists {
+                        let view = ViewDefinition(id: "v", sources: ids, ready: ready, display: rules)
+                        let state = view.evaluate { byID[$0]! }
+                        checked += 1
+                        guard state.status == .data else { continue }
+                        dataSeen += 1
+                        if state.content == .null { dataWithoutContent.append("\(ready) \(rules) over \(states)") }
+                    }
+                }
+            }
+        }
+        #expect(dataWithoutContent.isEmpty, "data without content in \(dataWithoutContent.count) cases, such as \(dataWithoutContent.prefix(3))")
+        #expect(checked > 10_000)
+        #expect(dataSeen > 1_000, "the property is about data states: some must come")
     }
 
     @Test func defaultsDependOnReadiness() {
@@ -145,8 +197,9 @@ import Testing
         #expect(evaluate(stale, Self.data, display: DisplayRule.presets["overlay"]!).status == .error)
         // [loading, error] without a data rule: error.
         #expect(evaluate(stale, Self.data, display: [.loading, .error]).status == .error)
-        // standard: data.
-        #expect(evaluate(stale, Self.idle, display: DisplayRule.presets["standard"]!).status == .data)
+        // standard: data, once the view has content (ready: any; with ready: all, b has none yet: error).
+        #expect(evaluate(stale, Self.idle, ready: .any, display: DisplayRule.presets["standard"]!).status == .data)
+        #expect(evaluate(stale, Self.idle, display: DisplayRule.presets["standard"]!).status == .error)
     }
 
 }

@@ -170,9 +170,10 @@ struct OutputTests {
             #expect(either["errors"] == ["bad": badError])
             #expect(either["canTryAgain"] == true)
 
-            // standard = [anyData, loading, error]: stale or partial data beats the error.
+            // standard = [anyData, loading, error]: stale data beats the error, but a data rule needs the
+            // view's content, and with ready: all and bad without content there is none: the error shows.
             let standard = try #require(views["standardPair"])
-            #expect(standard.status == "data")
+            #expect(standard.status == "error")
             #expect(standard["content"] == .null, "ready: all, and bad has no content")
             #expect(standard["errors"] == ["bad": badError])
             // overlay = [loading, error, anyData]: the error wins.
@@ -181,8 +182,8 @@ struct OutputTests {
             let pair = try #require(views["defaultPair"])
             #expect(pair.status == "error")
             #expect(pair["latestError"] == badError)
-            // noError = [loading, alwaysData].
-            #expect(views["quiet"]?.status == "data")
+            // noError = [loading, alwaysData]: no content, so not data (data always has content), and no error.
+            #expect(views["quiet"]?.status == "idle")
             #expect(views["quiet"]?["content"] == .null)
             // ready: any with only a failed source and a data one: data.
             #expect(views["anyDefault"]?.status == "data")

@@ -35,6 +35,52 @@ struct OutputWriterTests {
         #expect(lines.map(\.seq) == Array(1...lines.count))
     }
 
+    @Test("a wipe and the new request of the same turn both reach a reader that keeps up, the wipe first")
+    func wipeReachesAPromptReader() async throws {
+        let output = MemoryOutput(capacity: 4096)
+        let writer = Harness(output)
+        let reading = output.readEverythingInBackground()
+        // As the engine sends a source whose request changed: one turn, one hand-over, so the lines wait
+        // together before the writer wakes.
+        writer.writer.send(contentsOf: [
+            .source(id: "user", event: .newData(.null, origin: .wipe), state: SourceState()),
+            .source(id: "user", event: .requested, state: SourceState(isLoading: true)),
+        ])
+        #expect(await writer.finish(with: nil, deadline: nil) == .complete)
+        output.stopReading()
+        let lines = try await reading.value.lines()
+        #expect(lines.map { $0["event"] } == [.string("newData"), .string("requested")])
+        #expect(lines.first?["origin"] == .string("wipe"))
+    }
+
+    @Test("a consumer that does not read holds at most a wipe and a state per source, and reads the newest wipe before the newest state")
+    func wipesWaitBesideStates() async throws {
+        let output = MemoryOutput(capacity: 512, atomicWrite: 512)
+        let writer = Harness(output)
+        writer.send(.error(message: String(repeating: "x", count: 400)))
+        writer.send(.error(message: String(repeating: "y", count: 400)))
+        try await output.waitUntilWriterBlocks()
+        let sources = (0..<10).map { "s\($0)" }
+        for round in 0..<500 {
+            for id in sources {
+                writer.writer.send(contentsOf: [
+                    .source(id: id, event: .newData(.number(.init(round)), origin: .load), state: state(round)),
+                    .source(id: id, event: .newData(.null, origin: .wipe), state: SourceState()),
+                    .source(id: id, event: .requested, state: SourceState(isLoading: true)),
+                ])
+            }
+        }
+        #expect(writer.writer.waitingCount <= 2 * sources.count)
+        let reading = output.readEverythingInBackground()
+        #expect(await writer.finish(with: nil, deadline: nil) == .complete)
+        output.stopReading()
+        let lines = try await reading.value.lines()
+        for id in sources {
+            let events = lines.filter { $0["id"] == .string(id) }.map { $0["origin"] ?? $0["event"] ?? .null }
+            #expect(events == [.string("wipe"), .string("requested")], "\(id): \(events)")
+        }
+    }
+
     @Test("error lines beyond the limit are dropped while stdout is not read, and one line says how many")
     func errorLinesAreCapped() async throws {
         let output = MemoryOutput(capacity: 512, atomicWrite: 512)

@@ -89,14 +89,19 @@ struct RESTTrustTests {
 
                 let switchedAt = hammock.lines.count
                 try hammock.send(controlLine: #"{"op":"override","source":"who","content":"bob"}"#)
-                // Lines of one source may replace each other while they wait for the consumer, so the test
-                // does not count on reading the wipe: it holds that no line after the switch shows alice.
-                let bob = try await hammock.next("user") { $0.event == "newData" && $0.json["origin"] != "wipe" }
+                // The wipe reaches a reader that keeps up, though the new request follows it in the same turn
+                // (a consumer keys on it to drop what it shows): its own line, content gone, before bob's.
+                let wipe = try await hammock.next("user") { $0.event == "newData" }
+                #expect(wipe.origin == "wipe" && wipe.content == .null, "\(wipe)")
+                let bob = try await hammock.next("user") { $0.event == "newData" }
+                #expect(bob.origin == "load")
                 #expect(bob.content == ["name": "bob"], "bob's own answer, not a 304 that kept alice")
                 #expect(server.requests(to: "/users/bob").first?.header("If-None-Match") == nil)
 
-                // A user that 404s: the error stands alone, no bob beside it.
+                // A user that 404s: the wipe again, then the error stands alone, no bob beside it.
                 try hammock.send(controlLine: #"{"op":"override","source":"who","content":"nobody"}"#)
+                let secondWipe = try await hammock.next("user") { $0.event != "requested" }
+                #expect(secondWipe.origin == "wipe" && secondWipe.content == .null, "\(secondWipe)")
                 let missing = try await hammock.next("user") { $0.event == "error" }
                 #expect(missing.latestError?["httpStatus"] == 404)
                 #expect(missing.content == .null)
