@@ -413,6 +413,9 @@ public final class Engine: Sendable {
         func reloadEnded(inForce sources: [SourceDefinition]?) {
             notify(notifier?.reloadEnded(sources: sources))
             options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
+            // The series of sources the reload removed leave the scrape (a stale failure count would keep
+            // an alert firing for a source that no longer exists).
+            if let sources { sourceMetrics?.configured(sources.map(\.id)) }
             let next = reloading.isWanted ? reloading.wantedBy : nil
             reloading = Reloading()
             if let next { startReload(replyingTo: next) }
