@@ -313,6 +313,8 @@ struct MetricsTests {
         let configPath = try HammockProcess.writeConfig(config(0), in: folder)
         try await HammockProcess.withRunning(configPath: configPath, arguments: ["--metrics", "127.0.0.1:0"]) { hammock in
             let url = try await Self.metricsURL(hammock)
+            // The server listens before the engine starts; the sources' series come with it.
+            try await hammock.waitFor(type: "hello", timeout: .seconds(30))
             var sizes: [Int] = []
             for round in 0..<4 {
                 if round > 0 {
