@@ -185,6 +185,14 @@ public final class Engine: Sendable {
     /// How many control lines may wait for the reload after the running one.
     static let maximumWaitingReloadAnswers = 1000
 
+    #if DEBUG
+        /// A test seam, compiled in debug builds only: `HAMMOCK_TEST_LOOP_STALL_MS=N` has the engine's loop stop
+        /// taking inputs for N ms each time it takes control lines, as a loop stuck on a hung call would, so
+        /// that a test can see a stuck loop stop the watchdog pings.
+        static let testLoopStall: Duration? = ProcessInfo.processInfo.environment["HAMMOCK_TEST_LOOP_STALL_MS"]
+            .flatMap { Int($0) }.map { .milliseconds($0) }
+    #endif
+
     private func rejectionActions(_ error: ConfigurationError, replyingTo ids: [ControlID]) -> [EngineAction] {
         for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
         let message = "reload failed, the running configuration goes on:\n\(error.description)"
@@ -413,6 +421,9 @@ public final class Engine: Sendable {
         func reloadEnded(inForce sources: [SourceDefinition]?) {
             notify(notifier?.reloadEnded(sources: sources))
             options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
+            // The series of sources the reload removed leave the scrape (a stale failure count would keep
+            // an alert firing for a source that no longer exists).
+            if let sources { sourceMetrics?.configured(sources.map(\.id)) }
             let next = reloading.isWanted ? reloading.wantedBy : nil
             reloading = Reloading()
             if let next { startReload(replyingTo: next) }
@@ -537,6 +548,9 @@ public final class Engine: Sendable {
                 case .pushedError(let source, let error):
                     actions = core.pushedError(source: source, error: error, now: now)
                 case .controls:
+                    #if DEBUG
+                        if let stall = Self.testLoopStall { try? await Task.sleep(for: stall) }
+                    #endif
                     actions = []
                     for entry in controls.take() {
                         // A stop goes before the control lines that came ahead of it.

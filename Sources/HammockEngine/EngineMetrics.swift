@@ -17,6 +17,8 @@ public final class EngineMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
     let linesWritten: CoreMetrics.Counter
     let linesCoalesced: CoreMetrics.Counter
+    /// Each source's series, in a table of hammock's own (see `SourceSeriesTable`).
+    let sourceSeries = SourceSeriesTable()
     /// Instruments made so far, by name and labels: the registry fails on a family made twice with other
     /// help, and a scrape must not pay for making them again.
     private let made = Mutex<[String: any Sendable]>([:])
@@ -74,14 +76,6 @@ public final class EngineMetrics: Sendable {
         }
     }
 
-    private func gauge(_ name: String, help: String, labels: [(String, String)]) -> CoreMetrics.Meter {
-        instrument(([name] + labels.map { "\($0)=\($1)" }).joined(separator: ",")) {
-            CoreMetrics.Meter(
-                label: name, dimensions: labels, handler: registry.makeGauge(descriptor: Self.descriptor(name, help: help), labels: labels),
-                factory: factory)
-        }
-    }
-
     func reloads(outcome: String) -> CoreMetrics.Counter {
         counter(
             "hammock_reloads_total", help: "Configuration reloads, by outcome: success or failure (refused).",
@@ -94,102 +88,175 @@ public final class EngineMetrics: Sendable {
             labels: [("kind", kind)])
     }
 
-    /// The outcomes a load is counted by.
+    /// The Prometheus text format of every metric: the registry's, then each source's series.
+    public func scrape() -> [UInt8] {
+        var buffer = registry.emitToBuffer()
+        sourceSeries.render(into: &buffer)
+        return buffer
+    }
+}
+
+/// The per-source series: hammock's own table, rendered in Prometheus's text format by `render`, rather
+/// than instruments in swift-prometheus's registry. The registry copies a whole metric family each time it
+/// makes a series, so 10,000 sources took 39 s to start (quadratic), and it cannot forget a series, so the
+/// sources a reload removed stayed in every scrape for ever (a stale failure counter kept an alert firing).
+/// Here a series is made in constant time and `keep(only:)` drops those of sources no longer configured.
+final class SourceSeriesTable: Sendable {
+    /// The outcomes a load is counted by, in the order they are written.
     static let loadOutcomes = ["newData", "notModified", "error", "cancelled"]
+    /// The load-duration histogram's upper bounds, and their `le` labels (as swift-prometheus wrote them).
+    static let bucketBounds: [(seconds: Double, label: String)] = [
+        (0.01, "0.01"), (0.05, "0.05"), (0.1, "0.1"), (0.25, "0.25"), (0.5, "0.5"), (1, "1.0"), (2.5, "2.5"),
+        (5, "5.0"), (10, "10.0"), (30, "30.0"), (60, "60.0"),
+    ]
 
-    /// The instruments of one source, made at its first sight.
-    struct Source {
-        var loads: [String: CoreMetrics.Counter]
-        var duration: CoreMetrics.Timer
-        var consecutiveFailures: CoreMetrics.Meter
-        var lastSuccess: CoreMetrics.Meter
+    /// What one source has counted.
+    struct Values: Sendable {
+        var loads = [Int](repeating: 0, count: SourceSeriesTable.loadOutcomes.count)
+        var buckets = [Int](repeating: 0, count: SourceSeriesTable.bucketBounds.count)
+        var durationCount = 0
+        var durationSum = 0.0
+        var consecutiveFailures = 0
+        var lastSuccess = 0.0
     }
 
-    func source(_ id: String) -> Source {
-        let labels = [("source", id)]
-        let loads = Dictionary(uniqueKeysWithValues: Self.loadOutcomes.map { outcome in
-            (outcome, counter(
-                "hammock_source_loads_total",
-                help: "Loads of a source, by outcome: newData, notModified, error (a push's error included), cancelled.",
-                labels: labels + [("outcome", outcome)]))
-        })
-        let duration = instrument("hammock_source_load_duration_seconds,source=\(id)") {
-            CoreMetrics.Timer(
-                label: "hammock_source_load_duration_seconds", dimensions: labels,
-                handler: registry.makeDurationHistogram(
-                    descriptor: Self.descriptor(
-                        "hammock_source_load_duration_seconds",
-                        help: "Time from a load's request to its answer (new data, not modified or an error)."),
-                    labels: labels,
-                    buckets: [
-                        .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-                        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30),
-                        .seconds(60),
-                    ]),
-                factory: factory)
+    /// One source's series. The engine's loop writes it, a scrape on the server's thread reads it.
+    final class Series: Sendable {
+        let id: String
+        let values = Mutex(Values())
+        init(id: String) { self.id = id }
+    }
+
+    private let series = Mutex<[String: Series]>([:])
+
+    /// The series of `ids`, made for those that have none; every other source's series is dropped.
+    func keep(only ids: [String]) -> [String: Series] {
+        series.withLock { series in
+            var kept: [String: Series] = [:]
+            kept.reserveCapacity(ids.count)
+            for id in ids { kept[id] = series[id] ?? Series(id: id) }
+            series = kept
+            return kept
         }
-        return Source(
-            loads: loads, duration: duration,
-            consecutiveFailures: gauge(
-                "hammock_source_consecutive_failures", help: "Failed loads of a source since its last success.",
-                labels: labels),
-            lastSuccess: gauge(
-                "hammock_source_last_success_timestamp_seconds",
-                help: "Unix time of a source's last new data or not-modified answer; 0 before the first.",
-                labels: labels))
     }
 
-    /// The Prometheus text format of every metric.
-    public func scrape() -> [UInt8] { registry.emitToBuffer() }
+    /// Every source's series, in the order of their ids, each family's lines together as the format wants.
+    func render(into buffer: inout [UInt8]) {
+        let all = series.withLock { Array($0.values) }
+        guard !all.isEmpty else { return }
+        // A copy of each source's values, so that the engine waits on no scrape.
+        let rows = all.map { ($0.id, $0.values.withLock { $0 }) }.sorted { $0.0 < $1.0 }
+        let labels = rows.map { "source=\"\(Self.escaped($0.0))\"" }
+
+        func family(_ name: String, _ type: String, _ help: String) {
+            buffer.append(contentsOf: "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n".utf8)
+        }
+        func line(_ name: String, _ labels: String, _ value: String) {
+            buffer.append(contentsOf: "\(name){\(labels)} \(value)\n".utf8)
+        }
+        family(
+            "hammock_source_loads_total", "counter",
+            "Loads of a source, by outcome: newData, notModified, error (a push's error included), cancelled.")
+        for (index, row) in rows.enumerated() {
+            for (outcome, name) in Self.loadOutcomes.enumerated() {
+                line("hammock_source_loads_total", labels[index] + ",outcome=\"\(name)\"", String(row.1.loads[outcome]))
+            }
+        }
+        family(
+            "hammock_source_load_duration_seconds", "histogram",
+            "Time from a load's request to its answer (new data, not modified or an error).")
+        for (index, row) in rows.enumerated() {
+            for (bucket, bound) in Self.bucketBounds.enumerated() {
+                line("hammock_source_load_duration_seconds_bucket", labels[index] + ",le=\"\(bound.label)\"", String(row.1.buckets[bucket]))
+            }
+            line("hammock_source_load_duration_seconds_bucket", labels[index] + ",le=\"+Inf\"", String(row.1.durationCount))
+            line("hammock_source_load_duration_seconds_sum", labels[index], String(row.1.durationSum))
+            line("hammock_source_load_duration_seconds_count", labels[index], String(row.1.durationCount))
+        }
+        family("hammock_source_consecutive_failures", "gauge", "Failed loads of a source since its last success.")
+        for (index, row) in rows.enumerated() {
+            line("hammock_source_consecutive_failures", labels[index], String(Double(row.1.consecutiveFailures)))
+        }
+        family(
+            "hammock_source_last_success_timestamp_seconds", "gauge",
+            "Unix time of a source's last new data or not-modified answer; 0 before the first.")
+        for (index, row) in rows.enumerated() {
+            line("hammock_source_last_success_timestamp_seconds", labels[index], String(row.1.lastSuccess))
+        }
+    }
+
+    /// A label value as the text format wants it: backslash, double quote and line feed escaped.
+    static func escaped(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") })
+        else { return value }
+        var escaped = ""
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
+    }
 }
 
 /// The per-source side of the metrics, fed from the lines the engine writes; owned by the engine's loop.
 struct SourceMetricsObserver {
     let metrics: EngineMetrics
-    private var sources: [String: EngineMetrics.Source] = [:]
+    private var sources: [String: SourceSeriesTable.Series]
     private var requestedAt: [String: ContinuousClock.Instant] = [:]
 
     init(metrics: EngineMetrics, sources ids: [String]) {
         self.metrics = metrics
-        for id in ids { sources[id] = metrics.source(id) }
+        sources = metrics.sourceSeries.keep(only: ids)
+    }
+
+    /// A reload is in force: `ids` are the sources now. The others' series leave the scrape.
+    mutating func configured(_ ids: [String]) {
+        sources = metrics.sourceSeries.keep(only: ids)
+        requestedAt = requestedAt.filter { sources[$0.key] != nil }
     }
 
     mutating func observe(_ line: OutputLine) {
-        guard case .source(let id, let event?, let state) = line else { return }
-        let source = sources[id] ?? metrics.source(id)
-        sources[id] = source
-        let outcome: String
+        // A source no longer configured gets no series back.
+        guard case .source(let id, let event?, let state) = line, let source = sources[id] else { return }
+        var outcome: Int?
+        var duration: Double?
         switch event {
         case .requested:
             requestedAt[id] = .now
             return
         case .requestCancelled:
             requestedAt[id] = nil
-            source.loads["cancelled"]?.increment()
+            source.values.withLock { $0.loads[3] += 1 }
             return
-        case .newData(_, origin: .load): outcome = "newData"
-        case .notModified: outcome = "notModified"
-        case .error: outcome = "error"
+        case .newData(_, origin: .load): outcome = 0
+        case .notModified: outcome = 1
+        case .error: outcome = 2
         case .newData(_, origin: .push):
-            outcome = ""  // no load, but a success all the same
+            outcome = nil  // no load, but a success all the same
         case .newData:
             return  // the cache, an override or a wipe: not the source's own doing
         }
-        if !outcome.isEmpty {
-            source.loads[outcome]?.increment()
-            if let start = requestedAt.removeValue(forKey: id) { source.duration.recordInterval(since: start) }
+        if outcome != nil, let start = requestedAt.removeValue(forKey: id) {
+            let (seconds, attoseconds) = (ContinuousClock.now - start).components
+            duration = Double(seconds) + Double(attoseconds) / 1e18
         }
-        source.consecutiveFailures.set(state.failures)
-        if state.latestError == nil {
-            source.lastSuccess.set(Date().timeIntervalSince1970)
+        let success = state.latestError == nil ? Date().timeIntervalSince1970 : nil
+        source.values.withLock { values in
+            if let outcome { values.loads[outcome] += 1 }
+            if let duration {
+                for (index, bound) in SourceSeriesTable.bucketBounds.enumerated() where duration <= bound.seconds {
+                    values.buckets[index] += 1
+                }
+                values.durationCount += 1
+                values.durationSum += duration
+            }
+            values.consecutiveFailures = state.failures
+            if let success { values.lastSuccess = success }
         }
     }
 }
 
-extension CoreMetrics.Timer {
-    func recordInterval(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        let (seconds, attoseconds) = elapsed.components
-        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

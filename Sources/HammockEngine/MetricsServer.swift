@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HammockCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -19,7 +20,25 @@ public final class MetricsServer: Sendable {
     /// connection, most often, which it simply opens again; so a flood never locks Prometheus out.
     static let maximumConnections = 32
     /// A connection that sends nothing for this long is closed.
-    static let idleTimeout = TimeAmount.seconds(30)
+    static let defaultIdleTimeout = Duration.seconds(30)
+    /// Answers written on one connection and not yet taken by the client, at most: a client that pipelines
+    /// requests and never reads the answers would otherwise make hammock hold every one of them (100,000
+    /// pipelined scrapes took it from 27 MiB to 2 GiB). Past the bound the connection is closed.
+    static let maximumQueuedAnswers = 4
+    /// Bytes of answers waiting on one connection, at most, past the first answer (which may be a large
+    /// scrape of its own).
+    static let maximumQueuedBytes = 4 << 20
+
+    /// `defaultIdleTimeout`; in a debug build, `HAMMOCK_METRICS_IDLE_TIMEOUT` (a duration such as `500ms`)
+    /// instead, so that a test of the idle close need not wait 30 s.
+    static func idleTimeout(environment: [String: String]) -> Duration {
+        #if DEBUG
+            if let text = environment["HAMMOCK_METRICS_IDLE_TIMEOUT"], case .success(let duration) = parseDuration(text) {
+                return duration
+            }
+        #endif
+        return defaultIdleTimeout
+    }
 
     /// Why `--metrics` cannot be served.
     public struct Failure: Error, CustomStringConvertible {
@@ -43,6 +62,8 @@ public final class MetricsServer: Sendable {
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let connections = Connections(limit: maximumConnections)
+        let (seconds, attoseconds) = idleTimeout(environment: ProcessInfo.processInfo.environment).components
+        let idleTimeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -98,12 +119,17 @@ private final class Connections: Sendable {
     }
 }
 
-/// One HTTP/1.1 connection: `GET /metrics` (or HEAD) gets the scrape, anything else 404 or 405.
-private final class MetricsHandler: ChannelInboundHandler, Sendable {
+/// One HTTP/1.1 connection: `GET /metrics` (or HEAD) gets the scrape, anything else 404 or 405. It lives on
+/// its channel's event loop and is touched only there.
+private final class MetricsHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let metrics: EngineMetrics
+    /// Answers written and not yet handed to the kernel (the client does not read them), and their bytes.
+    private var queuedAnswers = 0
+    private var queuedBytes = 0
+    private var isClosing = false
 
     init(metrics: EngineMetrics) { self.metrics = metrics }
 
@@ -116,7 +142,16 @@ private final class MetricsHandler: ChannelInboundHandler, Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(let request) = unwrapInboundIn(data) else { return }
+        guard case .head(let request) = unwrapInboundIn(data), !isClosing else { return }
+        // A client that sends requests and does not take the answers: closed, rather than queueing answers
+        // without bound (the requests it pipelined behind are dropped with the connection).
+        if queuedAnswers >= MetricsServer.maximumQueuedAnswers
+            || (queuedAnswers > 0 && queuedBytes >= MetricsServer.maximumQueuedBytes)
+        {
+            isClosing = true
+            context.close(promise: nil)
+            return
+        }
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         let status: HTTPResponseStatus
         let body: [UInt8]
@@ -137,12 +172,17 @@ private final class MetricsHandler: ChannelInboundHandler, Sendable {
         headers.add(name: "Content-Length", value: String(body.count))
         headers.add(name: "Connection", value: request.isKeepAlive ? "keep-alive" : "close")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
+        let size = request.method == .HEAD ? 0 : body.count
         if request.method != .HEAD {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
         }
+        queuedAnswers += 1
+        queuedBytes += size
         let keepAlive = request.isKeepAlive
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { [self] _ in
+            queuedAnswers -= 1
+            queuedBytes -= size
             if !keepAlive { channel.close(promise: nil) }
         }
     }

@@ -19,8 +19,12 @@ public final class NotifySocket: Sendable {
     private let hasWarned = Atomic<Bool>(false)
 
     /// How often the engine's loop must ping systemd's watchdog: half of `WATCHDOG_USEC`, when it is set and
-    /// `WATCHDOG_PID` (when set) is hammock's.
+    /// `WATCHDOG_PID` (when set) is hammock's, and never under `minimumWatchdogInterval`.
     public let watchdogInterval: Duration?
+
+    /// The shortest time between two watchdog pings. `WATCHDOG_USEC=1` would otherwise have the engine's
+    /// loop ping without pause (130% of a core); a watchdog of under 100 ms is a mistake, not a need.
+    public static let minimumWatchdogInterval = Duration.milliseconds(50)
 
     /// nil when `NOTIFY_SOCKET` is unset or empty: nothing is sent, nothing else changes.
     public static func fromEnvironment(logger: Logger) -> NotifySocket? {
@@ -35,7 +39,12 @@ public final class NotifySocket: Sendable {
         if let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0,
             environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true
         {
-            interval = .microseconds(Int64(min(microseconds / 2, UInt64(Int64.max))))
+            let asked = Duration.microseconds(Int64(min(microseconds / 2, UInt64(Int64.max))))
+            interval = max(asked, minimumWatchdogInterval)
+            if asked < minimumWatchdogInterval {
+                logger.warning(
+                    "WATCHDOG_USEC=\(text) asks for a watchdog ping every \(microseconds / 2) µs; hammock pings at most every 50 ms, so systemd's WatchdogSec= should be 100ms or more")
+            }
         }
         return NotifySocket(path: path, watchdogInterval: interval, logger: logger)
     }

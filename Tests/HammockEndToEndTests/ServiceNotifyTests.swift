@@ -145,4 +145,59 @@ struct ServiceNotifyTests {
             #expect(hammock.stderrText.components(separatedBy: "NOTIFY_SOCKET").count == 2, "one warning: \(hammock.stderrText)")
         }
     }
+
+    /// `WATCHDOG_USEC=1` asked for a ping every half microsecond, and the engine spun at 130% of a core
+    /// (issue 25). The interval is clamped to 50 ms, with a warning.
+    @Test("WATCHDOG_USEC=1: at most one ping every 50 ms (about 20 a second, not thousands), and a warning on stderr")
+    func watchdogIntervalClamped() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let listener = try NotifyListener(in: folder)
+        let configPath = try HammockProcess.writeConfig("sources:\n  a: { kind: fake, content: 1 }\n", in: folder)
+        let environment = ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "1"]
+        try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
+            try await listener.waitFor("READY=1")
+            try await hammock.waitForStderr(containing: "WATCHDOG_USEC=1")
+            #expect(hammock.stderrText.contains("at most every 50 ms"), "\(hammock.stderrText)")
+            let start = ContinuousClock.now
+            let first = listener.messages.count
+            try await Task.sleep(for: .seconds(1))
+            let elapsed = ContinuousClock.now - start
+            let pings = listener.messages.dropFirst(first).filter { $0.fields.contains("WATCHDOG=1") }.count
+            // 20 a second at 50 ms; a loaded machine may send fewer, never more than one per 50 ms (+1 for
+            // the edges of the window).
+            let most = Int(elapsed / .milliseconds(50)) + 1
+            #expect((3...most).contains(pings), "\(pings) pings in \(elapsed), at most \(most) wanted")
+        }
+    }
+
+    /// docs/service.md: "a loop that is stuck stops the pings". A debug build's HAMMOCK_TEST_LOOP_STALL_MS has
+    /// the loop stop taking inputs for that long when it takes a control line; the timer goes on asking, and
+    /// no ping may come until the loop turns again.
+    @Test("a stuck loop stops the watchdog pings: none while the loop is stalled for 1.5 s, and they come back after")
+    func stuckLoopStopsPings() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let listener = try NotifyListener(in: folder)
+        let configPath = try HammockProcess.writeConfig("sources:\n  a: { kind: fake, content: 1 }\n", in: folder)
+        // A ping every 100 ms while the loop turns.
+        let environment = ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "HAMMOCK_TEST_LOOP_STALL_MS": "1500"]
+        try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
+            try await listener.waitFor("READY=1")
+            let ready = listener.messages.count
+            try await listener.waitFor("WATCHDOG=1", after: ready)
+            let stalled = ContinuousClock.now
+            try hammock.send(controlLine: #"{"op":"load","source":"a","id":1}"#)
+            // The loop stalls on taking this line and answers it only after the stall.
+            let ack = try await hammock.waitFor(type: "ack", timeout: .seconds(20))
+            #expect(ack.receivedAt - stalled >= .milliseconds(1400), "the ack came \(ack.receivedAt - stalled) after the line: no stall")
+            // Pings on either side of the stall, none inside it (a margin of 300 ms at each end for the line
+            // to reach the loop, and for the burst of pings the loop sends when it turns again).
+            let window = (stalled + .milliseconds(300))...(stalled + .milliseconds(1200))
+            let during = listener.messages.filter { $0.fields.contains("WATCHDOG=1") && window.contains($0.at) }
+            #expect(during.isEmpty, "\(during.count) pings while the loop was stalled")
+            let after = listener.messages.count
+            try await listener.waitFor("WATCHDOG=1", after: after, timeout: .seconds(5))
+        }
+    }
 }

@@ -1,0 +1,35 @@
+import Testing
+
+@testable import HammockEngine
+
+/// The numbers docs/service.md quotes for `--metrics`' server; the end-to-end `MetricsTests` hold what they do.
+@Suite("Metrics server")
+struct MetricsServerTests {
+    @Test("a connection that sends nothing is closed after 30 s; HAMMOCK_METRICS_IDLE_TIMEOUT changes that in a debug build only")
+    func idleTimeout() {
+        #expect(MetricsServer.idleTimeout(environment: [:]) == .seconds(30))
+        #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "not a duration"]) == .seconds(30))
+        #if DEBUG
+            #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .milliseconds(400))
+        #else
+            #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .seconds(30))
+        #endif
+    }
+
+    @Test("a source id with a backslash, a double quote or a line feed is escaped in its label, as the text format wants")
+    func labelEscaping() {
+        let table = SourceSeriesTable()
+        _ = table.keep(only: ["plain", "a\"b\\c\nd"])
+        var buffer: [UInt8] = []
+        table.render(into: &buffer)
+        let text = String(decoding: buffer, as: UTF8.self)
+        #expect(text.contains(#"hammock_source_consecutive_failures{source="a\"b\\c\nd"} 0.0"#), "\(text)")
+        #expect(text.contains(#"hammock_source_consecutive_failures{source="plain"} 0.0"#))
+        // Each family once, its lines together.
+        #expect(text.components(separatedBy: "# TYPE hammock_source_loads_total counter").count == 2)
+        _ = table.keep(only: ["plain"])
+        buffer = []
+        table.render(into: &buffer)
+        #expect(!String(decoding: buffer, as: UTF8.self).contains(#"a\"b"#))
+    }
+}
