@@ -26,7 +26,12 @@ public struct Redactor: Sendable, Equatable {
         for written in secrets where !written.isEmpty {
             let composed = String(String.UnicodeScalarView(written._nfc))
             let decomposed = String(String.UnicodeScalarView(written._nfd))
-            for secret in Set([written, composed, decomposed]) {
+            // Told apart by their bytes: as Strings the forms are equal (Swift compares canonically).
+            var forms: [String] = []
+            for form in [written, composed, decomposed] where !forms.contains(where: { $0.utf8.elementsEqual(form.utf8) }) {
+                forms.append(form)
+            }
+            for secret in forms {
                 needles.insert(Self.foldingPercentHex(Array(secret.utf8)))
                 needles.insert(Array(secret.percentEncodedForURL.utf8))
                 var escaped: [UInt8] = []
@@ -49,9 +54,16 @@ public struct Redactor: Sendable, Equatable {
         var head = Array(bytes[..<window])
         redact(&head)
         guard head.count > limit || bytes.count > window else { return String(decoding: head, as: UTF8.self) }
-        // A cut on a scalar's boundary: back up over continuation bytes (10xxxxxx).
+        // A cut on a scalar's boundary: before the last scalar that would not end by the cut (`head` may
+        // itself end inside one).
         var end = min(limit, head.count)
-        while end > 0, end < head.count, head[end] & 0xC0 == 0x80 { end -= 1 }
+        var start = end - 1
+        while start > 0, head[start] & 0xC0 == 0x80 { start -= 1 }
+        if start >= 0 {
+            let lead = head[start]
+            let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
+            if start + length > end { end = start }
+        }
         return String(decoding: head[..<end], as: UTF8.self) + "…"
     }
 
