@@ -203,10 +203,19 @@ extension ConfigurationReader {
                     problem(entry.mark, "include \"\(written)\": \(file) is not a regular file")
                     continue
                 }
+                // The limit on one file does not bound many: each is refused before it is read once the files
+                // together would pass the limit.
+                guard totalSize + Int(info.st_size) <= Self.maximumTotalSize else {
+                    problem(
+                        entry.mark,
+                        "include \"\(written)\": \(file) is \(info.st_size) bytes, which would take the configuration's files past \(Self.maximumTotalSize >> 20) MiB together (\(totalSize) bytes so far); a configuration may be at most \(Self.maximumTotalSize >> 20) MiB, all its files together")
+                    continue
+                }
                 switch ConfigurationLoader.readText(at: file) {
                 case .failure(let failure):
                     problem(entry.mark, "include \"\(written)\": \(file): \(failure.message)")
                 case .success(let text):
+                    totalSize += text.utf8.count
                     if let included = self.document(text, file: file, isMain: false) {
                         collect(included, including: including + [canonical])
                     }
@@ -234,8 +243,10 @@ extension ConfigurationReader {
             }
             for pair in pairs {
                 guard let id = keyText(pair.key) else { continue }
-                if section == "sources" && !isValidIdentifier(id) {
-                    problem(pair.key.mark, "source id \"\(id)\" may hold only letters, digits, \"_\" and \"-\"")
+                // Views by the same rule as sources: an id goes into bar output, commands' environment
+                // (HAMMOCK_VIEW) and log lines, where a NUL, an ESC or a newline would do harm.
+                if !isValidIdentifier(id) {
+                    problem(pair.key.mark, "\(what) id \"\(id)\" may hold only letters, digits, \"_\" and \"-\"")
                     continue
                 }
                 let here = place(pair.key.mark)
@@ -284,8 +295,10 @@ extension ConfigurationReader {
     /// The bases under a source, the farthest first: `base: NAME`, that base's own `base:`, and so on.
     /// nil when a name is unknown or the chain comes back to a base it passed (both reported).
     mutating func baseChain(from node: YAMLNode, of what: String) -> [Layer]? {
+        // Built nearest first and reversed once, with a set for the cycle check: linear in the depth.
         var chain: [Layer] = []
         var names: [String] = []
+        var passed = Set<String>()
         var nameNode = node
         while true {
             guard let name = string(nameNode, "base") else { return nil }
@@ -296,13 +309,20 @@ extension ConfigurationReader {
                 problem(nameNode.mark, "\(what): unknown base \"\(name)\"\(hint); \(list)")
                 return nil
             }
-            if names.contains(name) {
+            if passed.contains(name) {
                 problem(nameNode.mark, "base cycle: \((names + [name]).joined(separator: " → ")); a base may not be its own base, however indirectly")
                 return nil
             }
+            guard names.count < Self.maximumBaseDepth else {
+                problem(
+                    nameNode.mark,
+                    "\(what): its bases stack more than \(Self.maximumBaseDepth) deep (\(names.prefix(3).joined(separator: " → ")) → … → \(names.last ?? "") → \(name)); a chain of bases may be at most \(Self.maximumBaseDepth) long")
+                return nil
+            }
             names.append(name)
-            chain.insert(Layer(pairs: base.pairs, document: base.document), at: 0)
-            guard let next = base.pairs.value("base") else { return chain }
+            passed.insert(name)
+            chain.append(Layer(pairs: base.pairs, document: base.document))
+            guard let next = base.pairs.value("base") else { return chain.reversed() }
             enter(documents[base.document])
             nameNode = next
         }

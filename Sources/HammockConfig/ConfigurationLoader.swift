@@ -93,6 +93,10 @@ public struct ConfigurationLoader: Sendable {
     /// a huge mapping would take minutes and gigabytes.
     public static let maximumFileSize = 4 << 20
 
+    /// A secret shorter than this (in characters) is refused where it is written: redacting `e` or `42`
+    /// from everything hammock writes would eat the output, and leaving it visible would not keep it secret.
+    public static let minimumSecretLength = 4
+
     public func load(file path: String) -> Result<LoadedConfiguration, ConfigurationError> {
         switch Self.readText(at: path) {
         case .success(let text):
@@ -195,6 +199,17 @@ struct ConfigurationReader {
     /// stays visible; `${secret:…}`, `${file:…}` and `${cred:…}` are secrets wherever they stand.
     static let secretOptionKeys: Set<String> = ["headers", "auth", "body", "query", "env"]
 
+    static let minimumSecretLength = ConfigurationLoader.minimumSecretLength
+
+    /// Bounds on a configuration as a whole, each far beyond a real one, so that what is allowed is read in
+    /// time and memory in proportion to it: its files together (each file alone is bounded by
+    /// `ConfigurationLoader.maximumFileSize` too), how deep bases stack, and how many sources one view merges.
+    static let maximumTotalSize = ConfigurationLoader.maximumFileSize
+    static let maximumBaseDepth = 32
+    static let maximumViewSources = 10_000
+    /// The bytes of every file read so far, against `maximumTotalSize`.
+    var totalSize = 0
+
     init(loader: ConfigurationLoader, mainFile: String) {
         self.loader = loader
         self.mainFile = mainFile
@@ -227,6 +242,7 @@ struct ConfigurationReader {
     /// The configuration, or nil when the main file does not parse.
     mutating func read(_ text: String) -> LoadedConfiguration? {
         files.files.append(mainFile)
+        totalSize = text.utf8.count
         guard let main = document(text, file: mainFile, isMain: true) else { return nil }
         collect(main, including: [canonicalPath(mainFile)])
         enter(main)
@@ -490,9 +506,16 @@ struct ConfigurationReader {
         if let node = pairs.value("sources") {
             if let items = sequence(node, "sources") {
                 if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }
+                guard items.count <= Self.maximumViewSources else {
+                    problem(
+                        node.mark,
+                        "view \"\(id)\" lists \(items.count) sources; a view may merge at most \(Self.maximumViewSources), so split it into several views")
+                    return nil
+                }
+                var listed = Set<String>()
                 for item in items {
                     guard let source = string(item, "a view's source") else { continue }
-                    if sources.contains(source) {
+                    if !listed.insert(source).inserted {
                         problem(item.mark, "view \"\(id)\" lists source \"\(source)\" twice")
                         continue
                     }
@@ -739,8 +762,14 @@ struct ConfigurationReader {
     mutating func interpolated(_ text: String, at mark: YAMLMark, isSecret: Bool = false) -> String? {
         switch interpolate(text, in: context) {
         case .success(let result):
-            secrets.formUnion(result.secrets)
-            if isSecret { secrets.formUnion(result.values) }
+            let found = result.secrets + (isSecret ? result.values : [])
+            for secret in found where secret.count < Self.minimumSecretLength {
+                // Not quoted, and not kept as a secret: redacting one letter would blank it out of every message.
+                problem(
+                    mark,
+                    "a secret here is shorter than \(Self.minimumSecretLength) characters, too short to keep out of the output (hiding it would blank out its letters everywhere); use a longer secret, or write the value itself if it is not secret")
+            }
+            secrets.formUnion(found.filter { $0.count >= Self.minimumSecretLength })
             return result.text
         case .failure(let failure):
             problem(mark, failure.message)

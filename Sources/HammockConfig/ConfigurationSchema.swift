@@ -56,7 +56,8 @@ public enum ConfigurationSchema {
         ],
         "views": [
             "type": "object",
-            "description": "Views, id: view: several sources merged into one state (loading, error, data, idle).",
+            "description": "Views, id: view: several sources merged into one state (loading, error, data, idle). An id holds letters, digits, _ and -.",
+            "propertyNames": ["pattern": "^[A-Za-z0-9_-]+$"],
             "additionalProperties": ["$ref": "#/$defs/view"],
         ],
         "bases": [
@@ -150,11 +151,10 @@ public enum ConfigurationSchema {
             "description": "The name of a base under bases: whose keys this takes, under its own.",
         ]
         var branches: [JSONValue] = []
-        for kind in kinds {
-            guard let options = kind.options else { continue }
+        for kind in kinds where kind.options != nil {
             branches.append([
                 "if": ["properties": ["kind": ["const": .string(kind.name)]], "required": ["kind"]],
-                "then": withCommonKeys(options),
+                "then": ["$ref": .string(JSONSchemaReferences.fragment(of: optionsPlace(of: kind.name)))],
             ])
         }
         // A kind whose options nobody described (a plugin without an optionsSchema, or one this schema was not
@@ -262,6 +262,22 @@ public enum ConfigurationSchema {
     }()
 
     static func definitions(kinds: [Kind]) -> JSONValue {
-        ["source": source(kinds: kinds), "base": source(kinds: kinds, isBase: true), "view": JSONSchema.withoutTemplates(view)]
+        var definitions: JSONObject = [
+            "source": source(kinds: kinds), "base": source(kinds: kinds, isBase: true), "view": JSONSchema.withoutTemplates(view),
+        ]
+        for kind in kinds {
+            guard let options = kind.options else { continue }
+            let place = optionsPlace(of: kind.name)
+            definitions[place.tokens[1]] = withCommonKeys(JSONSchemaReferences.rebased(options, at: place))
+        }
+        return .object(definitions)
+    }
+
+    /// Where a kind's options schema stands: once, under `$defs`, with its own `$defs` and `$ref`s below it
+    /// (see `JSONSchemaReferences`), so that two kinds' definitions never meet and a reference written
+    /// against the options schema's root still finds its target. Its `$ref`s must have been checked with
+    /// `JSONSchemaReferences.problems(in:)`.
+    public static func optionsPlace(of kind: String) -> JSONPointer {
+        JSONPointer(tokens: ["$defs", "kind:\(kind)"])
     }
 }

@@ -52,6 +52,16 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
         self.readFrom = readFrom ?? partial?.files ?? ConfigurationFiles(files: [file])
     }
 
+    /// This error with what the plugins said of the sources that did read (`partial`), so that one report
+    /// holds every problem: at start, at a reload, and in `hammock check` alike. A plugin's problem at a place
+    /// the file's own problems already name is left out: a value the engine refused (an unset variable,
+    /// say) would only be refused again.
+    public func adding(pluginProblems: [Diagnostic]) -> ConfigurationError {
+        let marked = Set(diagnostics.map { Place(file: $0.file ?? file, mark: $0.mark) })
+        let added = pluginProblems.filter { !marked.contains(Place(file: $0.file ?? file, mark: $0.mark)) }
+        return ConfigurationError(file: file, diagnostics: diagnostics + added, partial: partial, readFrom: readFrom)
+    }
+
     /// The secrets the file declared, as far as it was read.
     public var secrets: Set<String> { partial?.configuration.secrets ?? [] }
 

@@ -164,6 +164,9 @@ public final class Engine: Sendable {
         /// The plugins said what they think of the changed sources; `Configuration` is the new one with their
         /// template rules applied, for the core.
         case validated(LoadedConfiguration, [String: TemplateRules], PluginValidation)
+        /// The file has problems of its own, and the plugins said what they think of the changed sources of
+        /// the part that read: all of it is reported together, as at start.
+        case refused(ConfigurationError, PluginValidation)
     }
 
     /// What the loop knows of the reload under way.
@@ -455,6 +458,34 @@ public final class Engine: Sendable {
             return rejectionActions(error, replyingTo: refused)
         }
 
+        /// The loaders that check `next`'s changed sources, and those sources: the running loaders, a fresh one
+        /// for a new kind or a changed plugin command (kept in `reloading.fresh`, to serve if the reload
+        /// holds), and a checker of its own for a kind whose sources changed (`reloading.checkers`).
+        func prepareChecking(_ next: LoadedConfiguration) -> ([String: any SourceLoader], [SourceDefinition]) {
+            let resolver = PluginResolver(configured: next.configuration.plugins)
+            var checking = loaders
+            for kind in next.configuration.kinds {
+                let origin = LoaderFactory.origin(of: kind, resolver: resolver)
+                if let host = loaders[kind] as? PluginHost, host.origin == origin { continue }
+                // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
+                // sources while the running one goes on serving the old.
+                let fresh = LoaderFactory.makeLoader(
+                    kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
+                reloading.fresh[kind] = fresh
+                checking[kind] = fresh
+            }
+            let changed = next.configuration.sources.filter { source in
+                current.configuration.sources.first { $0.id == source.id } != source
+            }
+            for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] is PluginHost {
+                let checker = LoaderFactory.makeLoader(
+                    kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
+                reloading.checkers[kind] = checker
+                checking[kind] = checker
+            }
+            return (checking, changed)
+        }
+
         /// Reads the configuration again (SIGHUP, `{"op":"reload"}`) one step at a time. The new configuration
         /// must pass the same checks as at start, plugins' included, or it is reported with its lines and
         /// columns and the running one goes on untouched.
@@ -464,31 +495,21 @@ public final class Engine: Sendable {
                 standardError.secrets.add(error.secrets)
                 // Still the running configuration's files, and those of the bad edit: its fix reloads.
                 configurationWatch?.follow(current.files, error.readFrom)
-                return rejectReload(error)
+                // The part that read is checked by its plugins too, so that one refusal reports every problem,
+                // the plugins' own with the file's, as `hammock run` does at start.
+                guard let partial = error.partial else { return rejectReload(error) }
+                let (checking, changed) = prepareChecking(partial)
+                work.addTask { [checking] in
+                    let validation = await Self.validate(changed, of: partial, with: checking)
+                    inbox.yield(.reloadStep(.refused(error, validation)))
+                }
+                return []
+            case .refused(let error, let validation):
+                return rejectReload(error.adding(pluginProblems: validation.optionProblems))
             case .read(.success(let next)):
                 // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
                 standardError.secrets.add(next.configuration.secrets)
-                let resolver = PluginResolver(configured: next.configuration.plugins)
-                var checking = loaders
-                for kind in next.configuration.kinds {
-                    let origin = LoaderFactory.origin(of: kind, resolver: resolver)
-                    if let host = loaders[kind] as? PluginHost, host.origin == origin { continue }
-                    // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
-                    // sources while the running one goes on serving the old.
-                    let fresh = LoaderFactory.makeLoader(
-                        kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
-                    reloading.fresh[kind] = fresh
-                    checking[kind] = fresh
-                }
-                let changed = next.configuration.sources.filter { source in
-                    current.configuration.sources.first { $0.id == source.id } != source
-                }
-                for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] is PluginHost {
-                    let checker = LoaderFactory.makeLoader(
-                        kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
-                    reloading.checkers[kind] = checker
-                    checking[kind] = checker
-                }
+                let (checking, changed) = prepareChecking(next)
                 work.addTask { [checking] in
                     let validation = await Self.validate(changed, of: next, with: checking)
                     let rules = await Self.templateRules(for: next.configuration, from: checking)

@@ -29,7 +29,7 @@ enum LoaderFactory {
         switch origin(of: kind, resolver: resolver) {
         case .builtIn?:
             guard let serve = BuiltInPlugins.serve(kind) else { return nil }
-            return PluginHost(kind: kind, origin: .builtIn, inbox: inbox, logger: logger, clock: .system) {
+            return PluginHost(kind: kind, origin: .builtIn, inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets) {
                 InProcessTransport(serve: serve)
             }
         case .command(let command)?:

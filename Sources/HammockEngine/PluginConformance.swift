@@ -158,7 +158,10 @@ private struct Checker {
         }
         var problems: [String] = []
         for (kind, schema) in optionsSchema.sorted(by: { $0.key < $1.key }) {
-            for problem in JSONSchemaCheck.problems(in: schema) {
+            var found = JSONSchemaCheck.problems(in: schema)
+            // `hammock schema` refuses references it cannot place (see `JSONSchemaReferences`): said here first.
+            if found.isEmpty { found = JSONSchemaReferences.problems(in: schema) }
+            for problem in found {
                 problems.append("optionsSchema.\(kind)\(problem.pointer.tokens.isEmpty ? "" : " at \(problem.pointer)"): \(problem.message)")
             }
         }
@@ -371,6 +374,9 @@ struct ReceivedLine: Sendable {
 
     /// The line, shortened for a report.
     var excerpt: String { text.count > 200 ? String(text.prefix(200)) + "..." : text }
+
+    /// The line's first 200 bytes, redacted before the cut.
+    func excerpt(_ redactor: Redactor) -> String { redactor.excerpt(text, limit: 200) }
 }
 
 // MARK: - The plugin process
@@ -440,7 +446,12 @@ actor PluginSession {
 
     private func keepStandardError(_ line: [UInt8]) {
         stderrTail.append(contentsOf: line + [UInt8(ascii: "\n")])
-        if stderrTail.count > 2048 { stderrTail.removeFirst(stderrTail.count - 2048) }
+        if stderrTail.count > 2048 {
+            stderrTail.removeFirst(stderrTail.count - 2048)
+            // Whole lines only: the first one kept was cut at its start, maybe inside a secret, whose end no
+            // redaction would know.
+            if let newline = stderrTail.firstIndex(of: UInt8(ascii: "\n")) { stderrTail.removeFirst(newline + 1) } else { stderrTail.removeAll() }
+        }
     }
 
     nonisolated func send(_ message: EngineMessage) { transport.send(message) }

@@ -9,8 +9,12 @@ public struct PluginHello: Sendable {
     public var optionsSchema: [String: JSONValue]
 
     /// Starts `command`, reads its hello, and ends it (shutdown, then its guard kills whatever is left).
-    /// Fails with a sentence that says what happened: it did not start, exited, or wrote something else.
-    public static func read(command: [String], within timeout: Duration = .seconds(10)) async -> Result<PluginHello, PluginHelloError> {
+    /// Fails with a sentence that says what happened: it did not start, exited, or wrote something else. What
+    /// it quotes of the plugin's line is redacted with `redactor` before it is cut (see `Redactor.excerpt`);
+    /// the caller redacts the whole sentence again, for the command.
+    public static func read(
+        command: [String], within timeout: Duration = .seconds(10), redactor: Redactor = .none
+    ) async -> Result<PluginHello, PluginHelloError> {
         let session = PluginSession(command: command)
         return await withTaskGroup(of: Void.self, returning: Result<PluginHello, PluginHelloError>.self) { group in
             group.addTask { await session.serve() }
@@ -23,10 +27,10 @@ public struct PluginHello: Sendable {
             switch answer {
             case .line(let line):
                 if let error = line.error {
-                    return .failure(PluginHelloError("\(program) answered hello with a line that is not protocol (\(error.message)): \(line.excerpt)"))
+                    return .failure(PluginHelloError("\(program) answered hello with a line that is not protocol (\(error.message)): \(line.excerpt(redactor))"))
                 }
                 guard case .hello(_, let kinds, _, _, _, let schemas)? = line.message else {
-                    return .failure(PluginHelloError("\(program) answered hello with \(line.excerpt)"))
+                    return .failure(PluginHelloError("\(program) answered hello with \(line.excerpt(redactor))"))
                 }
                 return .success(PluginHello(kinds: kinds, optionsSchema: schemas))
             case .exited(let status):

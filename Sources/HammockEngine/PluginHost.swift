@@ -26,6 +26,8 @@ actor PluginHost: SourceLoader {
     private let inbox: EngineInbox
     private let makeTransport: PluginTransportFactory
     private let clock: SupervisionClock
+    /// The configuration's secrets, to redact what the host quotes of a plugin's line before it cuts it.
+    private let secrets: Secrets
     private var supervision = Supervision()
 
     static let handshakeTimeout: Duration = .seconds(5)
@@ -120,7 +122,7 @@ actor PluginHost: SourceLoader {
 
     /// A host of real plugin processes, each started from `command` below hammock's guard.
     init(kind: String, command: [String], inbox: EngineInbox, logger: Logger, standardError: StandardError) {
-        self.init(kind: kind, origin: .command(command), inbox: inbox, logger: logger, clock: .system) {
+        self.init(kind: kind, origin: .command(command), inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets) {
             ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
         }
     }
@@ -128,9 +130,10 @@ actor PluginHost: SourceLoader {
     /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
     init(
         kind: String, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
-        makeTransport: @escaping PluginTransportFactory
+        secrets: Secrets = Secrets(), makeTransport: @escaping PluginTransportFactory
     ) {
         self.kind = kind
+        self.secrets = secrets
         self.origin = origin
         self.inbox = inbox
         self.logger = logger
@@ -363,7 +366,9 @@ actor PluginHost: SourceLoader {
             do throws(ProtocolError) {
                 message = try PluginMessage(line: bytes)
             } catch {
-                let excerpt = String(decoding: bytes.prefix(120), as: UTF8.self)
+                // Redacted here, before the cut: the engine redacts the message again, but a secret cut in two
+                // by this excerpt would no longer be found.
+                let excerpt = secrets.redactor.excerpt(bytes, limit: 120)
                 fail(generation, "wrote a line that is not protocol (\(error.message)): \(excerpt)")
                 return
             }

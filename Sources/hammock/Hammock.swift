@@ -89,16 +89,13 @@ struct ConfigurationArguments: ParsableArguments {
         _ error: ConfigurationError, logger: Logger, standardError: StandardError, signals: SignalRouter,
         pluginFailuresAreErrors: Bool
     ) async throws -> Never {
-        var problems = error.diagnostics
+        var error = error
         if let partial = error.partial {
             let validation = await checkWithPlugins(
                 partial, logger: logger, standardError: standardError, signals: signals)
-            // A value the engine already refused (an unset variable, say) would only be refused again.
-            let marked = Set(problems.map(\.mark))
-            let fromPlugins = validation.optionProblems + (pluginFailuresAreErrors ? validation.pluginFailures : [])
-            problems += fromPlugins.filter { !marked.contains($0.mark) }
+            error = error.adding(pluginProblems: validation.optionProblems + (pluginFailuresAreErrors ? validation.pluginFailures : []))
         }
-        report(ConfigurationError(file: error.file, diagnostics: problems), standardError: standardError)
+        report(error, standardError: standardError)
         throw ExitCode(2)
     }
 

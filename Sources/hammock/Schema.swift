@@ -28,32 +28,36 @@ struct Schema: AsyncParsableCommand {
 
     func run() async throws {
         var configured: [String: PluginDefinition] = [:]
+        // A plugin's command may hold a secret (`command: [tool, --token, "${secret:TOKEN}"]`), and every
+        // message below may quote the command or what the plugin wrote: all of stderr is redacted.
+        var redactor = Redactor.none
         if let config {
             switch ConfigurationSource(file: config).read() {
             case .success(let loaded):
                 configured = loaded.configuration.plugins
+                redactor = Redactor(secrets: loaded.configuration.secrets)
             case .failure(let error):
+                redactor = Redactor(secrets: error.secrets)
                 // A file with mistakes still says which plugins it uses; the schema is what finds the mistakes.
                 guard let partial = error.partial else {
-                    let secrets = Secrets(error.secrets)
-                    writeAll(secrets.redactor.redact(error.description + "\n"), to: STDERR_FILENO)
+                    writeAll(redactor.redact(error.description + "\n"), to: STDERR_FILENO)
                     throw ExitCode(2)
                 }
                 configured = partial.configuration.plugins
             }
         }
+        func report(_ text: String) { writeAll(redactor.redact(text + "\n"), to: STDERR_FILENO) }
         let resolver = PluginResolver(configured: configured)
         var kinds = BuiltInPlugins.kinds.sorted().map { ConfigurationSchema.Kind(name: $0, options: BuiltInPlugins.optionsSchema[$0]) }
         var problems: [String] = []
         for kind in Set(Self.shippedKinds + configured.keys).subtracting(BuiltInPlugins.kinds).sorted() {
             guard let command = resolver.command(for: kind) else {
                 // Not an error: this hammock was installed without that plugin.
-                writeAll(
-                    "hammock schema: no plugin for kind \"\(kind)\" (looked for \(resolver.searchDescription(for: kind))); its options are not described\n",
-                    to: STDERR_FILENO)
+                report(
+                    "hammock schema: no plugin for kind \"\(kind)\" (looked for \(resolver.searchDescription(for: kind))); its options are not described")
                 continue
             }
-            switch await PluginHello.read(command: command) {
+            switch await PluginHello.read(command: command, redactor: redactor) {
             case .success(let hello):
                 guard hello.kinds.contains(kind) else {
                     problems.append("the plugin of kind \"\(kind)\" (\(command.joined(separator: " "))) serves \(hello.kinds.joined(separator: ", ")), not \(kind)")
@@ -61,7 +65,9 @@ struct Schema: AsyncParsableCommand {
                 }
                 let options = hello.optionsSchema[kind]
                 if let options {
-                    let schemaProblems = JSONSchemaCheck.problems(in: options)
+                    var schemaProblems = JSONSchemaCheck.problems(in: options)
+                    // Only a well-formed schema's references can be followed.
+                    if schemaProblems.isEmpty { schemaProblems = JSONSchemaReferences.problems(in: options) }
                     if !schemaProblems.isEmpty {
                         let list = schemaProblems.map { "\($0.pointer.tokens.isEmpty ? "" : "at \($0.pointer): ")\($0.message)" }
                         problems.append(
@@ -75,7 +81,7 @@ struct Schema: AsyncParsableCommand {
             }
         }
         guard problems.isEmpty else {
-            for problem in problems { writeAll("hammock schema: \(problem)\n", to: STDERR_FILENO) }
+            for problem in problems { report("hammock schema: \(problem)") }
             throw ExitCode(1)
         }
         print(ConfigurationSchema.schema(kinds: kinds).prettyJSONString)

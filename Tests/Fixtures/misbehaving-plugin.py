@@ -4,6 +4,8 @@
 Usage: misbehaving-plugin.py MODE [ARG]
   good              behaves: answers every load with {"n": <load count>, "pid": <its pid>}
   garbage           answers hello, then writes a line that is not JSON on the first load
+  garbage-secret N  answers hello, then on the first load writes a line that is not JSON: N "x"s, then its
+                    source's `token` option, then " (echoed)"
   no-hello          never answers the handshake
   crash-at-once     exits with status 3 before reading anything
   crash-after N     behaves for N loads, then exits with status 4
@@ -111,6 +113,7 @@ def huge_line(source, load_id):
 
 loads = 0
 sources = []
+tokens = {}
 flooding = False
 for line in sys.stdin:
     message = json.loads(line)
@@ -123,6 +126,7 @@ for line in sys.stdin:
     elif op == "configure":
         if message["source"] not in sources:
             sources.append(message["source"])
+        tokens[message["source"]] = message.get("options", {}).get("token", "")
         stuck = message["source"].startswith("stuck")
         if mode == "skip-configure" and stuck:
             sys.stderr.write("not answering configure for %s, as asked\n" % message["source"])
@@ -138,6 +142,8 @@ for line in sys.stdin:
                   "content": {"n": loads, "pid": os.getpid()}}
         if mode == "garbage":
             write("this is not json\n")
+        elif mode == "garbage-secret":
+            write("x" * arg + tokens.get(message["source"], "") + " (echoed)\n")
         elif mode == "silent-loads":
             pass
         elif mode == "crash-after" and loads > arg:

@@ -55,13 +55,16 @@ import Testing
         #expect(include?.map { $0["type"] } == ["string", "array"])
     }
 
-    /// `if kind is weather then weather's options, with the common keys beside them`; a kind without a
+    /// `if kind is weather then weather's options (at #/$defs/kind:weather), with the common keys beside
+    /// them`; a kind without a
     /// schema takes any options.
     @Test func eachDescribedKindAppliesItsOptionsToItsSources() throws {
         let branches = try #require(Self.schema["$defs"]?["source"]?["allOf"]?.arrayValue)
         #expect(branches.count == 3)
         #expect(branches[0]["if"]?["properties"]?["kind"] == ["const": "weather"])
-        let then = try #require(branches[0]["then"])
+        // By reference to the one place the kind's options stand.
+        #expect(branches[0]["then"] == ["$ref": "#/$defs/kind:weather"])
+        let then = try #require(Self.schema["$defs"]?["kind:weather"])
         #expect(keys(then) == ["city"] + CommonSourceKey.names)
         #expect(then["additionalProperties"] == false)
         #expect(then["required"] == ["city"])

@@ -212,11 +212,11 @@ import Testing
                 env: { PASSWORD: "${PASSWORD}" }
             """
         let environment = [
-            "BASE": "http://127.0.0.1:9", "USER_ID": "42", "TOKEN": "tok", "KEY": "k3y", "PIN": "12345",
-            "LOGIN": "me", "TIMEOUT": "5s", "ARG": "visible", "PASSWORD": "hunter2",
+            "BASE": "http://127.0.0.1:9", "USER_ID": "42", "TOKEN": "tok-1", "KEY": "k3y-9", "PIN": "12345",
+            "LOGIN": "me-admin", "TIMEOUT": "5s", "ARG": "visible", "PASSWORD": "hunter2",
         ]
         let secrets = try load(text, environment: environment).configuration.secrets
-        #expect(secrets == ["tok", "trace-default", "k3y", "12345", "me", "hunter2"])
+        #expect(secrets == ["tok-1", "trace-default", "k3y-9", "12345", "me-admin", "hunter2"])
     }
 
     @Test func basicAuthsEncodedCredentialIsASecretWhenItHoldsOne() throws {
@@ -225,9 +225,9 @@ import Testing
               a: { kind: rest, url: "http://h/", auth: { basic: { username: alice, password: "${PASSWORD}" } } }
               b: { kind: rest, url: "http://h/", auth: { basic: { username: bob, password: literal } } }
             """
-        let secrets = try load(text, environment: ["PASSWORD": "pw"]).configuration.secrets
-        // base64("alice:pw"); bob's literal credentials are configuration, as a literal anywhere is.
-        #expect(secrets == ["pw", "YWxpY2U6cHc="])
+        let secrets = try load(text, environment: ["PASSWORD": "pw-42"]).configuration.secrets
+        // base64("alice:pw-42") (a secret has at least 4 characters); bob's literal credentials are configuration, as a literal anywhere is.
+        #expect(secrets == ["pw-42", "YWxpY2U6cHctNDI="])
     }
 
     @Test func explicitFormsAreSecretsWhereverTheyStand() throws {

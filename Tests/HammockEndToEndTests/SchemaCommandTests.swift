@@ -67,8 +67,11 @@ struct SchemaCommandTests {
         let schema = try JSONValue(parsing: Array(run.stdout.utf8))
         let branches = schema["$defs"]?["source"]?["allOf"]?.arrayValue ?? []
         let weather = branches.first { $0["if"]?["properties"]?["kind"]?["const"] == "weather" }
-        #expect(weather?["then"]?["properties"]?["city"]?["description"] == "The city.", "\(run.stdout)")
-        #expect(weather?["then"]?["required"] == ["city"])
+        // The kind's options stand once under $defs, where the branch refers to them.
+        #expect(weather?["then"] == ["$ref": "#/$defs/kind:weather"], "\(run.stdout)")
+        let options = schema["$defs"]?["kind:weather"]
+        #expect(options?["properties"]?["city"]?["description"] == "The city.", "\(run.stdout)")
+        #expect(options?["required"] == ["city"])
     }
 
     @Test("a plugin that will not start is an error on stderr, and nothing is printed")
