@@ -332,7 +332,8 @@ import Testing
             now: now)
         #expect(failing.text == "⚠ HTTP 503 Service Unavailable …")
         #expect(failing.color == "#bf616a" && failing.urgent && failing.class == "error" && failing.problems == [])
-        // The data-time tooltip and percentage stand in `error` too; over no content they render as nothing.
-        #expect(failing.tooltip == ": updated " && failing.percentage == nil)
+        // Over no content the data-time tooltip and percentage are not rendered (no template over nothing): the
+        // tooltip is its default in `error`, the whole message, and there is no percentage.
+        #expect(failing.tooltip == "HTTP 503 Service Unavailable from api.github.com" && failing.percentage == nil)
     }
 }
