@@ -487,12 +487,14 @@ struct ConfigurationReader {
         guard let pairs = mapping(node, "view \"\(id)\"") else { return nil }
         checkKeys(pairs, allowed: Self.viewKeys, context: "view \"\(id)\"")
         var sources: [String] = []
+        // A set beside the list: looking through the list for each source made a view of thousands quadratic.
+        var listed: Set<String> = []
         if let node = pairs.value("sources") {
             if let items = sequence(node, "sources") {
                 if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }
                 for item in items {
                     guard let source = string(item, "a view's source") else { continue }
-                    if sources.contains(source) {
+                    if !listed.insert(source).inserted {
                         problem(item.mark, "view \"\(id)\" lists source \"\(source)\" twice")
                         continue
                     }
