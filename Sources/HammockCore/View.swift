@@ -237,13 +237,15 @@ public struct ViewTally: Sendable {
         }
     }
 
+    /// `DisplayRule.status(for:viewHasContent:)` over the counts: a data rule matches only when the view has
+    /// content.
     private func status(of rule: DisplayRule) -> ViewStatus? {
         switch rule {
         case .loading: loading > 0 ? .loading : nil
         case .error: failing.isEmpty ? nil : .error
-        case .anyData: withContent > 0 ? .data : nil
-        case .allData: withContent == definition.sources.count ? .data : nil
-        case .alwaysData: .data
+        case .anyData: isReady && withContent > 0 ? .data : nil
+        case .allData: isReady && withContent == definition.sources.count ? .data : nil
+        case .alwaysData: isReady ? .data : nil
         }
     }
 
