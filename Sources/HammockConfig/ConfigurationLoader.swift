@@ -503,6 +503,8 @@ struct ConfigurationReader {
         guard let pairs = mapping(node, "view \"\(id)\"") else { return nil }
         checkKeys(pairs, allowed: Self.viewKeys, context: "view \"\(id)\"")
         var sources: [String] = []
+        // A set beside the list: looking through the list for each source made a view of thousands quadratic.
+        var listed: Set<String> = []
         if let node = pairs.value("sources") {
             if let items = sequence(node, "sources") {
                 if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }

@@ -73,6 +73,9 @@ public struct EngineCore: Sendable {
     private var lastViewStates: [ViewState?]
     /// The views that contain each source, by index into `configuration.views`.
     private var viewsBySource: [String: [Int]] = [:]
+    /// Each view's counts over its sources' states, moved by `apply`: evaluating a view costs its errors,
+    /// not its size, so an event of one source in a view of thousands is not a walk over all of them.
+    private var viewTallies: [ViewTally] = []
     /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
     private var staleViews: Set<Int> = []
     private var dependents: [String: [String]] = [:]
@@ -81,6 +84,10 @@ public struct EngineCore: Sendable {
     private var actions: [EngineAction] = []
     private var onceDeadline: MonotonicInstant?
     private var isFinished = false
+    /// `--once`: how many sources have not had their load, and those of them that wait for an input, so
+    /// that seeing whether the run is done costs those, not every source after every answer.
+    private var unsettledCount = 0
+    private var waitingUnsettled: Set<String> = []
 
     /// - Parameter templateRules: the kinds' rules known at start (`learnTemplateRules` adds more later).
     public init(
@@ -93,9 +100,11 @@ public struct EngineCore: Sendable {
         random = SplitMix64(seed: seed)
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
         for definition in configuration.sources { sources[definition.id] = SourceRuntime(definition: definition) }
+        sourceIDs = configuration.sources.map(\.id)
         sourceOrder = Self.order(of: configuration)
         dependents = Self.dependents(of: configuration)
         indexViews()
+        countUnsettled()
     }
 
     /// What each kind's plugin said of templates in its hello: which options are URLs whose values are
@@ -137,7 +146,8 @@ public struct EngineCore: Sendable {
         return dependents
     }
 
-    public var sourceIDs: [String] { configuration.sources.map(\.id) }
+    /// The sources' ids in the configuration's order.
+    public private(set) var sourceIDs: [String] = []
 
     /// The sources whose content the offline cache keeps, and `start` shows when given.
     public var cachedSourceIDs: [String] { configuration.sources.filter(\.cache).map(\.id) }
@@ -145,7 +155,7 @@ public struct EngineCore: Sendable {
     public func state(of source: String) -> SourceState? { sources[source]?.state }
 
     public func viewState(_ index: Int) -> ViewState {
-        configuration.views[index].evaluate { sources[$0]?.state ?? SourceState() }
+        viewTallies[index].evaluate { sources[$0]?.state.content }
     }
 
     // MARK: - Inputs
@@ -337,6 +347,7 @@ public struct EngineCore: Sendable {
         var lastLines: [ViewDefinition: ViewState] = [:]
         for (index, view) in old.views.enumerated() { lastLines[view] = lastViewStates[index] }
         configuration = new
+        sourceIDs = new.sources.map(\.id)
         sourceOrder = Self.order(of: new)
         dependents = Self.dependents(of: new)
         lastViewStates = new.views.map { lastLines[$0] }
@@ -370,6 +381,9 @@ public struct EngineCore: Sendable {
             sources[definition.id] = updated
             load(definition.id, now: now)
         }
+        // States were set above without `apply` (a reloaded source is not loading until its load): count again.
+        indexViews()
+        countUnsettled()
         emitChangedViews()
         return takeActions()
     }
@@ -543,12 +557,12 @@ public struct EngineCore: Sendable {
         case .success(let resolved):
             options = resolved
         case .failure(.inputMissing):
-            sources[id]!.isWaitingForInputs = true
+            setWaitingForInputs(id, true)
             return
         case .failure(let problem):
             // Retrying cannot fix a path that points nowhere: like a source whose inputs have no content yet,
             // it waits for an input to change, and no earlier options may make that change look like no change.
-            sources[id]!.isWaitingForInputs = true
+            setWaitingForInputs(id, true)
             sources[id]!.lastOptions = nil
             switchResource(id, to: nil, now: now)
             let error = SourceError(message: problem.message, code: .templateUnresolved)
@@ -560,7 +574,7 @@ public struct EngineCore: Sendable {
         switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
         nextLoadID += 1
-        sources[id]!.isWaitingForInputs = false
+        setWaitingForInputs(id, false)
         sources[id]!.lastOptions = options
         sources[id]!.invalidated = false
         sources[id]!.nextAttemptAt = nil
@@ -658,7 +672,10 @@ public struct EngineCore: Sendable {
         case .requested, .requestCancelled: break
         }
         sources[id]!.lastEvent = event
-        staleViews.formUnion(viewsBySource[id] ?? [])
+        for index in viewsBySource[id] ?? [] {
+            viewTallies[index].update(id, to: sources[id]!.state)
+            staleViews.insert(index)
+        }
         emit(.source(id: id, event: event, state: sources[id]!.state))
         if case .newData(_, let origin) = event, origin != .cache, sources[id]!.definition.cache, !isFinished {
             actions.append(.persist(source: id, content: origin == .wipe ? nil : sources[id]!.state.content))
@@ -686,6 +703,7 @@ public struct EngineCore: Sendable {
         for (index, view) in configuration.views.enumerated() {
             for source in Set(view.sources) { viewsBySource[source, default: []].append(index) }
         }
+        viewTallies = configuration.views.map { view in ViewTally(view) { sources[$0]?.state ?? SourceState() } }
         staleViews = Set(configuration.views.indices)
     }
 
@@ -718,7 +736,24 @@ public struct EngineCore: Sendable {
 
     private mutating func markSettled(_ id: String, now: EngineTime) {
         guard case .once = mode, sources[id]!.inFlight.isEmpty else { return }
+        settle(id)
+    }
+
+    private mutating func settle(_ id: String) {
+        guard !sources[id]!.isSettled else { return }
         sources[id]!.isSettled = true
+        unsettledCount -= 1
+        waitingUnsettled.remove(id)
+    }
+
+    private mutating func setWaitingForInputs(_ id: String, _ waiting: Bool) {
+        sources[id]!.isWaitingForInputs = waiting
+        if waiting && !sources[id]!.isSettled { waitingUnsettled.insert(id) } else { waitingUnsettled.remove(id) }
+    }
+
+    private mutating func countUnsettled() {
+        unsettledCount = sources.values.filter { !$0.isSettled }.count
+        waitingUnsettled = Set(sources.filter { $0.value.isWaitingForInputs && !$0.value.isSettled }.keys)
     }
 
     private mutating func checkOnceCompletion(now: EngineTime) {
@@ -728,7 +763,8 @@ public struct EngineCore: Sendable {
         var failedOne = true
         while failedOne {
             failedOne = false
-            for id in sourceIDs where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
+            let waiting = waitingUnsettled.sorted { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }
+            for id in waiting where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
                 let blocked = sources[id]!.definition.inputs.first { input in
                     sources[input].map { $0.isSettled && $0.state.content == nil } ?? true
                 }
@@ -737,12 +773,12 @@ public struct EngineCore: Sendable {
                         .error(SourceError(
                             message: "not loaded: its input \"\(blocked)\" has no content", code: .inputFailed)),
                         to: id, now: now)
-                    sources[id]!.isSettled = true
+                    settle(id)
                     failedOne = true
                 }
             }
         }
-        if sourceIDs.allSatisfy({ sources[$0]!.isSettled }) { finishOnce(now: now, deadlinePassed: false) }
+        if unsettledCount == 0 { finishOnce(now: now, deadlinePassed: false) }
     }
 
     private mutating func finishOnce(now: EngineTime, deadlinePassed: Bool) {

@@ -181,3 +181,85 @@ extension Sequence where Element == DisplayRule {
         return lazy.compactMap { rule in rule.status(for: states, viewHasContent: viewHasContent) }.first ?? .idle
     }
 }
+
+// MARK: - Evaluating a view as its sources change
+
+/// A view's counts over its members' states, moved as each member changes, so that the view's state is read
+/// off the counts: what `ViewDefinition.evaluate` gives, at the cost of the view's errors (and of its content
+/// once it is ready) instead of its size.
+///
+/// The engine evaluates a view after every event of one of its sources. A full evaluation walks every
+/// member, so one view over 10,000 sources made `run --once` quadratic (179 s, where 2 s without the view).
+public struct ViewTally: Sendable {
+    public let definition: ViewDefinition
+    /// Where each member stands in the view's `sources` (a source listed twice counts twice, as in `evaluate`).
+    private let positions: [String: [Int]]
+    /// What was last counted for each member that has anything to count.
+    private var counted: [String: Counted] = [:]
+    private var withContent = 0
+    private var loading = 0
+    /// Each failing member's error, by position in the view's order.
+    private var failing: [Int: SourceError] = [:]
+
+    private struct Counted: Sendable {
+        var hasContent: Bool
+        var isLoading: Bool
+        var error: SourceError?
+    }
+
+    /// Counts every member's current state.
+    public init(_ definition: ViewDefinition, state: (String) -> SourceState) {
+        self.definition = definition
+        var positions: [String: [Int]] = [:]
+        for (position, id) in definition.sources.enumerated() { positions[id, default: []].append(position) }
+        self.positions = positions
+        for id in positions.keys { update(id, to: state(id)) }
+    }
+
+    /// `id`'s state is now `state`; a source the view does not hold changes nothing.
+    public mutating func update(_ id: String, to state: SourceState) {
+        guard let places = positions[id] else { return }
+        let new = Counted(hasContent: state.content != nil, isLoading: state.isLoading, error: state.latestError)
+        let old = counted[id] ?? Counted(hasContent: false, isLoading: false, error: nil)
+        let weight = places.count
+        withContent += weight * ((new.hasContent ? 1 : 0) - (old.hasContent ? 1 : 0))
+        loading += weight * ((new.isLoading ? 1 : 0) - (old.isLoading ? 1 : 0))
+        if new.error != old.error {
+            for place in places { failing[place] = new.error }
+        }
+        counted[id] = new.hasContent || new.isLoading || new.error != nil ? new : nil
+    }
+
+    private var isReady: Bool {
+        switch definition.ready {
+        case .all: withContent == definition.sources.count
+        case .any: withContent > 0
+        }
+    }
+
+    /// `DisplayRule.status(for:viewHasContent:)` over the counts: a data rule matches only when the view has
+    /// content.
+    private func status(of rule: DisplayRule) -> ViewStatus? {
+        switch rule {
+        case .loading: loading > 0 ? .loading : nil
+        case .error: failing.isEmpty ? nil : .error
+        case .anyData: isReady && withContent > 0 ? .data : nil
+        case .allData: isReady && withContent == definition.sources.count ? .data : nil
+        case .alwaysData: isReady ? .data : nil
+        }
+    }
+
+    /// The view's state, as `definition.evaluate` gives it; `content` is read only once the view is ready.
+    public func evaluate(content: (String) -> JSONValue?) -> ViewState {
+        var merged = JSONValue.null
+        if isReady {
+            var object = JSONObject()
+            for id in definition.sources { object[id] = content(id) ?? .null }
+            merged = .object(object)
+        }
+        let errors = failing.keys.sorted().map { (source: definition.sources[$0], error: failing[$0]!) }
+        return ViewState(
+            status: definition.display.lazy.compactMap { status(of: $0) }.first ?? .idle, content: merged,
+            latestError: errors.first?.error, errors: errors, canTryAgain: !errors.isEmpty)
+    }
+}

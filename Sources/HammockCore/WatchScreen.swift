@@ -317,3 +317,22 @@ func displayWidth(of character: Character) -> Int {
         return 1
     }
 }
+
+/// When `hammock watch` draws a frame: at once for the first, then at most one frame per
+/// `minimumFrameInterval` (10 a second) however fast states change, and one a second with no change, so
+/// that ages move. The terminal edge asks it with the monotonic clock; tests pass the time by hand.
+public struct FrameThrottle: Sendable {
+    public static let minimumFrameInterval: Duration = .milliseconds(100)
+    public static let ageRefreshInterval: Duration = .seconds(1)
+
+    public private(set) var lastFrame: MonotonicInstant?
+
+    public init() {}
+
+    /// When the next frame is due, `dirty` saying whether anything changed since the last.
+    public func nextFrame(dirty: Bool, now: MonotonicInstant) -> MonotonicInstant {
+        lastFrame.map { $0 + (dirty ? Self.minimumFrameInterval : Self.ageRefreshInterval) } ?? now
+    }
+
+    public mutating func drew(at instant: MonotonicInstant) { lastFrame = instant }
+}

@@ -17,6 +17,8 @@ actor CacheStore {
     private let secrets: Secrets
     private let warn: @Sendable (String) -> Void
     private var pending: [String: JSONValue?] = [:]
+    /// Sources whose content could not be stored, said once each on stderr.
+    private var warned: Set<String> = []
     /// One element waits at most: "something is pending".
     private let saved: AsyncStream<Void>
     private let announce: AsyncStream<Void>.Continuation
@@ -55,7 +57,9 @@ actor CacheStore {
         var restored: [String: JSONValue] = [:]
         for source in sources {
             guard let bytes = readCacheFile(file(for: source).path),
-                let value = try? JSONValue(parsing: bytes), let content = value["content"]
+                let value = try? JSONValue(parsing: bytes), let content = value["content"],
+                // Another id's file (two long ids whose hashes met), or one written before ids were kept.
+                value["id"].map({ $0 == .string(source) }) ?? (source.utf8.count <= Self.longestIDAsName)
             else { continue }
             restored[source] = content
         }
@@ -103,32 +107,39 @@ actor CacheStore {
     private func writePending() async {
         while let (source, content) = pending.first {
             pending[source] = nil
-            await onOwnThread(named: "hammock.cache") { [self] in write(source, content) }
+            let failure = await onOwnThread(named: "hammock.cache") { [self] in write(source, content) }
+            // Once per source: a disk that stays full would otherwise say it at every change.
+            if let failure, warned.insert(source).inserted {
+                warn("the offline cache cannot store source \"\(source)\": \(failure); it will show no cached content at the next start")
+            }
         }
     }
 
-    private nonisolated func write(_ source: String, _ content: JSONValue?) {
+    /// Stores or forgets `source`'s content; what went wrong when it could not.
+    private nonisolated func write(_ source: String, _ content: JSONValue?) -> String? {
         let target = file(for: source)
         guard let content else {
             unlink(target.path)
-            return
+            return nil
         }
         do {
             // Cached content is the user's data: readable by them alone, like the files it may come from.
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            return
+            return "cannot create \(directory.path): \(error)"
         }
-        var bytes = JSONValue.object(["content": secrets.redactor.redact(content)]).jsonBytes
+        // The id goes in too: a long id's file is named by a hash, and only the id inside tells whose it is.
+        var bytes = JSONValue.object(["id": .string(source), "content": secrets.redactor.redact(content)]).jsonBytes
         bytes.append(UInt8(ascii: "\n"))
         let temporary = target.path + ".tmp"
+        func failed(_ what: String) -> String { "\(what) \(temporary): \(String(cString: strerror(errno)))" }
         // A fresh file of our own every time: whatever stands at the temporary name (a file left by a killed
         // run, a symlink planted to make us write elsewhere) is removed, and O_EXCL | O_NOFOLLOW refuse to
         // open anything that appears there in between.
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else { return failed("cannot create") }
         let complete = bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
@@ -138,19 +149,29 @@ actor CacheStore {
             }
             return true
         }
-        let synced = fsync(descriptor) == 0
+        var failure = complete ? nil : failed("cannot write")
+        if failure == nil && fsync(descriptor) != 0 { failure = failed("cannot sync") }
         close(descriptor)
-        if complete && synced { rename(temporary, target.path) } else { unlink(temporary) }
+        if failure == nil && rename(temporary, target.path) != 0 { failure = failed("cannot rename") }
+        if failure != nil { unlink(temporary) }
+        return failure
     }
 
-    private nonisolated func file(for source: String) -> URL {
-        directory.appendingPathComponent(source + ".json")
+    /// Where `source`'s content is kept. An id is letters, digits, `_` and `-` of any length, and a file name
+    /// at most 255 bytes: a long id (which made the store fail, saying nothing) goes under a hash of it,
+    /// whose `~` no id holds, so it never meets a short id's file. The id inside the file tells whose it is.
+    nonisolated func file(for source: String) -> URL {
+        guard source.utf8.count > Self.longestIDAsName else { return directory.appendingPathComponent(source + ".json") }
+        return directory.appendingPathComponent("~" + fnv1a(source) + fnv1a(source, basis: 0x6c62_272e_07bb_0142) + ".json")
     }
+
+    /// Ids up to this many bytes name their file themselves (with `.json` and `.tmp`, well below 255).
+    static let longestIDAsName = 200
 }
 
-/// A short, stable name for a path (FNV-1a, 64 bits, in hex).
-private func fnv1a(_ text: String) -> String {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+/// A short, stable name for a path (FNV-1a, 64 bits, in hex; another `basis` gives another hash).
+private func fnv1a(_ text: String, basis: UInt64 = 0xcbf2_9ce4_8422_2325) -> String {
+    var hash: UInt64 = basis
     for byte in text.utf8 {
         hash ^= UInt64(byte)
         hash = hash &* 0x100_0000_01b3

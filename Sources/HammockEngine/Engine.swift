@@ -12,8 +12,8 @@ import Synchronization
 public struct RunOptions: Sendable {
     public var once: Bool
     public var onceDeadline: Duration
-    /// Continuous mode: how long, once stopping, to go on writing to a consumer that does not read before
-    /// exiting anyway (never in the middle of a line). `--once` waits for its consumer however long it takes.
+    /// How long, once stopping, to go on writing to a consumer that does not read before exiting anyway
+    /// (never in the middle of a line); `--once` waits for its consumer until `onceDeadline` and this more.
     public var drainTimeout: Duration
     /// `--format`: the protocol's JSON lines, or a status bar's.
     public var format: StdoutFormat
@@ -548,6 +548,8 @@ public final class Engine: Sendable {
         }
 
         let restored = await cache.restore(core.cachedSourceIDs)
+        // `--once`'s deadline counts from here, as the core's does; its output may take the drain time more.
+        let onceOutputDeadline = MonotonicInstant.current + options.onceDeadline + options.drainTimeout
         var running = await perform(core.start(now: .current, restored: restored))
         clock.schedule(core.nextDeadline)
         if running {
@@ -644,22 +646,30 @@ public final class Engine: Sendable {
         }
         // The core says the last word: `bye`, unless `--once` said it already.
         for case .emit(let line) in core.stop(reason: stopped?.reason ?? "signal") { writer.send(line) }
-        return await finishOutput(writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop)
+        return await finishOutput(
+            writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop,
+            onceOutputDeadline: onceOutputDeadline)
     }
 
     /// Writes what is left for the consumer and decides the exit status.
     ///
     /// Continuous mode exits 0 however it stopped, after at most `drainTimeout` for a consumer that does not
-    /// read. `--once` exits 0 only when every source loaded and every line, `bye` last, reached the consumer,
-    /// however long it takes to read them: a consumer that leaves first gets status 1, a signal 128 + its
-    /// number, and stderr says why.
+    /// read. `--once` exits 0 only when every source loaded and every line, `bye` last, reached the consumer
+    /// by its deadline and the drain time after it (`onceOutputDeadline`): a consumer that leaves first, or
+    /// has not read by then, gets status 1, a signal 128 + its number, and stderr says why. The deadline
+    /// ends the run whatever the consumer does.
     private func finishOutput(
-        _ writer: any EngineOutput, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest
+        _ writer: any EngineOutput, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest,
+        onceOutputDeadline: MonotonicInstant
     ) async -> Int32 {
         if isFinished {
-            switch await writer.finish(with: nil, deadline: nil) {
+            let left = max(onceOutputDeadline - MonotonicInstant.current, .zero)
+            switch await writer.finish(with: nil, deadline: left) {
             case .complete:
                 return exitStatus
+            case .incomplete(let unwritten) where MonotonicInstant.current >= onceOutputDeadline:
+                logger.error("stdout was not read before --once's deadline (\(options.onceDeadline.humanReadable), and \(options.drainTimeout.humanReadable) to write): \(unwritten) lines not written, bye included")
+                return 1
             case .incomplete(let unwritten):
                 logger.error("stdout was closed before --once had written every line: \(unwritten) not written, bye included")
                 return 1

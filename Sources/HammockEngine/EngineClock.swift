@@ -84,17 +84,25 @@ final class EngineClock: Sendable {
     }
 }
 
-/// How far the wall clock and the boot-time clock stand from the monotonic one.
-private struct ClockOffsets {
+/// How far the wall clock and the boot-time clock stand from the monotonic one. The monotonic clock stops
+/// while the machine is suspended and the boot-time clock does not: a suspend moves their offset by its
+/// length, a step of the wall clock moves the wall's.
+struct ClockOffsets: Equatable {
     var wall: Int64
     var boot: Int64
 
-    static var now: ClockOffsets {
-        let monotonic = readClock(CLOCK_MONOTONIC)
-        return ClockOffsets(wall: readClock(CLOCK_REALTIME) - monotonic, boot: readClock(CLOCK_BOOTTIME) - monotonic)
+    /// From readings of the three clocks, in milliseconds.
+    init(monotonic: Int64, realtime: Int64, boot: Int64) {
+        wall = realtime - monotonic
+        self.boot = boot - monotonic
     }
 
-    func differs(from other: ClockOffsets, by threshold: Duration) -> Bool {
+    static var now: ClockOffsets {
+        ClockOffsets(monotonic: readClock(CLOCK_MONOTONIC), realtime: readClock(CLOCK_REALTIME), boot: readClock(CLOCK_BOOTTIME))
+    }
+
+    /// Whether the clocks jumped between two checks: either offset moved by more than `threshold`.
+    func differs(from other: ClockOffsets, by threshold: Duration = EngineClock.jumpThreshold) -> Bool {
         abs(wall - other.wall) > threshold.milliseconds || abs(boot - other.boot) > threshold.milliseconds
     }
 }

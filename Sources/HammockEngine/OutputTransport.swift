@@ -9,15 +9,15 @@ import HammockProtocol
 protocol OutputTransport: Sendable {
     /// Writes of at most this many bytes go in whole or (while they block) not at all, as on a pipe.
     var atomicWrite: Int { get }
-    /// Whether `waitUntilEmpty` can know what the consumer has not read (a pipe); other outputs (a file, a
+    /// Whether `waitForRoom` can know what the consumer has not read (a pipe); other outputs (a file, a
     /// terminal, a socket) are written as they come.
     var knowsUnreadBytes: Bool { get }
     /// Writes some of `bytes` (all of them when they fit in `atomicWrite`), blocking while the consumer does
     /// not read; `nil` when the consumer is gone (EPIPE).
     func write(_ bytes: UnsafeRawBufferPointer) -> Int?
-    /// Waits until nothing is left unread and one write of `count` bytes would go in whole (growing the
-    /// room if it can), or `stop()` says to give up, or the consumer is gone; true in the first case only.
-    func waitUntilEmpty(room count: Int, stop: () -> Bool) -> Bool
+    /// Waits until one write of `count` bytes would go in whole beside what is left unread (growing the room
+    /// if it can), or `stop()` says to give up, or the consumer is gone; true in the first case only.
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool
     /// Waits until the consumer closes its end (true), or `stopWatching()` is called (false).
     func waitForClosedConsumer() -> Bool
     /// Ends a `waitForClosedConsumer`, now or when it begins.
@@ -72,18 +72,28 @@ final class DescriptorOutput: OutputTransport {
     }
 
     /// The wait polls with a growing pause: `poll` says when one page of a pipe is free, and nothing says
-    /// when all are.
-    func waitUntilEmpty(room count: Int, stop: () -> Bool) -> Bool {
-        let capacity = fcntl(descriptor, Self.getPipeSize)
-        if capacity > 0 && capacity < count {
-            // Rounded up to a power of two by the kernel; refused beyond /proc/sys/fs/pipe-max-size, in which
-            // case the line is written as the consumer reads it, the one case where it can be left cut.
-            _ = fcntl(descriptor, Self.setPipeSize, Int32(clamping: count))
-        }
+    /// when enough are.
+    ///
+    /// Waiting for an empty pipe instead made a consumer that reads only once hammock has exited (a shell's
+    /// `$(hammock run --once …)`) wait for ever on a line over 4 KiB, though the whole output fit.
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool {
+        var capacity = Int(fcntl(descriptor, Self.getPipeSize))
         var pause: UInt32 = 200
         while true {
             var queued: Int32 = 0
-            if ioctl(descriptor, UInt(FIONREAD), &queued) != 0 || queued == 0 { return true }
+            if ioctl(descriptor, UInt(FIONREAD), &queued) != 0 { return true }
+            let needed = (queued == 0 ? 0 : Self.roomTaken(byUnread: Int(queued))) + count + Self.slack
+            let grown = min(needed, max(count + Self.slack, Self.largestGrowth))
+            if capacity > 0 && capacity < grown {
+                // Rounded up to a power of two by the kernel; refused beyond /proc/sys/fs/pipe-max-size, in which
+                // case the line waits for the consumer to read, and a line longer than that is written as the
+                // consumer reads it, the one case where it can be left cut. Grown for what waits unread only up
+                // to `largestGrowth`: a consumer that does not read must not make the kernel hold more and more.
+                if fcntl(descriptor, Self.setPipeSize, Int32(clamping: grown)) > 0 {
+                    capacity = Int(fcntl(descriptor, Self.getPipeSize))
+                }
+            }
+            if queued == 0 || (capacity > 0 && capacity >= needed) { return true }
             var watched = pollfd(fd: descriptor, events: 0, revents: 0)
             if poll(&watched, 1, 0) > 0 && watched.revents & Int16(POLLERR | POLLHUP) != 0 { return false }
             if stop() { return false }
@@ -108,6 +118,19 @@ final class DescriptorOutput: OutputTransport {
     }
 
     func stopWatching() { wakeup.wake() }
+
+    /// A pipe holds its bytes in pages, and unread bytes may fill their pages partly: FIONREAD gives the
+    /// bytes, not the pages. hammock writes at most a page at a time below `atomicWrite`, and Linux starts a
+    /// new page only for a write that does not fit in the last one's rest, so two pages in a row hold more
+    /// than a page: unread bytes take at most twice their size in room, and a page more at each end.
+    static func roomTaken(byUnread bytes: Int) -> Int { 2 * bytes + 2 * page }
+
+    /// Room for a line's first and last pieces, which may each take a page of their own.
+    static let slack = 2 * page
+    /// The most a pipe is grown to for a line and what waits unread before it (Linux's default
+    /// pipe-max-size); a longer line alone gets room for itself.
+    static let largestGrowth = 1 << 20
+    static let page = 4096
 }
 
 /// A pipe that wakes a thread waiting in `poll` on its read end.

@@ -16,7 +16,7 @@ import HammockProtocol
 ///
 /// A line is never cut in half, even when hammock exits while the consumer is not reading: lines go out in
 /// writes that are atomic on a pipe (whole lines, at most `PIPE_BUF` bytes), and a longer line is written
-/// only once the pipe is empty and large enough to take it whole (`OutputTransport.waitUntilEmpty`). So
+/// only once the pipe has room to take it whole beside what is unread (`OutputTransport.waitForRoom`). So
 /// whenever the writer waits for the consumer, what is in the pipe ends at a line's end, and exiting then
 /// loses whole lines only.
 public final class OutputWriter: @unchecked Sendable {
@@ -61,6 +61,9 @@ public final class OutputWriter: @unchecked Sendable {
     /// are never dropped (a consumer waits for each): such lines are not read meanwhile instead
     /// (`waitForRoomForAnswers`).
     static let maximumWaitingUncoalescedLines = 1000
+
+    /// How long past `finish`'s deadline a write that has begun a line may go on before the wait ends anyway.
+    static let midLineGrace: Duration = .seconds(1)
 
     /// - Parameter bar: encodes for a status bar instead of writing JSON lines; `nil` for the protocol.
     /// - Parameter reportProblem: told each render problem of `bar` once per change of its wording.
@@ -198,10 +201,10 @@ public final class OutputWriter: @unchecked Sendable {
         case interrupted
     }
 
-    /// Queues `last`, then waits until everything is written. With a `deadline` (continuous mode: a
-    /// consumer that does not read must not keep hammock from exiting), no write is begun after it, and the
-    /// wait ends at the first line boundary after it; without one (`--once`), the wait lasts as long as the
-    /// consumer takes to read. Either way it ends when the consumer closes its end, or at `interrupt()`.
+    /// Queues `last`, then waits until everything is written. With a `deadline` (a consumer that does not
+    /// read must not keep hammock from exiting), no write is begun after it, and the wait ends at the first
+    /// line boundary after it (or `midLineGrace` later); without one, the wait lasts as long as the consumer
+    /// takes to read. Either way it ends when the consumer closes its end, or at `interrupt()`.
     /// Then `run()` returns.
     public func finish(with last: OutputLine?, deadline timeout: Duration?) async -> Completion {
         if let last { send(last) }
@@ -222,7 +225,9 @@ public final class OutputWriter: @unchecked Sendable {
             if isInterrupted { return .interrupted }
             if isDone { return unwritten == 0 ? .complete : .incomplete(unwritten: unwritten) }
             let now = MonotonicInstant.current
-            if let deadline, now >= deadline, !isMidLine {
+            // A write that has begun a line may end it within the grace; after that, the deadline holds
+            // whatever the consumer does (only a consumer that reads nothing can keep a write going).
+            if let deadline, now >= deadline, !isMidLine || now >= deadline + Self.midLineGrace {
                 // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
                 // those after it are lost whole.
                 return .incomplete(unwritten: unwritten + pending.count + 1)
@@ -362,7 +367,7 @@ public final class OutputWriter: @unchecked Sendable {
             if isLong && transport.knowsUnreadBytes {
                 // Waits (outside the lock) until the pipe can take the line whole, so that a consumer who
                 // stops reading mid-line cannot leave half of it in the pipe.
-                let ready = transport.waitUntilEmpty(room: end - start) { [self] in shouldStop() }
+                let ready = transport.waitForRoom(end - start) { [self] in shouldStop() }
                 if !ready { return shouldStop() ? .stopped(remaining: lineEnds.count - line) : .failed(remaining: lineEnds.count - line) }
             }
             if shouldStop() { return .stopped(remaining: lineEnds.count - line) }

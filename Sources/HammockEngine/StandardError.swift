@@ -143,6 +143,13 @@ final class StandardErrorQueue: @unchecked Sendable {
         condition.signal()
     }
 
+    /// Lines waiting for the writer; tests watch the bound with it.
+    var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting.count
+    }
+
     func flush(timeout: Duration) {
         let deadline = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
         condition.lock()

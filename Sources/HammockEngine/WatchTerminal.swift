@@ -33,8 +33,6 @@ final class WatchTerminal: @unchecked Sendable {
     private var isEnded = false
     private var endWaiter: CheckedContinuation<Void, Never>?
 
-    static let minimumFrameInterval: Duration = .milliseconds(100)
-    static let ageRefreshInterval: Duration = .seconds(1)
 
     init(
         title: String, sources: [String], views: [ViewDefinition], secrets: Secrets,
@@ -109,12 +107,12 @@ final class WatchTerminal: @unchecked Sendable {
     }
 
     private func drawFrames() {
-        var lastFrame: MonotonicInstant?
+        var throttle = FrameThrottle()
         while true {
             condition.lock()
             while !isClosing {
                 let now = MonotonicInstant.current
-                let next = lastFrame.map { $0 + (isDirty ? Self.minimumFrameInterval : Self.ageRefreshInterval) } ?? now
+                let next = throttle.nextFrame(dirty: isDirty, now: now)
                 if next <= now { break }
                 _ = condition.wait(until: Date().addingTimeInterval(Double((next - now).milliseconds) / 1000))
             }
@@ -129,7 +127,7 @@ final class WatchTerminal: @unchecked Sendable {
                 width: Int(size.columns), height: Int(size.rows), now: EngineTime.current.wall, style: style,
                 redactor: secrets.redactor)
             condition.unlock()
-            lastFrame = MonotonicInstant.current
+            throttle.drew(at: MonotonicInstant.current)
             // Home, each line cleared to its end, then everything below: a stray line on stderr is gone by the
             // next frame.
             let frame = "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"

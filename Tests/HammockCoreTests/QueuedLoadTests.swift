@@ -75,3 +75,25 @@ import Testing
         #expect(engine.state(of: "a")?.isLoading == false)
     }
 }
+
+/// The numbers the README and docs/plugin-protocol.md quote, with the core's defaults (the suite above sets
+/// its own): a load unanswered fails 2 s after its timeout; a load that waits in its loader's queue and
+/// never starts fails after its timeout, the grace and 5 minutes more.
+@Suite struct LoadDeadlineDefaults {
+    @Test func anUnansweredLoadFailsTwoSecondsAfterItsTimeout() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a", timeout: .seconds(10))]))
+        _ = engine.start(now: at(0))
+        #expect(engine.tick(now: at(ms: 11_999)).isEmpty)
+        #expect(engine.tick(now: at(12)).summaries.prefix(2) == ["cancelLoad a #1", "source a error"])
+        #expect(engine.state(of: "a")?.latestError?.code == .timeout)
+    }
+
+    @Test func aQueuedLoadThatNeverStartsFailsFiveMinutesAfterTheTimeoutAndGrace() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a", timeout: .seconds(10))]))
+        _ = engine.start(now: at(0))
+        _ = engine.loadQueued(source: "a", loadID: 1, now: at(0))
+        #expect(engine.tick(now: at(ms: 311_999)).isEmpty, "10 s + 2 s + 300 s")
+        #expect(engine.tick(now: at(312)).summaries.prefix(2) == ["cancelLoad a #1", "source a error"])
+        #expect(engine.state(of: "a")?.latestError?.message == #"no answer from the "fake" loader: the load waited in its queue and never started"#)
+    }
+}

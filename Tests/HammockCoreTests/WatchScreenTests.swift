@@ -137,3 +137,35 @@ private func columns(_ line: String) -> Int {
         #expect(WatchKey.parse(Array("x\u{1B}[C".utf8)).isEmpty, "other keys are ignored")
     }
 }
+
+/// `hammock watch` redraws at most 10 times a second (README), whatever the rate of change.
+@Suite struct WatchFrameThrottle {
+    /// The frames drawn over `milliseconds`, a state changing every millisecond when `busy`.
+    func frames(over milliseconds: Int64, busy: Bool) -> [Int64] {
+        var throttle = FrameThrottle()
+        var dirty = true
+        var drawn: [Int64] = []
+        for ms in 0..<milliseconds {
+            let now: MonotonicInstant = at(ms: ms)
+            if busy { dirty = true }
+            if throttle.nextFrame(dirty: dirty, now: now) <= now {
+                throttle.drew(at: now)
+                dirty = false
+                drawn.append(ms)
+            }
+        }
+        return drawn
+    }
+
+    @Test func aStateThatChangesEveryMillisecondIsDrawnTenTimesASecond() {
+        let drawn = frames(over: 3000, busy: true)
+        #expect(drawn.count == 30, "\(drawn)")
+        #expect(drawn.prefix(3) == [0, 100, 200])
+        // In no second, wherever it starts, more than 10 frames.
+        for start in drawn { #expect(drawn.filter { $0 >= start && $0 < start + 1000 }.count <= 10) }
+    }
+
+    @Test func withoutChangesTheScreenIsDrawnOnceASecondForTheAges() {
+        #expect(frames(over: 3500, busy: false) == [0, 1000, 2000, 3000])
+    }
+}

@@ -343,6 +343,70 @@ struct OutputBoundsTests {
         }
     }
 
+    /// A shell's `out=$(hammock run --once …)` reads only once hammock has exited. The whole output fits in
+    /// the pipe, but a line over 4 KiB used to wait for an empty pipe, which never came: hammock ran on past
+    /// its deadline for ever.
+    @Test("--once --deadline 2s whose consumer reads only after the exit: lines over 4 KiB that fit in the pipe go in, and it exits 0 in time")
+    func onceWithAReaderAfterTheExit() async throws {
+        let config = BoundsTests.largeSources(2) { _ in 20_000 }
+        let started = ContinuousClock.now
+        try await HammockProcess.withRunning(config: config, arguments: ["--once", "--deadline", "2s"], readingStdout: false) { hammock in
+            let termination = try await hammock.waitForExit(timeout: .seconds(20))
+            let took = ContinuousClock.now - started
+            #expect(termination == .exited(0), "\(hammock.stderrText)")
+            #expect(took < .seconds(8), "--deadline 2s, and 2 s to write: \(took)")
+            hammock.resumeReading()
+            try await hammock.waitUntilStdoutEnds()
+            let lines = hammock.lines
+            #expect(hammock.malformedLines.isEmpty)
+            #expect(lines.last?.type == "bye" && lines.last?["reason"] == "once", "\(lines.last?.text.prefix(200) ?? "")")
+            #expect(Set(lines.filter { $0.event == "newData" }.compactMap(\.id)) == ["s0", "s1"])
+        }
+    }
+
+    @Test("--once --deadline 2s whose consumer never reads exits 1 soon after its deadline, saying why")
+    func onceWithAReaderThatNeverReads() async throws {
+        // 1.2 MB of output, far more than a pipe holds.
+        let config = BoundsTests.largeSources(30) { _ in 40_000 }
+        let started = ContinuousClock.now
+        try await HammockProcess.withRunning(config: config, arguments: ["--once", "--deadline", "2s"], readingStdout: false) { hammock in
+            let termination = try await hammock.waitForExit(timeout: .seconds(30))
+            let took = ContinuousClock.now - started
+            #expect(termination == .exited(1))
+            #expect(took < .seconds(8), "--deadline 2s, and 2 s to write: \(took)")
+            #expect(hammock.stderrText.contains("stdout was not read before --once's deadline"), "\(hammock.stderrText)")
+            hammock.resumeReading()
+            try await hammock.waitUntilStdoutEnds()
+            #expect(hammock.malformedLines.isEmpty, "a line was cut: \(hammock.malformedLines.map { $0.prefix(80) })")
+        }
+    }
+
+    /// docs/protocol.md: on a stop hammock gives a consumer that does not read 2 s; a second signal during
+    /// that time ends the wait at once.
+    @Test("a second SIGTERM during the drain for a consumer that does not read ends it at once")
+    func aSecondSignalEndsTheDrain() async throws {
+        let config = BoundsTests.largeSources(6, size: { _ in 20_000 }, refresh: "50ms")
+        try await HammockProcess.withRunning(config: config, arguments: ["--log-level", "info"]) { hammock in
+            try await hammock.waitUntil("every source has data") { lines in
+                Set(lines.filter { $0.event == "newData" }.compactMap(\.id)).count == 6
+            }
+            hammock.pauseReading()
+            try await BoundsTests.waitUntilFull("stdout", minimum: 1, timeout: .seconds(20)) { hammock.unreadStdoutBytes }
+            hammock.signal(SIGTERM)
+            // The plugins are down and the drain has begun.
+            try await hammock.waitForStderr(containing: "stopping", timeout: .seconds(10))
+            let second = ContinuousClock.now
+            hammock.signal(SIGTERM)
+            let termination = try await hammock.waitForExit(timeout: .seconds(15))
+            let took = ContinuousClock.now - second
+            #expect(termination == .exited(0))
+            #expect(took < .milliseconds(1200), "the drain alone lasts 2 s: \(took)")
+            hammock.resumeReading()
+            try await hammock.waitUntilStdoutEnds()
+            #expect(hammock.malformedLines.isEmpty)
+        }
+    }
+
     @Test("stopped while its consumer does not read, hammock exits within the drain time and leaves only whole lines")
     func stopWithAnUnreadPipeCutsNoLine() async throws {
         let config = BoundsTests.largeSources(6, size: { _ in 20_000 }, refresh: "50ms")

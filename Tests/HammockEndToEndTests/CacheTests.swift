@@ -22,13 +22,41 @@ struct CacheTests {
             script: "pad=$(head -c 60000 /dev/zero | tr '\\\\0' x); i=0; while true; do i=$((i+1)); echo \\"{\\\\\\"round\\\\\\": $HAMMOCK_TEST_ROUND, \\\\\\"n\\\\\\": $i, \\\\\\"pad\\\\\\": \\\\\\"$pad\\\\\\"}\\"; sleep 0.01; done"
         """
 
-    /// The content of the cache file of `counter` under `cache`, or nil while there is none.
+    /// The content of the cache file of `counter` under `cache`, or nil while there is none; throws when the
+    /// file is not a whole document (a torn write).
     static func cachedContent(in cache: String) throws -> JSONValue? {
         guard let store = (try? FileManager.default.subpathsOfDirectory(atPath: cache))?.first(where: { $0.hasSuffix("counter.json") }),
             let bytes = FileManager.default.contents(atPath: cache + "/" + store)
         else { return nil }
         // Written by atomic rename: whatever moment it is read at, it is a whole document.
-        return try JSONValue(parsing: [UInt8](bytes))["content"]
+        do {
+            return try JSONValue(parsing: [UInt8](bytes))["content"]
+        } catch {
+            throw TornRead(bytes: bytes.count, reason: "\(error)")
+        }
+    }
+
+    struct TornRead: Error, CustomStringConvertible {
+        var bytes: Int
+        var reason: String
+        var description: String { "a torn cache file: \(bytes) bytes, \(reason)" }
+    }
+
+    /// Reads the cache file over and over until cancelled, as a restart would at any moment; returns the
+    /// torn reads it saw (a truncate-and-write shows an empty or partial file for a while at each write).
+    static func watchForTornReads(in cache: String) async -> [TornRead] {
+        var torn: [TornRead] = []
+        var folder: String?
+        while !Task.isCancelled {
+            if folder == nil {
+                folder = (try? FileManager.default.contentsOfDirectory(atPath: cache))?.first.map { cache + "/" + $0 }
+            }
+            if let folder, let bytes = FileManager.default.contents(atPath: folder + "/counter.json") {
+                do { _ = try JSONValue(parsing: [UInt8](bytes)) } catch { torn.append(TornRead(bytes: bytes.count, reason: "\(error)")) }
+            }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return torn
     }
 
     /// Runs `rounds` rounds of hammock on `configPath` with the cache at `cache`, each killed with SIGKILL.
@@ -61,10 +89,12 @@ struct CacheTests {
                     // Wait until this run has stored content of its own, then kill it at a moment the test does
                     // not choose, most likely in the middle of a later write.
                     var seen: JSONValue?
+                    var torn: TornRead?
                     let written = try await ProcessTable.eventually(within: .seconds(10)) {
-                        seen = try? Self.cachedContent(in: cache)
-                        return seen?["round"]?.numberValue?.intValue == round
+                        do { seen = try Self.cachedContent(in: cache) } catch let error as TornRead { torn = error } catch {}
+                        return torn != nil || seen?["round"]?.numberValue?.intValue == round
                     }
+                    if let torn { Issue.record("\(name): \(torn)") }
                     try #require(written, "\(name): the cache file never held this round's content: \(String(describing: seen))")
                     stored = (round, seen?["n"]?.numberValue?.intValue ?? 0)
                     try await Task.sleep(for: .milliseconds(Int.random(in: 0...250)))
@@ -88,12 +118,20 @@ struct CacheTests {
         let folder = try HammockProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let configPath = try HammockProcess.writeConfig(Self.config, in: folder)
+        // A reader at every moment, as well as the restarts: a torn file is a failure, never skipped.
+        let watchers = (1...3).map { chain in Task { await Self.watchForTornReads(in: folder + "/cache-\(chain)") } }
         let restored = try await withThrowingTaskGroup(of: Int.self) { group in
             for chain in 1...3 {
                 group.addTask { try await Self.killRounds(6, chain: chain, configPath: configPath, cache: folder + "/cache-\(chain)") }
             }
             return try await group.reduce(0, +)
         }
+        var torn: [TornRead] = []
+        for watcher in watchers {
+            watcher.cancel()
+            torn += await watcher.value
+        }
+        #expect(torn.isEmpty, "\(torn.count) torn reads of the cache file, the first: \(torn.first.map { "\($0)" } ?? "")")
         #expect(restored == 6)
     }
 
@@ -129,5 +167,62 @@ struct CacheTests {
         let firstLine = try await third.waitFor(type: "source", id: "note")
         #expect(firstLine.origin != "cache", "a wiped source is not restored: \(firstLine.text)")
         await third.stop()
+    }
+
+    /// A file name holds at most 255 bytes and an id may be longer: its content was never stored, and
+    /// nothing said so.
+    @Test("a source with a 300-character id is cached: a restart shows its content, origin cache")
+    func aLongIDIsCached() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { HammockProcess.removeTemporaryDirectory(folder) }
+        let id = String(repeating: "long_id-", count: 40).prefix(300)
+        let shortID = String(id.prefix(200))
+        let configPath = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              \(id): { kind: fake, content: "kept under a long name", cache: true }
+              \(shortID): { kind: fake, content: "kept under its own name", cache: true }
+            """, in: folder)
+        let environment = ["HAMMOCK_CACHE_DIR": folder + "/cache"]
+
+        let first = try HammockProcess.launch(configPath: configPath, environment: environment)
+        try await first.waitFor(type: "source", id: String(id)) { $0.event == "newData" }
+        try await first.waitFor(type: "source", id: shortID) { $0.event == "newData" }
+        first.signal(SIGTERM)
+        #expect(try await first.waitForExit(timeout: .seconds(10)) == .exited(0))
+        await first.stop()
+        #expect(!first.stderrText.contains("cannot store"), "\(first.stderrText)")
+
+        let second = try HammockProcess.launch(configPath: configPath, environment: environment)
+        let restored = try await second.waitFor(type: "source", id: String(id))
+        #expect(restored.origin == "cache", "\(restored.text)")
+        #expect(restored[pointer: "/state/content"] == "kept under a long name")
+        let restoredShort = try await second.waitFor(type: "source", id: shortID)
+        #expect(restoredShort.origin == "cache" && restoredShort[pointer: "/state/content"] == "kept under its own name")
+        await second.stop()
+    }
+
+    @Test("a cache that cannot store says so once on stderr, and the source goes on loading")
+    func aCacheThatCannotStoreSaysSoOnce() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { HammockProcess.removeTemporaryDirectory(folder) }
+        let configPath = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              note: { kind: fake, content: "not stored", cache: true, refresh: 100ms }
+            """, in: folder)
+        // The cache folder would be inside a regular file: no folder can be made there.
+        try Data("a file".utf8).write(to: URL(fileURLWithPath: folder + "/blocked"))
+        let hammock = try HammockProcess.launch(configPath: configPath, environment: ["HAMMOCK_CACHE_DIR": folder + "/blocked/cache"])
+        try await hammock.waitForStderr(containing: "the offline cache cannot store source \"note\"", timeout: .seconds(10))
+        // Several more loads, each one another store that fails.
+        for _ in 0..<5 { try await hammock.waitFor(type: "source", id: "note") { $0.event == "newData" } }
+        hammock.signal(SIGTERM)
+        #expect(try await hammock.waitForExit(timeout: .seconds(10)) == .exited(0))
+        await hammock.stop()
+        let warnings = hammock.stderrText.components(separatedBy: "cannot store").count - 1
+        #expect(warnings == 1, "said \(warnings) times: \(hammock.stderrText)")
     }
 }

@@ -140,6 +140,50 @@ struct PluginTests {
         }
     }
 
+    @Test("a watched file that is deleted fails with code fileMissing and keeps the earlier content beside the error")
+    func fileMissingKeepsContent() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { HammockProcess.removeTemporaryDirectory(folder) }
+        let path = folder + "/status.json"
+        try TestFiles.writeInPlace(#"{"ok": true}"#, to: path)
+        let config = """
+            version: 1
+            sources:
+              status: { kind: file, path: \(TestFiles.yamlQuoted(path)), parse: json, refresh: 300ms, retry: off }
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let data = try await hammock.waitFor(type: "source", id: "status") { $0.event == "newData" }
+            #expect(data.content == ["ok": true], "\(data)")
+            try FileManager.default.removeItem(atPath: path)
+            let error = try await hammock.waitFor(type: "source", id: "status") { $0.event == "error" }
+            #expect(error[pointer: "/state/latestError/code"] == "fileMissing", "\(error)")
+            #expect(error.content == ["ok": true], "the error state keeps the earlier content: \(error)")
+        }
+    }
+
+    @Test("a command that is gone fails with code commandNotFound and keeps the earlier content beside the error")
+    func commandNotFoundKeepsContent() async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { HammockProcess.removeTemporaryDirectory(folder) }
+        let tool = folder + "/status-tool"
+        try Data("#!/bin/sh\necho '{\"ok\": true}'\n".utf8).write(to: URL(fileURLWithPath: tool))
+        #expect(chmod(tool, 0o755) == 0)
+        let config = """
+            version: 1
+            sources:
+              status: { kind: shell, command: [\(TestFiles.yamlQuoted(tool))], parse: json, refresh: 300ms, retry: off }
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let data = try await hammock.waitFor(type: "source", id: "status") { $0.event == "newData" }
+            #expect(data.content == ["ok": true], "\(data)")
+            // The command is uninstalled while hammock runs.
+            try FileManager.default.removeItem(atPath: tool)
+            let error = try await hammock.waitFor(type: "source", id: "status") { $0.event == "error" }
+            #expect(error[pointer: "/state/latestError/code"] == "commandNotFound", "\(error)")
+            #expect(error.content == ["ok": true], "the error state keeps the earlier content: \(error)")
+        }
+    }
+
     @Test("a command past its timeout fails with code timeout, and what it started in the background is ended")
     func timeoutEndsTheGroup() async throws {
         let folder = try TestFiles.makeDirectory()

@@ -292,7 +292,7 @@ struct Timeout: Error, CustomStringConvertible {
 }
 
 /// An in-memory pipe with the semantics the writer relies on: writes of at most `atomicWrite` bytes go in
-/// whole or wait, longer ones go in as room frees up, `waitUntilEmpty` can grow the room up to a maximum
+/// whole or wait, longer ones go in as room frees up, `waitForRoom` can grow the room up to a maximum
 /// (as `F_SETPIPE_SZ` can), and a write after the consumer closed fails.
 ///
 /// `@unchecked Sendable`: a test double of a blocking pipe, its state guarded by `condition`, on which the
@@ -338,17 +338,17 @@ final class MemoryOutput: OutputTransport, @unchecked Sendable {
         return nil
     }
 
-    func waitUntilEmpty(room count: Int, stop: () -> Bool) -> Bool {
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool {
         condition.lock()
         capacity = max(capacity, min(count, maximumCapacity))
         condition.unlock()
         while true {
             condition.lock()
-            let (isEmpty, closed) = (unread.isEmpty, isClosed)
-            if !isEmpty && !closed { _ = condition.wait(until: Date().addingTimeInterval(0.002)) }
+            let (fits, closed) = (unread.isEmpty || capacity - unread.count >= count, isClosed)
+            if !fits && !closed { _ = condition.wait(until: Date().addingTimeInterval(0.002)) }
             condition.unlock()
             if closed { return false }
-            if isEmpty { return true }
+            if fits { return true }
             if stop() { return false }
         }
     }

@@ -280,6 +280,37 @@ import Testing
         await harness.finish()
     }
 
+    /// docs/plugin-protocol.md: answer `configure` "within 5 s (counted from your last answer to a
+    /// `configure`, so a long list at start-up is fine)". The numbers are the documented ones, not the constant.
+    @Test func theConfigureDeadlineIsFiveSecondsFromThePluginsLastAnswer() async throws {
+        let harness = HostHarness()
+        let plugin = try await harness.startReady("a", id: 1)
+        await harness.host.start(harness.request("b", id: 2))
+        await harness.host.start(harness.request("c", id: 3))
+        #expect(try #require(await plugin.expect("configure"))["source"] == "b")
+        #expect(try #require(await plugin.expect("configure"))["source"] == "c")
+        // 4 s later the plugin answers b: c, sent 4 s ago, now has 5 s from this answer, not 1 s.
+        harness.clock.advance(by: .seconds(4))
+        plugin.say(#"{"type":"configured","source":"b"}"#)
+        // Lines are read in order: once a's answer is in, b's has been taken at the 4 s mark.
+        plugin.say(#"{"type":"newData","id":1,"content":"a"}"#)
+        #expect(try await harness.loadOutcome("a", id: 1) == .newData("a"))
+        harness.clock.advance(by: .milliseconds(4_999))
+        #expect(await harness.inbox.staysEmpty(for: .milliseconds(50)), "c is not due 8.999 s after it was sent")
+        #expect(plugin.killCount == 0)
+        harness.clock.advance(by: .milliseconds(1))
+        // 9 s after c was sent, 5 s after the last answer: the plugin is ended over c.
+        let reason = "the test plugin did not answer `configure` for source \"c\" within 5s"
+        var ended: [String: String?] = [:]
+        for _ in 0..<2 {
+            guard case .loadFinished(let source, _, let outcome) = try await harness.nextInput() else { continue }
+            ended[source] = HostHarness.errorMessage(outcome)
+        }
+        #expect(ended == ["b": reason, "c": reason])
+        #expect(plugin.killCount == 1)
+        await harness.finish()
+    }
+
     @Test func validationReportsEachSourcesVerdict() async throws {
         let harness = HostHarness()
         async let answers = harness.host.validate([("good", ["k": 1]), ("bad", ["k": 2])])

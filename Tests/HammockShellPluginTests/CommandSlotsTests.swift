@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 
@@ -52,5 +53,11 @@ import Testing
         let bad = CommandSlots.configuredLimit(environment: ["HAMMOCK_SHELL_CONCURRENCY": "0"])
         #expect(bad.limit == CommandSlots.defaultLimit)
         #expect(bad.problem?.contains("not a positive integer") == true)
+    }
+
+    /// The README's "default 4 per processor, at least 8", on machines of each size.
+    @Test func theDefaultIsFourPerProcessorAndAtLeastEight() {
+        #expect([1, 2, 3, 4, 16, 64].map { CommandSlots.defaultLimit(processors: $0) } == [8, 8, 12, 16, 64, 256])
+        #expect(CommandSlots.defaultLimit == CommandSlots.defaultLimit(processors: ProcessInfo.processInfo.activeProcessorCount))
     }
 }

@@ -33,7 +33,9 @@ final class CommandSlots: Sendable {
     /// Four per processor, at least 8: a polled command mostly waits (on a disk, the network, a `sleep`), so
     /// more than one per core keeps the cores busy, while a storm of thousands stays a short queue rather
     /// than thousands of processes thrashing a small machine.
-    static var defaultLimit: Int { max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
+    static var defaultLimit: Int { defaultLimit(processors: ProcessInfo.processInfo.activeProcessorCount) }
+
+    static func defaultLimit(processors: Int) -> Int { max(8, 4 * processors) }
 
     /// The limit `HAMMOCK_SHELL_CONCURRENCY` sets, else `defaultLimit`; a value that is not a positive
     /// integer is reported and ignored.
