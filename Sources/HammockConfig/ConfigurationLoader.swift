@@ -503,8 +503,6 @@ struct ConfigurationReader {
         guard let pairs = mapping(node, "view \"\(id)\"") else { return nil }
         checkKeys(pairs, allowed: Self.viewKeys, context: "view \"\(id)\"")
         var sources: [String] = []
-        // A set beside the list: looking through the list for each source made a view of thousands quadratic.
-        var listed: Set<String> = []
         if let node = pairs.value("sources") {
             if let items = sequence(node, "sources") {
                 if items.isEmpty { problem(node.mark, "view \"\(id)\" lists no sources") }
@@ -514,6 +512,8 @@ struct ConfigurationReader {
                         "view \"\(id)\" lists \(items.count) sources; a view may merge at most \(Self.maximumViewSources), so split it into several views")
                     return nil
                 }
+                // A set beside the list: looking through the list for each source made a view of thousands
+                // quadratic.
                 var listed = Set<String>()
                 for item in items {
                     guard let source = string(item, "a view's source") else { continue }
