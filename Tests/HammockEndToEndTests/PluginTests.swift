@@ -110,6 +110,32 @@ struct PluginTests {
         }
     }
 
+    /// Checked inside a command the real plugin runs (the plugin's own descriptors are what could leak: its
+    /// pipes to hammock, its epoll and event descriptors, other commands' pipes), not in the test runner.
+    @Test("a command starts with only fds 0, 1 and 2 open (stdin /dev/null), whatever the plugin has open")
+    func commandDescriptors() async throws {
+        let config = """
+            version: 1
+            sources:
+              fds:
+                kind: shell
+                script: "for fd in /proc/$$/fd/*; do echo \\"${fd##*/} $(readlink $fd)\\"; done"
+                parse: lines
+                retry: off
+              busy:
+                kind: shell
+                command: [sleep, "0.3"]
+                refresh: 100ms
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let answer = try await hammock.waitFor(type: "source", id: "fds") { $0.event == "newData" }
+            let lines = (answer.content?.arrayValue ?? []).compactMap(\.stringValue)
+            let numbers = lines.compactMap { $0.split(separator: " ").first.map(String.init) }
+            #expect(numbers == ["0", "1", "2"], "the command's open descriptors: \(lines)")
+            #expect(lines.first == "0 /dev/null", "\(lines)")
+        }
+    }
+
     @Test("a command that fails after it succeeded keeps the earlier content beside the error")
     func failureKeepsContent() async throws {
         let folder = try TestFiles.makeDirectory()
