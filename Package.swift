@@ -65,7 +65,11 @@ let package = Package(
         .target(name: "HammockYAML", dependencies: ["CYAML"]),
         .target(name: "CHammockSystem"),
         // The process every plugin runs below (see its main.c): C with libc alone, installed beside hammock.
-        .executableTarget(name: "hammock-guard"),
+        // Debug builds get the tests' seam (HAMMOCK_TEST_GUARD_STOP_AT); a release build has none.
+        .executableTarget(
+            name: "hammock-guard",
+            cSettings: [.define("HAMMOCK_TEST_SEAMS", .when(configuration: .debug))]
+        ),
         .target(
             name: "HammockJSON",
             dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]

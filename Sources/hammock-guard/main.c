@@ -156,6 +156,19 @@ static int guard_wait_signal(const sigset_t *set, long long milliseconds) {
 }
 
 /// Exits as the plugin did: its status, or killed by its signal.
+#ifdef HAMMOCK_TEST_SEAMS
+/// Debug builds only (Package.swift defines HAMMOCK_TEST_SEAMS for them): stops the guard with SIGSTOP at
+/// the moment named by HAMMOCK_TEST_GUARD_STOP_AT (`start`: before it reads its parent; `death-signal`:
+/// before it asks for the parent-death signal), so a test can kill the engine inside a window of
+/// microseconds, continue the guard and see that its checks notice (`GuardTests`).
+static void guard_test_stop(const char *moment) {
+    const char *wanted = getenv("HAMMOCK_TEST_GUARD_STOP_AT");
+    if (wanted != NULL && strcmp(wanted, moment) == 0) raise(SIGSTOP);
+}
+#else
+static void guard_test_stop(const char *moment) { (void)moment; }
+#endif
+
 static int guard_exit_like_plugin(void) {
     int status = guard_plugin_status;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -174,6 +187,7 @@ static int guard_exit_like_plugin(void) {
 
 static int guard_run(const char *path, char *const arguments[]) {
     prctl(PR_SET_NAME, "hammock-guard", 0, 0, 0);
+    guard_test_stop("start");
     pid_t parent = getppid();
     const char *engine = getenv("HAMMOCK_ENGINE_PID");
     // Re-parented already: the engine died between starting the guard and now.
@@ -194,6 +208,7 @@ static int guard_run(const char *path, char *const arguments[]) {
     sigprocmask(SIG_BLOCK, &handled, &original);
 
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    guard_test_stop("death-signal");
     prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0);
     if (getppid() != parent) return 1;  // the engine died before the signal was asked for
 

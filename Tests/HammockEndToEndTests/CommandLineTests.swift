@@ -110,18 +110,12 @@ struct CommandLineTests {
         #expect(files.count >= 4, "\(files)")
         // From the project's root, as their comments say to run them (their paths are relative to it).
         for file in files.sorted() {
-            let check = Process()
-            check.executableURL = URL(fileURLWithPath: try HammockProcess.executablePath())
-            check.arguments = ["check", "configs/" + file]
-            check.currentDirectoryURL = URL(fileURLWithPath: root)
-            check.environment = ProcessInfo.processInfo.environment.merging(["GITHUB_TOKEN": "not-a-token"]) { $1 }
-            let errors = Pipe()
-            check.standardError = errors
-            check.standardOutput = FileHandle.nullDevice
-            try check.run()
-            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            check.waitUntilExit()
-            #expect(check.terminationStatus == 0, "\(file): \(stderr)")
+            // Bounded: a check that hangs (a plugin that never answers) fails the test instead of holding it.
+            let check = try await BoundedRun.run(
+                try HammockProcess.executablePath(), ["check", "configs/" + file],
+                environment: ProcessInfo.processInfo.environment.merging(["GITHUB_TOKEN": "not-a-token"]) { $1 },
+                directory: root, timeout: .seconds(30))
+            #expect(check.termination == .exited(0), "\(file): \(check.stderr)")
         }
         // The README's status bar example is configs/bar.yaml without its first three comment lines (the
         // editors' `$schema` line, whose relative path means nothing in ~/.config, and two lines of how to run it).

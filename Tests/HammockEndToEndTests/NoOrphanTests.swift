@@ -115,7 +115,8 @@ struct NoOrphanTests {
         try await HammockProcess.withRunning(config: config, environment: ["HAMMOCK_NO_ORPHAN_RUN": run]) { hammock in
             try await hammock.waitFor(type: "source", id: "streaming") { $0.event == "newData" }
             let plugin = try #require(
-                ProcessTable.children(of: hammock.pid, named: "hammock-plugin-shell").first, "the shell plugin")
+                ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell").first,
+                "the shell plugin process (the guard's child, not the guard)")
             var firstCommands: [ProcessEntry] = []
             let running = try await ProcessTable.eventually(within: .seconds(5)) {
                 firstCommands = ProcessTable.processes(withEnvironment: marker).filter { $0.command == "sleep" }
@@ -124,8 +125,8 @@ struct NoOrphanTests {
             #expect(running, "the command's sleep and its setsid'd sleep run: \(firstCommands)")
             kill(plugin.pid, SIGKILL)
             try await hammock.waitFor(type: "source", id: "streaming") { $0.event == "error" }
-            // hammock is a child subreaper: the dead plugin's commands are re-parented to it and ended at once,
-            // not when hammock exits.
+            // The plugin's guard is a child subreaper: the dead plugin's commands are re-parented to it and
+            // ended at once, not when hammock exits.
             let orphansEnded = try await ProcessTable.eventually(within: .seconds(3)) {
                 !firstCommands.contains(where: ProcessTable.isAlive)
             }

@@ -110,6 +110,40 @@ struct PluginTests {
         }
     }
 
+    /// Checked inside a command the real plugin runs (the plugin's own descriptors are what could leak: its
+    /// pipes to hammock, its epoll and event descriptors, other commands' pipes), not in the test runner. The
+    /// command is `ls` itself, so its descriptors are the command's, plus the one `ls` opens on the folder.
+    @Test("a command starts with only fds 0, 1 and 2 open (stdin /dev/null), whatever the plugin has open")
+    func commandDescriptors() async throws {
+        let config = """
+            version: 1
+            sources:
+              fds:
+                kind: shell
+                command: [ls, -l, /proc/self/fd]
+                parse: lines
+                retry: off
+              busy:
+                kind: shell
+                command: [sleep, "0.3"]
+                refresh: 100ms
+            """
+        try await HammockProcess.withRunning(config: config) { hammock in
+            let answer = try await hammock.waitFor(type: "source", id: "fds") { $0.event == "newData" }
+            // `lr-x------ 1 user group 64 Nov 27 20:19 0 -> /dev/null`: the descriptor and where it leads.
+            let open = (answer.content?.arrayValue ?? []).compactMap(\.stringValue).compactMap { line -> (String, String)? in
+                guard let arrow = line.range(of: " -> ") else { return nil }
+                let descriptor = line[..<arrow.lowerBound].split(separator: " ").last.map(String.init) ?? ""
+                return (descriptor, String(line[arrow.upperBound...]))
+            }
+            let leaked = open.filter { descriptor, target in
+                !["0", "1", "2"].contains(descriptor) && !(target.hasPrefix("/proc/") && target.hasSuffix("/fd"))
+            }
+            #expect(open.count >= 3 && leaked.isEmpty, "the command's open descriptors: \(open)")
+            #expect(open.first.map { $0.0 == "0" && $0.1 == "/dev/null" } == true, "\(open)")
+        }
+    }
+
     @Test("a command that fails after it succeeded keeps the earlier content beside the error")
     func failureKeepsContent() async throws {
         let folder = try TestFiles.makeDirectory()

@@ -438,8 +438,17 @@ struct ProtocolSchemaTests {
         process.standardOutput = outputFile
         process.standardError = outputFile
         try process.run()
-        // Polled rather than `waitUntilExit()`, which would hold a thread of the shared pool the whole time.
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        // Polled rather than `waitUntilExit()`, which would hold a thread of the shared pool the whole time;
+        // with a deadline, so a validator that hangs (a `$ref` loop) fails the test instead of holding it.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                kill(process.processIdentifier, SIGKILL)
+                Issue.record("the schema validator was still running after 60 s (killed): \(arguments)")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return ValidatorResult(status: process.terminationStatus, text: text)
     }

@@ -156,4 +156,100 @@ struct StartUpSignalTests {
             #expect(took < .seconds(6), "\(took)")
         }
     }
+
+    // MARK: - Each signal while a plugin starts
+
+    /// Runs hammock on a configuration whose `test` plugin (the fixture, behaving) waits before it starts
+    /// until the file `gate` exists, so hammock is held in start-up (no `hello` yet) for as long as the test
+    /// likes. `body` gets hammock once that plugin runs, the configuration's path and a function that opens
+    /// the gate.
+    static func withAPluginHeldAtStart(
+        _ body: (HammockProcess, _ configPath: String, _ openGate: () throws -> Void) async throws -> Void
+    ) async throws {
+        let folder = try HammockProcess.makeTemporaryDirectory()
+        defer { HammockProcess.removeTemporaryDirectory(folder) }
+        let gate = folder + "/gate"
+        let script = #"while [ ! -e "$0" ]; do sleep 0.02; done; exec python3 "$1" good"#
+        let configPath = try HammockProcess.writeConfig(
+            """
+            version: 1
+            sources:
+              t: { kind: test }
+            plugins:
+              test: { command: [sh, -c, \(TestFiles.yamlQuoted(script)), \(TestFiles.yamlQuoted(gate)), \(TestFiles.yamlQuoted(TestFiles.fixture("misbehaving-plugin.py")))] }
+            """, in: folder)
+        try await HammockProcess.withRunning(configPath: configPath) { hammock in
+            // The gated plugin runs: hammock has read its configuration and waits for the plugin's hello.
+            let held = try await ProcessTable.eventually(within: .seconds(10), every: .milliseconds(5)) {
+                ProcessTable.descendants(of: hammock.pid).contains { $0.arguments.contains(gate) }
+            }
+            try #require(held, "the gated plugin started")
+            #expect(hammock.lines.isEmpty, "still in start-up: \(hammock.lines)")
+            try await body(hammock, configPath) { try Data().write(to: URL(fileURLWithPath: gate)) }
+        }
+    }
+
+    @Test("SIGINT while a plugin starts: the plugin is stopped, nothing is written on stdout, exit 0")
+    func interruptWhileAPluginStarts() async throws {
+        try await Self.withAPluginHeldAtStart { hammock, _, _ in
+            let plugins = ProcessTable.descendants(of: hammock.pid)
+            hammock.signal(SIGINT)
+            let termination = try await hammock.waitForExit(timeout: .seconds(10))
+            try await hammock.waitUntilStdoutEnds()
+            #expect(termination == .exited(0), "stderr: \(hammock.stderrText.suffix(1500))")
+            #expect(hammock.lines.isEmpty, "no hello was written, so nothing is: \(hammock.lines)")
+            #expect(hammock.stderrText.contains("stopped by signal \(SIGINT) during start-up"), "\(hammock.stderrText)")
+            let gone = try await ProcessTable.eventually(within: .seconds(5)) { !plugins.contains(where: ProcessTable.isAlive) }
+            #expect(gone, "left running: \(plugins.filter(ProcessTable.isAlive))")
+        }
+    }
+
+    @Test("SIGHUP while a plugin starts is kept: once running, hammock reloads the file as it is then")
+    func hangUpWhileAPluginStartsReloadsOnceRunning() async throws {
+        try await Self.withAPluginHeldAtStart { hammock, configPath, openGate in
+            // Changed after hammock read it: only a reload shows `added`.
+            var text = try String(contentsOfFile: configPath, encoding: .utf8)
+            text = text.replacingOccurrences(of: "  t: { kind: test }\n", with: "  t: { kind: test }\n  added: { kind: fake, content: 2 }\n")
+            try Data(text.utf8).write(to: URL(fileURLWithPath: configPath))
+            hammock.signal(SIGHUP)
+            try openGate()
+            let hello = try await hammock.waitFor(type: "hello", timeout: .seconds(10))
+            #expect(hello["sources"] == ["t"], "the configuration as read before the signal: \(hello)")
+            let reloaded = try await hammock.waitFor(type: "reloaded", timeout: .seconds(10))
+            #expect(reloaded["sources"] == ["t", "added"], "\(reloaded)")
+            try await hammock.waitFor(type: "source", id: "added") { $0.content == 2 }
+            #expect(hammock.isRunning)
+        }
+    }
+
+    @Test("SIGUSR1 and SIGUSR2 while a plugin starts are ignored: hammock starts, and every source loads once", arguments: [SIGUSR1, SIGUSR2])
+    func loadSignalsWhileAPluginStartsAreIgnored(signal number: Int32) async throws {
+        try await Self.withAPluginHeldAtStart { hammock, _, openGate in
+            hammock.signal(number)
+            // Delivered and handled before the gate opens: the plugin's start cannot race the signal.
+            let handled = try await ProcessTable.eventually(within: .seconds(5), every: .milliseconds(5)) {
+                !Self.isPending(number, in: hammock.pid)
+            }
+            #expect(handled, "signal \(number) still pending")
+            try openGate()
+            try await hammock.waitFor(type: "hello", timeout: .seconds(10))
+            let loaded = try await hammock.waitFor(type: "source", id: "t", timeout: .seconds(10)) { $0.event == "newData" }
+            #expect(loaded.content?["n"] == 1, "\(loaded)")
+            let later = try await hammock.linesUntilQuiet(quiet: .milliseconds(500))
+            #expect(!later.contains { $0.id == "t" && $0.event == "newData" }, "a load the signal asked for: \(later)")
+            #expect(hammock.isRunning, "stderr: \(hammock.stderrText.suffix(1500))")
+        }
+    }
+
+    /// Whether `number` is pending for `pid` (`ShdPnd`/`SigPnd` in /proc/PID/status).
+    static func isPending(_ number: Int32, in pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        let bit = UInt64(1) << (UInt64(number) - 1)
+        return status.split(separator: "\n").contains { line in
+            guard line.hasPrefix("ShdPnd:") || line.hasPrefix("SigPnd:"),
+                let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
+            else { return false }
+            return mask & bit != 0
+        }
+    }
 }

@@ -19,20 +19,20 @@ struct StartupStormTests {
             yaml += "  s\(index): { kind: shell, command: [sh, -c, \"sleep 0.02; echo \(index)\"], timeout: 3s }\n"
         }
 
-        // The attack beside the storm: a loop that keeps one of the machine's cores busy throughout.
-        let busy = Process()
-        busy.executableURL = URL(fileURLWithPath: "/bin/sh")
-        busy.arguments = ["-c", "while :; do :; done"]
-        try busy.run()
-        defer {
-            kill(busy.processIdentifier, SIGKILL)
-            busy.waitUntilExit()
-        }
-
         let began = ContinuousClock.now
         try await HammockProcess.withRunning(
             config: yaml, arguments: ["--once", "--deadline", "120s"], environment: ["HAMMOCK_SHELL_CONCURRENCY": "8"]
         ) { hammock in
+            // The attack beside the storm: a loop that keeps one of the machine's cores busy throughout (the
+            // storm takes a few seconds). Started here, not before the harness waits for a slot to run hammock
+            // in; and it ends by itself after 20 s, so a storm that hangs, or a test runner that dies, does not
+            // keep a core from the other suites for longer.
+            let busy = Process()
+            busy.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            busy.arguments = ["-s", "KILL", "20", "/bin/sh", "-c", "while :; do :; done"]
+            try busy.run()
+            // `timeout` passes SIGTERM on to the loop, and exits.
+            defer { kill(busy.processIdentifier, SIGTERM) }
             let bye = try await hammock.waitFor(type: "bye", timeout: .seconds(150))
             let lines = hammock.lines
             let noAnswer = lines.filter { $0.event == "error" && $0.text.contains("no answer") }

@@ -43,7 +43,9 @@ struct SupervisionTests {
             for id in ["first", "second"] {
                 before[id] = hammock.lines.last { $0.id == id && $0.event == "newData" }?.content
             }
-            let plugins = ProcessTable.children(of: hammock.pid, named: "hammock-plugin-shell")
+            // The plugin process itself (the guard's child), not its guard: killing the guard would end the
+            // plugin by another path (its parent-death signal).
+            let plugins = ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell")
             let plugin = try #require(plugins.count == 1 ? plugins.first : nil, "one shell plugin: \(plugins)")
             let mark = hammock.lineCount
             kill(plugin.pid, SIGKILL)
@@ -71,7 +73,7 @@ struct SupervisionTests {
                 #expect(recovery.content != before[id], "fresh data, not the old content: \(recovery)")
                 #expect(recovery.latestError?.isNull == true, "\(recovery)")
             }
-            let restarted = ProcessTable.children(of: hammock.pid, named: "hammock-plugin-shell")
+            let restarted = ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell")
             #expect(restarted.count == 1 && restarted.first?.pid != plugin.pid, "a new plugin process: \(restarted)")
         }
     }

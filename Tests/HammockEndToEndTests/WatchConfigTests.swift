@@ -94,6 +94,41 @@ struct WatchConfigTests {
         }
     }
 
+    /// The main file as `withWatchedFolder` writes it, with one more source, `edited`, holding `content`.
+    static func editedMain(_ content: Int) -> String {
+        """
+        version: 1
+        include: [extra.yaml, conf.d]
+        sources:
+          tick: { kind: fake, content: 1, refresh: 300ms }
+          edited: { kind: fake, content: \(content) }
+        """
+    }
+
+    /// Saves the main file twice with `save`, checking each save reloads: its new source, then its new content.
+    static func mainFileSaves(_ save: (String, String) throws -> Void) async throws {
+        try await withWatchedFolder(extra: "views: {}\n") { folder, hammock in
+            try await hammock.waitFor(type: "source", id: "tick") { $0.event == "newData" }
+            try save(folder + "/main.yaml", editedMain(1))
+            let reloaded = try await hammock.waitFor(type: "reloaded")
+            #expect(reloaded["sources"] == ["tick", "edited"], "\(reloaded)")
+            try await hammock.waitFor(type: "source", id: "edited") { $0.content == 1 }
+            // The second save of the same file is seen too (the watch outlives the first).
+            try save(folder + "/main.yaml", editedMain(2))
+            try await hammock.waitFor(type: "source", id: "edited") { $0.content == 2 }
+        }
+    }
+
+    @Test("the main file saved in place (truncated and written, the same inode) reloads, every time")
+    func mainFileSavedInPlace() async throws {
+        try await Self.mainFileSaves { path, text in try TestFiles.writeInPlace(text, to: path) }
+    }
+
+    @Test("the main file saved by rename (an editor's atomic save) reloads, every time")
+    func mainFileSavedByRename() async throws {
+        try await Self.mainFileSaves { path, text in try Self.replace(path, with: text) }
+    }
+
     @Test("a file added to an included directory reloads, and so does its removal")
     func directoryGainsAndLosesAFile() async throws {
         try await Self.withWatchedFolder(extra: "views: {}\n") { folder, hammock in

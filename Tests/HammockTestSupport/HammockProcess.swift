@@ -720,6 +720,16 @@ public final class HammockProcess: Sendable {
         }
     }
 
+    /// The process's peak resident memory so far, in KiB (`VmHWM`, the kernel's high-water mark: no sample
+    /// can miss a short peak), or nil once it has ended.
+    public func peakResidentKiB() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
     /// The process's resident set size (`VmRSS` in /proc/PID/status), in KiB; nil once it has ended.
     public func residentKiB() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }

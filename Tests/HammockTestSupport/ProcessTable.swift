@@ -70,6 +70,14 @@ public enum ProcessTable {
         all().filter { $0.parent == parent && isAlive($0) && $0.arguments.contains { $0.contains(name) } }
     }
 
+    /// The plugin processes of `engine` whose argv mentions `name`: each is the one child of a guard that is
+    /// `engine`'s child (`children(of:named:)` finds those guards, whose argv names the plugin too). A test of
+    /// a killed plugin kills these, not the guard, which would end the plugin by another path.
+    public static func plugins(of engine: Int32, named name: String) -> [ProcessEntry] {
+        let guards = Set(children(of: engine, named: name).filter { $0.command == "hammock-guard" }.map(\.pid))
+        return all().filter { guards.contains($0.parent) && isAlive($0) && $0.arguments.contains { $0.contains(name) } }
+    }
+
     /// Whether this very process (same pid, same start time) still runs: a zombie or a reused pid does not.
     public static func isAlive(_ process: ProcessEntry) -> Bool {
         guard let now = entry(process.pid), now.startTime == process.startTime else { return false }
