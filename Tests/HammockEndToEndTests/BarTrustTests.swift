@@ -80,8 +80,9 @@ struct BarTrustTests {
         ) { hammock in
             try await hammock.waitForStdoutLines("the first blocks") { $0.contains { $0.contains("full_text") } }
             _ = hammock.send(bytes: Array("[\n".utf8))
-            _ = hammock.send(bytes: Array(#"{"name":"v\u001b[2J\u0000x","button":1}"#.utf8) + Array(",\n".utf8))
-            _ = hammock.send(bytes: Array("{\"name\":\"v\",\u{1B}]0;owned\u{7}\n".utf8))
+            // As i3bar writes them: `[`, then a click a line, each after the first led by a comma.
+            _ = hammock.send(bytes: Array(#"{"name":"v\u001b[2J\u0000x","button":1}"#.utf8) + Array("\n".utf8))
+            _ = hammock.send(bytes: Array(",{\"name\":\"v\",\u{1B}]0;owned\u{7}\n".utf8))
             try await hammock.waitForStderr(containing: #"a click on "v\u{1B}[2J\u{0}x", which is not a view"#)
             try await hammock.waitForStderr(containing: #"\u{1B}]0;owned\u{7}"#)
             let raw = Array(hammock.stderrText.utf8)
