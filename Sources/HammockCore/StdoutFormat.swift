@@ -234,8 +234,9 @@ public struct BarEncoder: Sendable {
     }
 
     /// The text on one line with every `#` doubled, so that tmux shows `#[fg=red]`, `#{host}` or `#(cmd)` from
-    /// a content value as they are, instead of restyling the status line, expanding a format or running a
-    /// command. Scalar by scalar, as polybar's escape: a `#` never hides inside a grapheme.
+    /// a content value as they are, instead of restyling the status line, expanding a format (`#{host}`
+    /// shows the host's name) or dropping the text. Scalar by scalar, as polybar's escape: a `#` never hides
+    /// inside a grapheme.
     static func tmux(_ block: RenderedBlock) -> String {
         var text = String.UnicodeScalarView()
         for scalar in oneLine(block.text).unicodeScalars {
