@@ -18,6 +18,18 @@ extension String {
     }
 }
 
+extension String {
+    /// The text with each C0 and C1 control character and DEL turned into a space: how a bar's line carries
+    /// content, which the bar must show and never act on. Scalar by scalar, since a control character and a
+    /// combining mark after it are one `Character`.
+    public var controlCharactersAsSpaces: String {
+        guard unicodeScalars.contains(where: \.isControlCharacter) else { return self }
+        var result = String.UnicodeScalarView()
+        for scalar in unicodeScalars { result.append(scalar.isControlCharacter ? " " : scalar) }
+        return String(result)
+    }
+}
+
 extension Unicode.Scalar {
     /// C0 and C1 control characters and DEL.
     var isControlCharacter: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }

@@ -8,8 +8,12 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
     case waybar
     /// One line of text per change, with `%{F#rrggbb}` color tags, for polybar's `custom/script` with `tail`.
     case polybar
-    /// The rendered text, one line per change (tmux `#()`, conky, eww `deflisten`).
+    /// The rendered text, one line per change (conky, eww `deflisten`): the text as it is, for consumers that
+    /// read no markup in it.
     case text
+    /// The rendered text for tmux's `#()`, with every `#` doubled: tmux reads `#[style]`, `#{format}` and `#(command)`
+    /// in a `#()` command's output, and `##` is its `#`.
+    case tmux
     /// i3bar's protocol (also swaybar's): a header, then an endless JSON array with an array of blocks per
     /// change, one block per view; click events come on stdin.
     case i3bar
@@ -21,10 +25,10 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
     public func checkSelection(_ views: [String]) -> String? {
         switch self {
         case .json, .tui:
-            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, i3bar), not to \(rawValue)"
+            return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, tmux, i3bar), not to \(rawValue)"
         case .waybar:
             return views.count == 1 ? nil : "--format waybar shows one view per process: give exactly one --view"
-        case .polybar, .text:
+        case .polybar, .text, .tmux:
             return views.isEmpty ? "--format \(rawValue) needs at least one --view" : nil
         case .i3bar:
             return nil
@@ -36,7 +40,7 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
 /// rendered (`ViewDefinition.render`), and a line is written only when what the bar would show changed.
 /// Every other line (`hello`, `source`, `ack`, `bye`…) is the protocol's business and is dropped.
 ///
-/// With several views (`polybar`, `text`), their texts are joined by `separator` in the order given, and
+/// With several views (`polybar`, `text`, `tmux`), their texts are joined by `separator` in the order given, and
 /// nothing is written until each has had a state (the engine states every view at start).
 public struct BarEncoder: Sendable {
     public static let separator = " | "
@@ -156,6 +160,8 @@ public struct BarEncoder: Sendable {
             return selected.map { Self.polybar($0.block) }.joined(separator: Self.separator)
         case .text, .json, .tui:
             return selected.map { Self.oneLine($0.block.text) }.joined(separator: Self.separator)
+        case .tmux:
+            return selected.map { Self.tmux($0.block) }.joined(separator: Self.separator)
         case .i3bar:
             return Self.i3bar(zip(views, selected).map { ($0.id, $1.block) }) + ","
         }
@@ -211,15 +217,40 @@ public struct BarEncoder: Sendable {
     /// polybar reads every `%{` as a tag, and a content value may hold one: a color, or an `A` action that runs
     /// a command when the bar is clicked. polybar has no escape for it (`%%` is not one), so an offset of zero
     /// pixels, `%{O0}`, goes between the `%` and the `{`: both are drawn as they are, and nothing moves.
+    ///
+    /// polybar reads bytes, not characters: a `{` that a combining mark, a variation selector or a zero-width
+    /// joiner follows is one Swift `Character` with it, yet still a tag's brace to polybar. So the text is
+    /// escaped scalar by scalar, never by grapheme.
     static func polybar(_ block: RenderedBlock) -> String {
-        let text = oneLine(block.text).replacing("%{", with: "%%{O0}{")
-        guard let color = block.color, isHexColor(color) else { return text }
-        return "%{F\(color)}\(text)%{F-}"
+        var text = String.UnicodeScalarView()
+        var previous: Unicode.Scalar?
+        for scalar in oneLine(block.text).unicodeScalars {
+            if previous == "%" && scalar == "{" { text.append(contentsOf: "%{O0}".unicodeScalars) }
+            text.append(scalar)
+            previous = scalar
+        }
+        guard let color = block.color, isHexColor(color) else { return String(text) }
+        return "%{F\(color)}\(String(text))%{F-}"
     }
 
-    /// A line per change: line breaks inside the text become spaces.
+    /// The text on one line with every `#` doubled, so that tmux shows `#[fg=red]`, `#{host}` or `#(cmd)` from
+    /// a content value as they are, instead of restyling the status line, expanding a format (`#{host}`
+    /// shows the host's name) or dropping the text. Scalar by scalar, as polybar's escape: a `#` never hides
+    /// inside a grapheme.
+    static func tmux(_ block: RenderedBlock) -> String {
+        var text = String.UnicodeScalarView()
+        for scalar in oneLine(block.text).unicodeScalars {
+            if scalar == "#" { text.append("#") }
+            text.append(scalar)
+        }
+        return String(text)
+    }
+
+    /// A line per change: line breaks inside the text become spaces, and so do control characters (NUL, ESC,
+    /// BEL, DEL, C1), which a terminal or a bar would act on (tmux and a terminal read ESC as the start of a
+    /// sequence; NUL ends a C string) rather than show.
     static func oneLine(_ text: String) -> String {
-        String(text.map { $0.isNewline ? " " : $0 })
+        String(text.map { $0.isNewline ? " " : $0 }).controlCharactersAsSpaces
     }
 
     static func isHexColor(_ color: String) -> Bool {

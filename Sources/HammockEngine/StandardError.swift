@@ -22,7 +22,8 @@ public enum LogFormat: String, Sendable, CaseIterable {
 /// of their own; whoever logs (the engine loop, a
 /// plugin's stderr task) only appends. When the queue is full, new lines are dropped and counted, and once
 /// stderr takes lines again one line says how many were lost. Every line passes the redactor just before it
-/// is written, so a secret added by a reload is kept out of lines that were already waiting.
+/// is written, so a secret added by a reload is kept out of lines that were already waiting; as text, its
+/// control characters are escaped there too (`escapeControlCharacters`).
 public struct StandardError: Sendable {
     public let secrets: Secrets
     public let format: LogFormat
@@ -204,6 +205,7 @@ final class StandardErrorQueue: @unchecked Sendable {
         var chunk: [UInt8] = []
         chunk.reserveCapacity(Self.atomicWrite)
         for var line in lines {
+            if format == .text { Self.escapeControlCharacters(&line) }
             redactor.redact(&line)
             if !chunk.isEmpty && chunk.count + line.count > Self.atomicWrite {
                 guard writeAll(chunk) else { return false }
@@ -212,6 +214,24 @@ final class StandardErrorQueue: @unchecked Sendable {
             chunk += line
         }
         return chunk.isEmpty || writeAll(chunk)
+    }
+
+    /// A text record's control characters written as `\u{1B}`, `\n`… (`escapingControlCharacters`), the
+    /// newline that ends it kept. A record quotes what others wrote (an id from stdin, a click line, a plugin's
+    /// line): raw, an ESC would recolour or clear the terminal that shows stderr, a CR overwrite the record, a
+    /// newline start a record that hammock never wrote. Here, one place for every record, rather than at each
+    /// message that quotes something. JSON records need none of it: the JSON writer escapes them.
+    static func escapeControlCharacters(_ line: inout [UInt8]) {
+        let endsLine = line.last == UInt8(ascii: "\n")
+        let body = endsLine ? line.dropLast() : line[...]
+        // C1 controls are 0xC2 0x80-0x9F in UTF-8: 0xC2 finds them (and a few printable characters, which
+        // `escapingControlCharacters` leaves as they are).
+        guard body.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return }
+        let text = String(decoding: body, as: UTF8.self)
+        let escaped = text.escapingControlCharacters
+        guard escaped != text else { return }
+        line = Array(escaped.utf8)
+        if endsLine { line.append(UInt8(ascii: "\n")) }
     }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {

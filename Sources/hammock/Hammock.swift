@@ -142,10 +142,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
     var deadline: String = "30s"
 
-    @Option(help: "What stdout carries: json (the protocol), a status bar's lines: waybar, polybar, text, i3bar, or tui (as `hammock watch`). See docs/formats.md.")
+    @Option(help: "What stdout carries: json (the protocol), a status bar's lines: waybar, polybar, text, tmux, i3bar, or tui (as `hammock watch`). See docs/formats.md.")
     var format: String = "json"
 
-    @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
+    @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text, tmux: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
     var view: [String] = []
 
     @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464). See docs/service.md.")

@@ -141,6 +141,47 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         #expect(plain.encode(line("v", "%{T2}"), now: now, redactor: .none) == "%%{O0}{T2}\n")
     }
 
+    /// polybar reads bytes: `%{` followed by a combining mark, a variation selector or a zero-width joiner is
+    /// still a tag to it, though Swift sees `{` and the mark as one character.
+    @Test func polybarEscapesABraceThatAMarkFollows() throws {
+        for mark in ["\u{301}", "\u{FE0F}", "\u{200D}", "\u{E0100}"] {
+            var encoder = BarEncoder(format: .polybar, views: [try view("v", [.text: "{{ s }}"])])
+            let content = "%{\(mark)A1:touch /tmp/owned:}click%{\(mark)A}"
+            let encodedLine = encoder.encode(line("v", .string(content)), now: now, redactor: .none)
+            let encoded = try #require(encodedLine)
+            let expected = "%%{O0}{\(mark)A1:touch /tmp/owned:}click%%{O0}{\(mark)A}\n"
+            #expect(Array(encoded.utf8) == Array(expected.utf8), "\(encoded.debugDescription)")
+        }
+    }
+
+    /// NUL, ESC, BEL, DEL and C1 controls in content would reach the bar (a terminal for tmux) as they are.
+    @Test func controlCharactersBecomeSpaces() throws {
+        let content = "a\u{0}b\u{1B}[31mc\u{7}d\u{7F}e\u{9B}f\u{85}g\u{1B}\u{301}h"
+        for format in [StdoutFormat.text, .polybar, .tmux] {
+            var encoder = BarEncoder(format: format, views: [try view("v", [.text: "{{ s }}"])])
+            let encodedLine = encoder.encode(line("v", .string(content)), now: now, redactor: .none)
+            let encoded = try #require(encodedLine)
+            #expect(Array(encoded.utf8) == Array("a b [31mc d e f g \u{301}h\n".utf8), "\(format): \(encoded.debugDescription)")
+        }
+        var i3bar = BarEncoder(format: .i3bar, views: [try view("v", [.text: "{{ s }}"])])
+        let blocksLine = i3bar.encode(line("v", "x\u{1B}]0;title\u{7}y"), now: now, redactor: .none)
+        let blocks = try #require(blocksLine)
+        #expect(blocks.hasSuffix(#"[{"name":"v","full_text":"x ]0;title y","urgent":false}],"# + "\n"), "\(blocks)")
+    }
+
+    /// tmux reads `#[style]`, `#{format}` and `#(command)` in a `#()` command's output; `##` is a `#`.
+    @Test func tmuxDoublesEveryHash() throws {
+        var tmux = BarEncoder(format: .tmux, views: [try view("v", [.text: "# {{ s }}"]), try view("w")])
+        #expect(tmux.encode(line("w", "#"), now: now, redactor: .none) == nil)
+        let content = "#[fg=red]#{host}#(id)## #\u{301}{host}"
+        let encodedLine = tmux.encode(line("v", .string(content)), now: now, redactor: .none)
+        let encoded = try #require(encodedLine)
+        #expect(Array(encoded.utf8) == Array("## ##[fg=red]##{host}##(id)#### ##\u{301}{host} | ##\n".utf8), "\(encoded)")
+        // `text` is for consumers that read no markup: it stays as it is.
+        var text = BarEncoder(format: .text, views: [try view("v", [.text: "{{ s }}"])])
+        #expect(text.encode(line("v", .string(content)), now: now, redactor: .none) == content + "\n")
+    }
+
     @Test func secretsAreRedactedInLiteralsAndValuesOnce() throws {
         var encoder = BarEncoder(format: .text, views: [try view("v", [.text: "token tok-1 {{ s }}"])])
         let redactor = Redactor(secrets: ["tok-1", "act"])
@@ -156,5 +197,7 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         #expect(StdoutFormat.waybar.checkSelection(["v", "w"]) != nil)
         #expect(StdoutFormat.text.checkSelection(["v", "w"]) == nil)
         #expect(StdoutFormat.polybar.checkSelection([]) != nil)
+        #expect(StdoutFormat.tmux.checkSelection([]) != nil)
+        #expect(StdoutFormat.tmux.checkSelection(["v", "w"]) == nil)
     }
 }

@@ -173,15 +173,16 @@ struct OutputFormatTests {
               w: { sources: [n] }
             """, in: directory)
         let runCases: [([String], String)] = [
-            (["--format", "xml"], #"--format "xml" is not a format (formats: json, waybar, polybar, text, i3bar, tui)"#),
+            (["--format", "xml"], #"--format "xml" is not a format (formats: json, waybar, polybar, text, tmux, i3bar, tui)"#),
             (["--format", "waybar"], "--format waybar shows one view per process: give exactly one --view"),
             (["--format", "waybar", "--view", "v", "--view", "w"], "give exactly one --view"),
             (["--format", "text"], "--format text needs at least one --view"),
+            (["--format", "tmux"], "--format tmux needs at least one --view"),
             (["--view", "v"], "--view applies to the bar formats"),
             (["--format", "text", "--view", "nope"], #"--view "nope": \#(path) has no such view (views: v, w)"#),
             // stdout is a pipe here: the watch screen needs a terminal (tests/consumers/tmux tests it in one).
             (["--format", "tui"], "watch draws on a terminal and stdout is not one"),
-            (["--format", "tui", "--view", "v"], "--view applies to the bar formats (waybar, polybar, text, i3bar), not to tui"),
+            (["--format", "tui", "--view", "v"], "--view applies to the bar formats (waybar, polybar, text, tmux, i3bar), not to tui"),
         ]
         let cases = runCases.map { (["run"] + $0.0, $0.1) } + [(["watch"], "watch draws on a terminal and stdout is not one")]
         for (arguments, message) in cases {

@@ -55,18 +55,19 @@ struct WatchTerminalTests {
         }
     }
 
-    /// Starts `hammock watch` on `terminal`, with `environment` only (and PATH, HOME).
-    func launch(on terminal: Terminal, environment: [String: String]) throws -> (Process, String) {
+    static let koalaAndDingo = """
+        version: 1
+        sources:
+          koala: { kind: fake, content: "KOALA 7" }
+          dingo: { kind: fake, state: error, error: { message: "DINGO down" } }
+        views:
+          bush: { sources: [koala, dingo] }
+        """
+
+    /// Starts `hammock watch` on `terminal` with `config`, with `environment` only (and PATH, HOME).
+    func launch(on terminal: Terminal, config yaml: String = koalaAndDingo, environment: [String: String]) throws -> (Process, String) {
         let directory = try HammockProcess.makeTemporaryDirectory()
-        let config = try HammockProcess.writeConfig(
-            """
-            version: 1
-            sources:
-              koala: { kind: fake, content: "KOALA 7" }
-              dingo: { kind: fake, state: error, error: { message: "DINGO down" } }
-            views:
-              bush: { sources: [koala, dingo] }
-            """, in: directory)
+        let config = try HammockProcess.writeConfig(yaml, in: directory)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try HammockProcess.executablePath())
         process.arguments = ["watch", config]
@@ -127,5 +128,29 @@ struct WatchTerminalTests {
         let text = terminal.text
         #expect(!text.contains("●") && !text.contains("\u{1B}[32m") && !text.contains("\u{1B}[7m"), "\(text.debugDescription)")
         #expect(text.hasSuffix("\u{1B}[?1049l") && terminal.isCooked)
+    }
+
+    /// The screen shows a source's content and a view's rendered text: a secret the content echoes must be
+    /// redacted there as on stdout.
+    @Test("a secret that a source's content echoes is shown [redacted] in its row and its view's")
+    func secretsAreRedacted() async throws {
+        let secret = "s3cr3t-w4tch"
+        let config = """
+            version: 1
+            sources:
+              vault: { kind: shell, command: [sh, -c, 'echo "key $TOKEN"'], env: { TOKEN: "${TOKEN}" }, refresh: 1h }
+            views:
+              safe: { sources: [vault], render: { text: "T {{ vault }}" } }
+            """
+        let terminal = try Terminal()
+        let (process, directory) = try launch(
+            on: terminal, config: config, environment: ["NO_COLOR": "1", "TERM": "xterm", "TOKEN": secret])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await terminal.waitFor("the source's row and the view's") { $0.contains("* vault") && $0.contains("T key") }
+        process.terminate()
+        try await waitForExit(process)
+        let text = terminal.text
+        #expect(!text.contains(secret), "\(text.debugDescription)")
+        #expect(text.contains("key [redacted]") && text.contains("T key [redacted]"), "\(text.debugDescription)")
     }
 }

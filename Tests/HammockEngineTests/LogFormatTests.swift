@@ -55,4 +55,22 @@ struct LogFormatTests {
         }
         #expect(text == "hammock: error: it broke source=a\nshell: hello\n")
     }
+
+    /// A record quotes what others wrote (an id, a click line, a plugin's line): its control characters must
+    /// not reach the terminal that shows stderr, where ESC recolours or clears it and CR or a newline forges
+    /// a record.
+    @Test("text records escape control characters, the newline that ends each kept; secrets stay redacted")
+    func textEscapesControlCharacters() throws {
+        let text = try Self.written(format: .text, secrets: ["hun\u{7}ter2"]) { output in
+            let logger = Logger(label: "hammock") { _ in StandardErrorLogHandler(level: .info, output: output) }
+            logger.warning("a click on \"v\u{1B}[2J\u{0}\", which is not a view", metadata: ["id": "x\u{1B}]0;t\u{7}"])
+            logger.error("one\nhammock: error: forged\rover \u{9B}31m hun\u{7}ter2 café")
+            output.write(prefix: "shell", line: Array("plugin \u{1B}[31mred\u{7F}".utf8))
+        }
+        #expect(
+            text == #"hammock: warning: a click on "v\u{1B}[2J\u{0}", which is not a view id=x\u{1B}]0;t\u{7}"# + "\n"
+                + #"hammock: error: one\nhammock: error: forged\rover \u{9B}31m [redacted] café"# + "\n"
+                + #"shell: plugin \u{1B}[31mred\u{7F}"# + "\n",
+            "\(text.debugDescription)")
+    }
 }
