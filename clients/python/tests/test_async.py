@@ -55,6 +55,22 @@ def test_start_states_updates_and_close(hammock_bin: str, config: Path) -> None:
     assert wait_until(lambda: processes_naming(folder) == []), processes_naming(folder)
 
 
+def test_updates_initial_starts_with_every_current_state(hammock_bin: str, config: Path) -> None:
+    async def main() -> None:
+        async with AsyncHammock(config, binary=hammock_bin) as h:
+            await h.wait_for(lambda s: s.source("steady").content is not None, timeout=WAIT)
+            initial, plain = h.updates(initial=True), h.updates()
+            first = [await initial.get(timeout=0) for _ in range(5)]
+            assert [u.id for u in first] == ["flaky", "steady", "watched", "stuck", "both"]  # type: ignore[union-attr]
+            assert first[1] == h.source("steady")
+            with pytest.raises(TimeoutError):
+                await plain.get(timeout=0.2)
+            initial.close()
+            plain.close()
+
+    run(main)
+
+
 def test_control_commands(hammock_bin: str, config: Path) -> None:
     async def main() -> None:
         async with AsyncHammock(config, binary=hammock_bin) as h:
