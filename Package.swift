@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 // Module map (each line: what it holds, what it may touch):
@@ -25,6 +25,15 @@ import PackageDescription
 //                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it in its own process.
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
 //                    /proc helpers, test files, RunSlots.
+
+// The trait `Engine` (on by default) gates every package that only the engine, its plugins and its tests use.
+// HammockClient needs swift-collections alone, so an app that depends on hammock for the client turns the
+// traits off and resolves nothing else (docs/client-swift.md):
+//     .package(url: "https://github.com/…/hammock", from: "0.1.0", traits: [])
+// Each product of those packages carries `condition: engine`; SwiftPM leaves a package out of the resolution
+// when every use of it is behind a disabled trait (tests/consumers/swift-package counts what resolves).
+let engine: TargetDependencyCondition? = .when(traits: ["Engine"])
+
 let package = Package(
     name: "hammock",
     platforms: [.macOS(.v15)],
@@ -43,6 +52,10 @@ let package = Package(
         .library(name: "HammockCore", targets: ["HammockCore"]),
         .library(name: "HammockConfig", targets: ["HammockConfig"]),
         .library(name: "HammockProtocol", targets: ["HammockProtocol"]),
+    ],
+    traits: [
+        .trait(name: "Engine", description: "The engine, its plugins and their tests (off: HammockClient alone)."),
+        .default(enabledTraits: ["Engine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -96,15 +109,15 @@ let package = Package(
             dependencies: [
                 "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON", "CHammockSystem",
                 "HammockPluginKit", "HammockFakePlugin",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log", condition: engine),
+                .product(name: "Subprocess", package: "swift-subprocess", condition: engine),
+                .product(name: "SystemPackage", package: "swift-system", condition: engine),
                 // --metrics: swift-metrics instruments over a Prometheus registry, served over NIO's HTTP/1.
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: engine),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: engine),
+                .product(name: "NIOCore", package: "swift-nio", condition: engine),
+                .product(name: "NIOPosix", package: "swift-nio", condition: engine),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
         .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol"]),
@@ -112,8 +125,8 @@ let package = Package(
             name: "hammock",
             dependencies: [
                 "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
+                .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),
         // A page of code over HammockClient: configs/demo.yaml as a terminal dashboard (docs/client-swift.md).
@@ -150,11 +163,11 @@ let package = Package(
             name: "HammockRESTPlugin",
             dependencies: [
                 "HammockPluginKit", "HammockCore", "HammockJSON",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: engine),
+                .product(name: "NIOCore", package: "swift-nio", condition: engine),
+                .product(name: "NIOPosix", package: "swift-nio", condition: engine),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: engine),
             ],
             path: "plugins/rest/Library"
         ),
@@ -192,9 +205,9 @@ let package = Package(
             name: "HammockRESTPluginTests",
             dependencies: [
                 "HammockRESTPlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: engine),
+                .product(name: "NIOCore", package: "swift-nio", condition: engine),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
         // The engine's edges in memory: stdout's writer and stdin's control lines over in-memory transports,
@@ -203,7 +216,7 @@ let package = Package(
             name: "HammockEngineTests",
             dependencies: [
                 "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),
         .testTarget(
@@ -214,12 +227,15 @@ let package = Package(
             name: "HammockRESTTests",
             dependencies: [
                 "HammockTestSupport", "HammockJSON",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: engine),
+                .product(name: "NIOPosix", package: "swift-nio", condition: engine),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
         .testTarget(name: "HammockClientTests", dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockTestSupport"]),
+        // A small app over HammockClient alone, run by HammockClientTests (ClientSignalTests): what a broken pipe
+        // does to an app shows only in a process where nothing else (SwiftNIO) has ignored SIGPIPE.
+        .executableTarget(name: "hammock-client-probe", dependencies: ["HammockClient"], path: "Tests/HammockClientProbe"),
     ],
     swiftLanguageModes: [.v6]
 )

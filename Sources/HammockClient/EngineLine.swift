@@ -31,9 +31,10 @@ enum EngineLine: Sendable, Equatable {
                 views: line["views"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             self = type == "hello" ? .hello(ids) : .reloaded(ids)
         case "source":
-            guard let id = line["id"]?.stringValue, let state = line["state"], let source = SourceLine(state) else {
-                return nil
-            }
+            guard let id = line["id"]?.stringValue, let state = line["state"],
+                var source = SourceLine(state)
+            else { return nil }
+            source.latestEvent = LoadableEvent(event: line["event"]?.stringValue, origin: line["origin"]?.stringValue)
             self = .source(id: id, source)
         case "view":
             guard let id = line["id"]?.stringValue, let view = ViewLine(json) else { return nil }
@@ -72,13 +73,19 @@ struct SourceLine: Sendable, Equatable {
     var isLoading: Bool
     var timestamp: Date?
     var failures: Int
+    /// The line's `event` and `origin`.
+    var latestEvent: LoadableEvent?
 
-    init(content: JSONValue?, latestError: LoadError?, isLoading: Bool, timestamp: Date?, failures: Int) {
+    init(
+        content: JSONValue?, latestError: LoadError?, isLoading: Bool, timestamp: Date?, failures: Int,
+        latestEvent: LoadableEvent? = nil
+    ) {
         self.content = content
         self.latestError = latestError
         self.isLoading = isLoading
         self.timestamp = timestamp
         self.failures = failures
+        self.latestEvent = latestEvent
     }
 
     init?(_ state: JSONValue) {

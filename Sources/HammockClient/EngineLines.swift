@@ -180,7 +180,7 @@ struct TypedSourceFeed<Content: Decodable & Sendable>: SourceFeed {
         output.send(
             LoadableState(
                 content: content, latestError: latestError, isLoading: line.isLoading, timestamp: line.timestamp,
-                failures: line.failures))
+                failures: line.failures, latestEvent: line.latestEvent))
     }
 
     func finish(throwing error: (any Error)?) {

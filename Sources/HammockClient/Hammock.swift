@@ -48,8 +48,8 @@ public final class Hammock: Sendable {
     /// - Parameters:
     ///   - configuration: the configuration file's path (relative paths inside it are the engine's working
     ///     folder's: `workingDirectory`, else the app's).
-    ///   - binary: the `hammock` executable. Without it: the `hammock` beside the app's own executable, then
-    ///     the first on `PATH`.
+    ///   - binary: the `hammock` executable. Without it: `$HAMMOCK_BIN`, then the `hammock` beside the app's own
+    ///     executable, then the first on `PATH` (see `findBinary`).
     ///   - arguments: more arguments of `run` (e.g. `["--log-level", "debug"]`).
     ///   - environment: the engine's environment; the app's when `nil`.
     ///   - workingDirectory: the engine's working folder; the app's when `nil`.
@@ -61,7 +61,7 @@ public final class Hammock: Sendable {
         configuration: String, binary: String? = nil, arguments: [String] = [],
         environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
     ) async throws -> Hammock {
-        let executable = try findBinary(binary)
+        let executable = try findBinary(binary, environment: ProcessInfo.processInfo.environment)
         let input = try makePipe()
         let output = try makePipe()
         let errors = try makePipe()
@@ -225,9 +225,19 @@ public final class Hammock: Sendable {
         _ = await lines.ended.first { $0 }
     }
 
-    /// Waits until the engine has ended; returns why (`nil` after `stop()`).
+    /// Waits until the engine has ended; returns why (`nil` after `stop()`). It waits as long as the engine
+    /// runs: `waitUntilEnded(timeout:)` gives up.
     public func waitUntilEnded() async -> HammockError? {
         _ = await lines.ended.first { $0 }
+        return await lines.endError
+    }
+
+    /// Waits until the engine has ended, at most `timeout`; returns why (`nil` after `stop()`), or throws
+    /// `HammockError.timedOut` when it still runs then (the engine is left running).
+    public func waitUntilEnded(timeout: Duration) async throws -> HammockError? {
+        guard await lines.ended.first(timeout: timeout, where: { $0 }) != nil else {
+            throw HammockError.timedOut("the engine was still running after \(timeout)")
+        }
         return await lines.endError
     }
 
@@ -282,13 +292,19 @@ public final class Hammock: Sendable {
 
     // MARK: Processes and pipes
 
-    /// The executable to run: the explicit path, else `hammock` beside the app's executable, else on `PATH`.
-    static func findBinary(_ explicit: String?) throws -> String {
-        if let explicit {
-            guard FileManager.default.isExecutableFile(atPath: explicit) else {
-                throw HammockError.binaryNotFound(searched: [explicit])
+    /// The executable to run, in this order: `explicit` (the `binary:` argument); else `$HAMMOCK_BIN`; else
+    /// `hammock` beside the app's own executable (an app shipped with its engine); else the first `hammock` on
+    /// `PATH`. An explicit path or `$HAMMOCK_BIN` that is not an executable is an error, never passed over
+    /// for another hammock: the app asked for that one.
+    static func findBinary(
+        _ explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> String {
+        for chosen in [explicit, environment["HAMMOCK_BIN"].flatMap { $0.isEmpty ? nil : $0 }] {
+            guard let chosen else { continue }
+            guard FileManager.default.isExecutableFile(atPath: chosen) else {
+                throw HammockError.binaryNotFound(searched: [chosen])
             }
-            return explicit
+            return chosen
         }
         var folders: [String] = []
         if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
@@ -298,8 +314,8 @@ public final class Hammock: Sendable {
         if let first = CommandLine.arguments.first, first.contains("/") {
             folders.append((first as NSString).deletingLastPathComponent)
         }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        folders += path.split(separator: ":").map(String.init)
+        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        folders += path.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         var searched: [String] = []
         for folder in folders {
             let candidate = (folder.isEmpty ? "." : folder) + "/hammock"

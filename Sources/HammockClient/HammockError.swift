@@ -27,8 +27,11 @@ public enum HammockError: Error, Sendable, Hashable, CustomStringConvertible {
     case refused(String)
     /// `stop()` was called: pending control calls end with this, and later ones fail with it at once.
     case stopped
-    /// No `hammock` executable at any of these paths.
+    /// No `hammock` executable at any of these paths (`binary:`, else `$HAMMOCK_BIN`, else beside the app and
+    /// on `PATH`).
     case binaryNotFound(searched: [String])
+    /// A wait with a deadline (`waitUntilEnded(timeout:)`) ran out; what was waited for.
+    case timedOut(String)
     /// The engine could not be started, or its control line could not be written.
     case io(String)
     /// The engine's stdout carried a line that is not hammock's (not a JSON object, no `type`, a known type
@@ -42,7 +45,12 @@ public enum HammockError: Error, Sendable, Hashable, CustomStringConvertible {
             tail.isEmpty ? "hammock ended (\(status))" : "hammock ended (\(status)); its stderr ended with:\n\(tail)"
         case .refused(let message): "hammock refused the control line: \(message)"
         case .stopped: "hammock was stopped"
-        case .binaryNotFound(let searched): "no hammock executable at \(searched.joined(separator: ", "))"
+        case .binaryNotFound(let searched):
+            """
+            no hammock executable at \(searched.joined(separator: ", ")): pass `binary:`, set HAMMOCK_BIN, \
+            or put hammock beside the app or on PATH
+            """
+        case .timedOut(let what): "timed out: \(what)"
         case .io(let message): message
         case .protocolViolation(let problem): "hammock's output broke its protocol: \(problem)"
         }

@@ -25,6 +25,51 @@ public struct LoadError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let decodingFailed = "decodingFailed"
 }
 
+/// What produced a hammock source's latest state: the line's `event`, and for `newData` its `origin`
+/// (docs/protocol.md). Siesta's `ResourceEvent`, less `observerAdded` (every stream starts with the current
+/// state anyway).
+public enum LoadableEvent: Sendable, Hashable {
+    /// A load started.
+    case requested
+    /// A load in flight was cancelled.
+    case requestCancelled
+    /// New content (or none, for `wipe`), and where it came from.
+    case newData(DataOrigin)
+    /// The data has not changed; `timestamp` moved.
+    case notModified
+    /// The load failed: see `latestError`.
+    case error
+
+    /// Where a `newData` came from.
+    public enum DataOrigin: String, Sendable, Hashable {
+        /// The answer to a load.
+        case load
+        /// The plugin noticed a change by itself (a watched file, a streamed line).
+        case push
+        /// Restored from the offline cache at start.
+        case cache
+        /// Set by a control line (`override`).
+        case override
+        /// Cleared by a control line, or because the source's request changed.
+        case wipe
+    }
+
+    /// The wire's `event` and `origin`; `nil` for a `null` event (a snapshot of a source with no event yet)
+    /// and for names this version does not know (a newer engine's).
+    init?(event: String?, origin: String?) {
+        switch event {
+        case "requested": self = .requested
+        case "requestCancelled": self = .requestCancelled
+        case "notModified": self = .notModified
+        case "error": self = .error
+        case "newData":
+            guard let origin = origin.flatMap(DataOrigin.init(rawValue:)) else { return nil }
+            self = .newData(origin)
+        default: return nil
+        }
+    }
+}
+
 /// Siesta's resource state on the consumer's side: the latest content, the latest error (which never
 /// clears the content: stale data stays on screen while the error is shown), whether a load is in flight,
 /// when the latest answer came, and how many loads failed in a row.
@@ -36,16 +81,20 @@ public struct LoadableState<Content: Sendable>: Sendable {
     public var timestamp: Date?
     /// Consecutive failed loads.
     public var failures: Int
+    /// What produced this state, for a hammock source (its line's `event` and `origin`); `nil` before its
+    /// first event, and for views, groups and the app's own sequences, which have no events.
+    public var latestEvent: LoadableEvent?
 
     public init(
         content: Content? = nil, latestError: LoadError? = nil, isLoading: Bool = false, timestamp: Date? = nil,
-        failures: Int = 0
+        failures: Int = 0, latestEvent: LoadableEvent? = nil
     ) {
         self.content = content
         self.latestError = latestError
         self.isLoading = isLoading
         self.timestamp = timestamp
         self.failures = failures
+        self.latestEvent = latestEvent
     }
 
     /// Nothing loaded, nothing failed, nothing in flight.

@@ -82,16 +82,19 @@ extension TypedSource {
 
     /// A source that has `content`, loaded now.
     public static func fake(_ content: Content, id: String = "fake") -> Self {
-        fake(state: LoadableState(content: content, timestamp: .now), id: id)
+        fake(state: LoadableState(content: content, timestamp: .now, latestEvent: .newData(.load)), id: id)
     }
 
     /// A source loading for the first time: no content yet.
     public static func fakeLoading(id: String = "fake") -> Self {
-        fake(state: LoadableState(isLoading: true), id: id)
+        fake(state: LoadableState(isLoading: true, latestEvent: .requested), id: id)
     }
 
     /// A source whose load failed (`content`: the stale content it keeps showing, if any).
     public static func fakeFailure(_ error: LoadError, content: Content? = nil, id: String = "fake") -> Self {
-        fake(state: LoadableState(content: content, latestError: error, timestamp: .now, failures: 1), id: id)
+        fake(
+            state: LoadableState(
+                content: content, latestError: error, timestamp: .now, failures: 1, latestEvent: .error),
+            id: id)
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import HammockClient
 import HammockCore
 import HammockJSON
 import HammockTestSupport
 import Testing
+
+@testable import HammockClient
 
 @Suite("Control calls return on the engine's acknowledgement")
 struct ClientControlTests {
@@ -56,6 +57,35 @@ struct ClientControlTests {
 
             try await hammock.snapshot()
         }
+    }
+
+    @Test("a source's latestEvent is its line's event and origin")
+    func latestEvent() async throws {
+        try await withClientEngine(config: Self.config) { hammock, _ in
+            let greeting = await hammock.source("greeting", as: Greeting.self)
+            let slow = await hammock.source("slow", as: Greeting.self)
+            let failing = await hammock.source("failing")
+            _ = try await first("greeting's first load", in: greeting.states) { $0.latestEvent == .newData(.load) }
+            _ = try await first("failing's error", in: failing.states) { $0.latestEvent == .error }
+            // Each call returns once the lines it caused are in.
+            try await greeting.override(Greeting(text: "set", count: 1))
+            #expect(greeting.state.latestEvent == .newData(.override))
+            try await greeting.wipe()
+            #expect(greeting.state.latestEvent == .newData(.wipe))
+            #expect(greeting.state.content == nil)
+            try await slow.load()
+            #expect(slow.state.latestEvent == .requested)
+            try await slow.cancel()
+            #expect(slow.state.latestEvent == .requestCancelled)
+        }
+        // Views, groups and the app's own sequences have no events.
+        #expect(TypedView.fake(Greeting(text: "x", count: 0)).state.latestEvent == nil)
+        // The wire's names, and those this version does not know (a newer engine's), which give nil.
+        #expect(LoadableEvent(event: "notModified", origin: nil) == .notModified)
+        #expect(LoadableEvent(event: "newData", origin: "push") == .newData(.push))
+        #expect(LoadableEvent(event: "newData", origin: "teleport") == nil)
+        #expect(LoadableEvent(event: "somethingNew", origin: nil) == nil)
+        #expect(LoadableEvent(event: nil, origin: nil) == nil)
     }
 
     @Test("every op on a view is acknowledged; retry reloads its failing source")

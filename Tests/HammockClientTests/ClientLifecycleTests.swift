@@ -76,7 +76,7 @@ struct ClientLifecycleTests {
             } catch {
                 expectEngineKilled(error, "a later snapshot")
             }
-            expectEngineKilled(await hammock.waitUntilEnded(), "waitUntilEnded")
+            expectEngineKilled(try await hammock.waitUntilEnded(timeout: .seconds(30)), "waitUntilEnded")
         }
     }
 
@@ -118,7 +118,7 @@ struct ClientLifecycleTests {
             await hammock.stop()
 
             #expect(await hammock.byeReason == "signal")
-            #expect(await hammock.waitUntilEnded() == nil)
+            #expect(try await hammock.waitUntilEnded(timeout: .seconds(30)) == nil)
             #expect(await drain(greeting.states) == nil)
             #expect(!ProcessTable.isAlive(pid: pid))
             for process in descendants { #expect(!ProcessTable.isAlive(process), "\(process) outlived hammock") }

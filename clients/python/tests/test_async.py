@@ -55,6 +55,27 @@ def test_start_states_updates_and_close(hammock_bin: str, config: Path) -> None:
     assert wait_until(lambda: processes_naming(folder) == []), processes_naming(folder)
 
 
+def test_updates_initial_starts_with_every_current_state(hammock_bin: str, config: Path) -> None:
+    async def main() -> None:
+        async with AsyncHammock(config, binary=hammock_bin) as h:
+            await h.wait_for(lambda s: s.source("steady").content is not None, timeout=WAIT)
+            initial, plain = h.updates(initial=True), h.updates()
+            first = [await initial.get(timeout=0) for _ in range(5)]
+            assert [u.id for u in first] == ["flaky", "steady", "watched", "stuck", "both"]  # type: ignore[union-attr]
+            assert first[1] == h.source("steady")
+            # Then both see the same changes: the default (`initial=False`) starts with them. No line is read
+            # between the two calls above (no await), so the two must agree exactly.
+            (config.parent / "data.json").write_text('{"n": 1}')
+            seen: List[Update] = []
+            while not (isinstance(seen[-1:] and seen[-1], SourceState) and seen[-1].content == {"n": 1}):  # type: ignore[union-attr]
+                seen.append(await initial.get(timeout=WAIT))
+            assert [await plain.get(timeout=WAIT) for _ in seen] == seen
+            initial.close()
+            plain.close()
+
+    run(main)
+
+
 def test_control_commands(hammock_bin: str, config: Path) -> None:
     async def main() -> None:
         async with AsyncHammock(config, binary=hammock_bin) as h:

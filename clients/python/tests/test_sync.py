@@ -94,6 +94,30 @@ def test_updates_see_every_change_in_order(hammock_bin: str, config: Path) -> No
         second.close()
 
 
+def test_updates_initial_starts_with_every_current_state(hammock_bin: str, config: Path) -> None:
+    data = config.parent / "data.json"
+    with Hammock(config, binary=hammock_bin) as h:
+        states = h.wait_for(lambda s: s.source("watched").content == {"n": 0} and s.source("steady").content is not None)
+        with h.updates(initial=True) as initial, h.updates() as plain:
+            # At once, with no line from hammock: every source's current state, then every view's.
+            first = [initial.get(timeout=0) for _ in range(5)]
+            assert [(type(u).__name__, u.id) for u in first] == [
+                ("SourceState", "flaky"),
+                ("SourceState", "steady"),
+                ("SourceState", "watched"),
+                ("SourceState", "stuck"),
+                ("ViewState", "both"),
+            ]
+            assert first[1] == h.source("steady") and first[2].content == {"n": 0}
+            # Then both see the same changes; the default (`initial=False`, for compatibility) starts with them.
+            write_atomically(data, '{"n": 1}')
+            seen: List[Update] = []
+            while not seen or not _is_watched(seen[-1], 1):
+                seen.append(initial.get(timeout=WAIT))
+            assert [plain.get(timeout=WAIT) for _ in seen] == seen
+        del states
+
+
 def _is_watched(update: Update, n: int) -> bool:
     return isinstance(update, SourceState) and update.id == "watched" and update.content == {"n": n}
 

@@ -6,16 +6,19 @@ import asyncio
 import contextlib
 import signal
 import weakref
-from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Tuple, Union
 
 from ._engine import (
+    DEFAULT_MAX_LINE_BYTES,
     ClientCore,
     PathLike,
     QueueItem,
     UpdatesCore,
+    bounded_lines,
     command_line,
     find_binary,
     parse_line,
+    too_long,
     target_fields,
 )
 from ._errors import HammockError
@@ -80,6 +83,7 @@ class AsyncHammock(ClientCore):
         start_timeout: float = 60.0,
         stop_timeout: float = 10.0,
         command_timeout: Optional[float] = 60.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         # Everything runs on the event loop's one thread: the shared state needs no lock.
         super().__init__(contextlib.nullcontext(), stop_timeout, command_timeout)
@@ -87,6 +91,7 @@ class AsyncHammock(ClientCore):
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._start_timeout = start_timeout
+        self._max_line_bytes = max_line_bytes
         self._proc: Optional[asyncio.subprocess.Process] = None
         # Made in start(): before Python 3.10 asyncio objects bind to the loop current when they are made.
         self._started: "Optional[asyncio.Future[None]]" = None
@@ -155,10 +160,11 @@ class AsyncHammock(ClientCore):
 
     # The latest states: `states()`, `source(id)`, `view(id)` (in `ClientCore`), and the changes
 
-    def updates(self) -> AsyncUpdates:
-        """An async iterator over every change from now on (call it inside the event loop)."""
+    def updates(self, initial: bool = False) -> AsyncUpdates:
+        """An async iterator over every change from now on (call it inside the event loop); with
+        `initial=True`, first every source's and view's current state (see `Hammock.updates`)."""
         subscription = AsyncUpdates(self)
-        self._subscribe(subscription)
+        self._subscribe(subscription, initial)
         return subscription
 
     async def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
@@ -233,7 +239,9 @@ class AsyncHammock(ClientCore):
         try:
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
         except asyncio.TimeoutError:
-            raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
+            raise TimeoutError(
+                f"hammock did not answer {op!r} within {timeout} s (it may still carry it out){self._unanswered_note()}"
+            ) from None
         finally:
             self._forget(id)
 
@@ -243,8 +251,8 @@ class AsyncHammock(ClientCore):
         proc = self._running_process()
         assert proc.stdout is not None
         try:
-            async for raw in _lines(proc.stdout):
-                self._apply(parse_line(raw))
+            async for raw in _lines(proc.stdout, self._max_line_bytes):
+                self._apply(parse_line(raw) if isinstance(raw, bytes) else too_long(raw, self._max_line_bytes))
         except (OSError, ValueError):
             pass
         finally:
@@ -263,7 +271,9 @@ class AsyncHammock(ClientCore):
         proc = self._running_process()
         assert proc.stderr is not None
         try:
-            async for raw in _lines(proc.stderr):
+            async for raw in _lines(proc.stderr, 1 << 20):
+                if not isinstance(raw, bytes):
+                    continue
                 self._note_stderr(raw)
         except (OSError, ValueError):
             pass
@@ -293,14 +303,18 @@ class AsyncHammock(ClientCore):
             started.set_exception(self._exit.copy())
 
 
-async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
-    """Lines without their newline, however long: `StreamReader.readline` stops at 64 KiB."""
+async def _lines(stream: asyncio.StreamReader, max_line_bytes: int) -> AsyncIterator[Union[bytes, int]]:
+    """Lines without their newline, up to `max_line_bytes` (`StreamReader.readline` stops at 64 KiB). A
+    longer line is read to its end without being kept, and given as its length."""
     buffer = bytearray()
     searched = 0
+    skipped: Optional[int] = None  # the length so far of a line beyond the bound, while it is skipped
     while True:
         chunk = await stream.read(1 << 16)
         if not chunk:
-            if buffer:
+            if skipped is not None:
+                yield skipped + len(buffer)
+            elif buffer:
                 yield bytes(buffer)
             return
         buffer += chunk
@@ -308,8 +322,22 @@ async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
             end = buffer.find(b"\n", searched)
             if end < 0:
                 searched = len(buffer)
+                if skipped is not None:
+                    skipped += len(buffer)
+                    del buffer[:]
+                    searched = 0
+                elif len(buffer) > max_line_bytes:
+                    skipped = len(buffer)
+                    del buffer[:]
+                    searched = 0
                 break
-            yield bytes(buffer[:end])
+            if skipped is not None:
+                yield skipped + end
+                skipped = None
+            elif end > max_line_bytes:
+                yield end
+            else:
+                yield bytes(buffer[:end])
             del buffer[: end + 1]
             searched = 0
 

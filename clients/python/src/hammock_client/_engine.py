@@ -10,6 +10,7 @@ import shutil
 import weakref
 from collections import deque
 from dataclasses import dataclass
+from decimal import Decimal
 from types import MappingProxyType
 from typing import (
     Any,
@@ -17,6 +18,7 @@ from typing import (
     ContextManager,
     Deque,
     Dict,
+    Iterator,
     List,
     Mapping,
     Optional,
@@ -46,6 +48,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 STDERR_TAIL_LINES = 50
 PROTOCOL_VERSION = 1
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest stdout line the clients read (`max_line_bytes`): content can be a whole file or an API's
+answer, but a line without end must not take the client's memory with it."""
 
 
 def find_binary(binary: Optional[PathLike]) -> str:
@@ -126,10 +131,16 @@ class Model:
         self._sources: Dict[str, SourceState] = {}
         self._views: Dict[str, ViewState] = {}
         self._seq = 0
+        self.bad_lines = 0  # lines that could not be read, each reported as an `ErrorReport`
+        self.latest_bad_line: Optional[str] = None
 
     def apply(self, line: Any) -> Outcome:
+        if isinstance(line, BadLine):
+            self.bad_lines += 1
+            self.latest_bad_line = line.describe()
+            return Outcome(update=ErrorReport(message=self.latest_bad_line, seq=self._seq))
         if not isinstance(line, dict):
-            return Outcome()
+            return self.apply(BadLine("not a JSON object", json.dumps(line)[: QUOTED_BYTES + 1].encode()))
         seq = line.get("seq")
         if isinstance(seq, int) and not isinstance(seq, bool):
             self._seq = seq
@@ -199,11 +210,68 @@ def command_error(reply: Reply, op: str, id: int) -> CommandError:
     return CommandError(reply.error or "", op=op, id=id)
 
 
+@dataclass(frozen=True)
+class BadLine:
+    """A stdout line this client could not read: not JSON, nested too deep for Python's parser, not a
+    JSON object, or longer than `max_line_bytes`. It becomes an `ErrorReport`; the lines after it are read
+    as usual."""
+
+    reason: str
+    start: bytes = b""  # the line's first bytes, to quote
+
+    def describe(self) -> str:
+        quoted = self.start[:QUOTED_BYTES].decode("utf-8", errors="replace")
+        more = "…" if len(self.start) > QUOTED_BYTES else ""
+        return f"hammock wrote a line this client could not read ({self.reason}): {quoted!r}{more}"
+
+
+QUOTED_BYTES = 200
+
+# Python 3.11+ refuses to turn more than 4,300 digits into an int (a guard against slow conversions), and
+# hammock writes a number exactly as its source gave it. Longer integers become a `Decimal`, which keeps
+# every digit and is fast to make.
+_LONGEST_INT = 4000
+
+
+def _parse_int(text: str) -> Union[int, Decimal]:
+    return int(text) if len(text) <= _LONGEST_INT else Decimal(text)
+
+
 def parse_line(raw: bytes) -> Any:
+    """One line as JSON, or a `BadLine` saying why not. Never raises: one bad line must not stop the
+    reader, or every line after it would go unseen."""
     try:
-        return json.loads(raw)
-    except ValueError:
-        return None  # not a protocol line; hammock writes none, and one bad line must not stop the reader
+        return json.loads(raw, parse_int=_parse_int)
+    except RecursionError:
+        return BadLine("nested deeper than Python's JSON parser goes", bytes(raw[: QUOTED_BYTES + 1]))
+    except ValueError as error:  # JSONDecodeError, and UnicodeDecodeError for bytes that are not UTF-8
+        return BadLine(f"not JSON: {error}", bytes(raw[: QUOTED_BYTES + 1]))
+
+
+def too_long(length: int, max_line_bytes: int) -> BadLine:
+    return BadLine(f"a line of {length} bytes, beyond max_line_bytes ({max_line_bytes}); skipped")
+
+
+def bounded_lines(stream: Any, max_line_bytes: int) -> Iterator[Union[bytes, BadLine]]:
+    """The lines of a binary stream (a `BufferedReader`) without their newline, each at most
+    `max_line_bytes` long; a longer one is read to its end without being kept, and given as a `BadLine`."""
+    while True:
+        line: bytes = stream.readline(max_line_bytes + 1)
+        if not line:
+            return
+        if line.endswith(b"\n"):
+            yield line[:-1]
+            continue
+        if len(line) <= max_line_bytes:
+            yield line  # the last line, without its newline
+            continue
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = stream.readline(1 << 20)
+            if not line:
+                break
+            length += len(line)
+        yield too_long(length - line.endswith(b"\n"), max_line_bytes)
 
 
 def _ids(value: Any) -> Tuple[str, ...]:
@@ -362,8 +430,14 @@ class ClientCore:
 
     # Subscriptions
 
-    def _subscribe(self, subscription: UpdatesCore) -> None:
+    def _subscribe(self, subscription: UpdatesCore, initial: bool = False) -> None:
+        """With `initial`, the subscription first receives every source's and view's current state (in the
+        configuration's order, sources first), then every change after them: no line falls in between."""
         with self._guard:
+            if initial and self._exit is None:
+                states = self._model.states
+                for state in [*states.sources.values(), *states.views.values()]:
+                    subscription._put((state, states))
             self._subscribe_locked(subscription)
 
     def _watch(self, subscription: UpdatesCore) -> States:
@@ -400,6 +474,13 @@ class ClientCore:
         """A command nobody waits for any more: a late error reaches subscribers instead."""
         with self._guard:
             self._pending.pop(id, None)
+
+    def _unanswered_note(self) -> str:
+        """For a command that timed out: lines that could not be read may have held its answer."""
+        with self._guard:
+            if self._model.bad_lines == 0:
+                return ""
+            return f"; {self._model.bad_lines} lines from hammock could not be read, the latest: {self._model.latest_bad_line}"
 
     def _write_failed(self) -> HammockError:
         """Call once the reader has seen the exit that broke the pipe, so that the exit is what is reported."""

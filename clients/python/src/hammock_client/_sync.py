@@ -12,10 +12,12 @@ import weakref
 from typing import IO, Any, Callable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ._engine import (
+    DEFAULT_MAX_LINE_BYTES,
     ClientCore,
     PathLike,
     QueueItem,
     UpdatesCore,
+    bounded_lines,
     command_line,
     find_binary,
     parse_line,
@@ -86,11 +88,13 @@ class Hammock(ClientCore):
         start_timeout: float = 60.0,
         stop_timeout: float = 10.0,
         command_timeout: Optional[float] = 60.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         super().__init__(self._lock, stop_timeout, command_timeout)
         self._write_lock = threading.Lock()  # one control line at a time, whole
+        self._max_line_bytes = max_line_bytes
 
         # A session of its own: a terminal's Ctrl-C reaches Python, whose `with` block then stops hammock
         # in order, instead of reaching both at once.
@@ -147,11 +151,16 @@ class Hammock(ClientCore):
 
     # The latest states: `states()`, `source(id)`, `view(id)` (in `ClientCore`), and the changes
 
-    def updates(self) -> Updates:
+    def updates(self, initial: bool = False) -> Updates:
         """An iterator over every change from now on: `SourceState`, `ViewState`, `Removed`, `Reloaded`
-        and `ErrorReport` items, one per line, in hammock's order. Each iterator sees every change."""
+        and `ErrorReport` items, one per line, in hammock's order. Each iterator sees every change.
+
+        With `initial=True` it starts with the current state of every source, then of every view (in the
+        configuration's order), as Siesta tells a new observer at once; the default, `False`, starts at the
+        next change, as before. A line this client cannot read (not JSON, too deep, beyond
+        `max_line_bytes`) comes as an `ErrorReport`, and the lines after it as usual."""
         subscription = Updates(self)
-        self._subscribe(subscription)
+        self._subscribe(subscription, initial)
         return subscription
 
     def wait_for(self, predicate: Callable[[States], Any], timeout: Optional[float] = 30.0) -> States:
@@ -243,7 +252,9 @@ class Hammock(ClientCore):
             return answer.result(timeout)
         except concurrent.futures.TimeoutError:
             self._forget(id)
-            raise TimeoutError(f"hammock did not answer {op!r} within {timeout} s (it may still carry it out)") from None
+            raise TimeoutError(
+                f"hammock did not answer {op!r} within {timeout} s (it may still carry it out){self._unanswered_note()}"
+            ) from None
 
     # Internals
 
@@ -268,8 +279,8 @@ class Hammock(ClientCore):
         stream: Optional[IO[bytes]] = self._proc.stdout
         try:
             assert stream is not None
-            for raw in iter(stream.readline, b""):
-                self._apply(parse_line(raw))
+            for raw in bounded_lines(stream, self._max_line_bytes):
+                self._apply(raw if not isinstance(raw, bytes) else parse_line(raw))
         except (OSError, ValueError):
             pass  # the pipe was closed under us: hammock is gone either way
         finally:
@@ -286,8 +297,9 @@ class Hammock(ClientCore):
         stream = self._proc.stderr
         try:
             assert stream is not None
-            for raw in iter(stream.readline, b""):
-                self._note_stderr(raw)
+            for raw in bounded_lines(stream, 1 << 20):
+                if isinstance(raw, bytes):
+                    self._note_stderr(raw)
             stream.close()
         except (OSError, ValueError):
             pass
