@@ -54,6 +54,8 @@ public final class Engine: Sendable {
     private let inbox: EngineInbox
     private let loaders: [String: any SourceLoader]
     private let standardError: StandardError
+    /// Whether the watchdog timer's ask waits in the inbox (see `run`).
+    private let watchdogAsked = Atomic<Bool>(false)
 
     /// - Parameter standardError: shared with the logger, so that one set of secrets (grown by reloads) is
     ///   redacted from everything hammock writes.
@@ -292,7 +294,13 @@ public final class Engine: Sendable {
             services.addTask { await Self.sweepOrphans() }
             if let interval = options.notifySocket?.watchdogInterval {
                 // The timer only asks; the loop pings when it takes the input, so a stuck loop stops the pings.
-                services.addTask { while (try? await Task.sleep(for: interval)) != nil { inbox.yield(.watchdog) } }
+                // One ask waits at a time: a loop that was busy for a while pings once when it is back, not once
+                // for every interval it missed.
+                services.addTask {
+                    while (try? await Task.sleep(for: interval)) != nil {
+                        if !self.watchdogAsked.exchange(true, ordering: .acquiringAndReleasing) { inbox.yield(.watchdog) }
+                    }
+                }
             }
             let status = await withTaskGroup(of: Void.self) { work in
                 await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
@@ -614,6 +622,7 @@ public final class Engine: Sendable {
                 case .reloadStep(let step):
                     actions = continueReload(step)
                 case .watchdog:
+                    watchdogAsked.store(false, ordering: .releasing)
                     notify("WATCHDOG=1")
                     actions = []
                 case .stop:

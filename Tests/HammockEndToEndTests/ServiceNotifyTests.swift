@@ -192,12 +192,17 @@ struct ServiceNotifyTests {
             let ack = try await hammock.waitFor(type: "ack", timeout: .seconds(20))
             #expect(ack.receivedAt - stalled >= .milliseconds(1400), "the ack came \(ack.receivedAt - stalled) after the line: no stall")
             // Pings on either side of the stall, none inside it (a margin of 300 ms at each end for the line
-            // to reach the loop, and for the burst of pings the loop sends when it turns again).
+            // to reach the loop and for the loop to turn again).
             let window = (stalled + .milliseconds(300))...(stalled + .milliseconds(1200))
             let during = listener.messages.filter { $0.fields.contains("WATCHDOG=1") && window.contains($0.at) }
             #expect(during.isEmpty, "\(during.count) pings while the loop was stalled")
             let after = listener.messages.count
             try await listener.waitFor("WATCHDOG=1", after: after, timeout: .seconds(5))
+            // The timer's asks wait as one: the loop pings once when it turns again, not once for each of the
+            // 15 intervals it missed (a burst that could outrun WatchdogSec's own count).
+            let turned = (ack.receivedAt - .milliseconds(150))...(ack.receivedAt + .milliseconds(150))
+            let burst = listener.messages.filter { $0.fields.contains("WATCHDOG=1") && turned.contains($0.at) }
+            #expect(burst.count <= 3, "\(burst.count) pings within 150 ms of the loop turning again")
         }
     }
 }
