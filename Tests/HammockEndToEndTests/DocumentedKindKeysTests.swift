@@ -46,7 +46,10 @@ struct DocumentedKindKeysTests {
         var shipped: [String: Set<String>] = [:]
         for entry in try #require(source["allOf"]?.arrayValue) {
             guard let kind = entry["if"]?["properties"]?["kind"]?["const"]?.stringValue else { continue }
-            shipped[kind] = Set(try #require(entry["then"]?["properties"]?.objectValue, "kind \(kind)").keys)
+            // The kind's options stand once under $defs, where its branch refers to them.
+            let options = try #require(schema["$defs"]?["kind:\(kind)"], "kind \(kind): no #/$defs/kind:\(kind)")
+            #expect(entry["then"] == ["$ref": .string("#/$defs/kind:\(kind)")], "kind \(kind)")
+            shipped[kind] = Set(try #require(options["properties"]?.objectValue, "kind \(kind)").keys)
         }
         #expect(Set(shipped.keys) == ["fake", "file", "rest", "shell"], "the shipped kinds changed: \(shipped.keys)")
 
