@@ -59,7 +59,11 @@ public enum OutputLine: Sendable {
     /// Appends the line, `\n` included, with every string value that could hold a secret (content, error
     /// messages) passed through `redactor`.
     public func encode(seq: Int, into out: inout [UInt8], redactor: Redactor = .none) {
-        var line = LineWriter(out: out, redactor: redactor)
+        // The buffer moves into the writer and back, so it has one owner while it grows: a copy left in `out`
+        // would make the first append copy the whole buffer, once per line of a batch (quadratic: 100,000
+        // sources' lines took minutes).
+        var line = LineWriter(out: [], redactor: redactor)
+        swap(&line.out, &out)
         switch self {
         case .hello(let sources, let views, let version):
             line.begin(type: "hello", seq: seq)
@@ -130,7 +134,7 @@ public enum OutputLine: Sendable {
         }
         line.out.append(UInt8(ascii: "}"))
         line.out.append(UInt8(ascii: "\n"))
-        out = line.out
+        swap(&line.out, &out)
     }
 
     public func encoded(seq: Int, redactor: Redactor = .none) -> [UInt8] {
