@@ -141,7 +141,10 @@ struct PluginCheckTests {
         #expect(seen.withLock { $0.plugin }, "the plugin was never seen by its marker")
         #expect(check.termination == .exited(1))
         #expect(Self.lines(check, "FAIL shutdown: expected an exit within 2s").count == 1, "\(check.stdout)")
-        #expect(ContinuousClock.now - start < .seconds(10))
+        // Only a hang is caught here: the fixture answers every other step at once, and the 2 s grace is the
+        // check's own line above. A loaded CI machine took 11.9 s for the whole check, so the bound is far from it
+        // and well under the harness's 40 s timeout.
+        #expect(ContinuousClock.now - start < .seconds(30))
         let left = ProcessTable.processes(withEnvironment: marker)
         #expect(left.isEmpty, "the plugin was killed: \(left)")
     }
