@@ -28,7 +28,7 @@ struct ConfigurationArguments: ParsableArguments {
     @Argument(help: "The configuration file (YAML).", completion: .file(extensions: ["yaml", "yml"]))
     var config: String
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "How much hammock logs on stderr.")
     var logLevel: Logger.Level = .notice
 
     @Option(help: "Logs on stderr: text, or json (a JSON object a line: time, level, message and fields).")
@@ -142,7 +142,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
     var deadline = Parsed(OptionDuration(.seconds(30)))
 
-    @Option(help: "What stdout carries: json (the protocol), a status bar's lines: waybar, polybar, text, tmux, i3bar, or tui (as `hammock watch`). See docs/formats.md.")
+    @Option(help: "What stdout carries: the protocol's JSON lines (json), a status bar's lines (waybar, polybar, text, tmux, i3bar), or the screen of `hammock watch` (tui). See docs/formats.md.")
     var format = Parsed(StdoutFormat.json)
 
     @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text, tmux: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")

@@ -97,7 +97,7 @@ import Testing
         let schemaText = try #require(try? String(contentsOfFile: schemaPath, encoding: .utf8), "no \(schemaPath)")
         let schema = try JSONValue(parsing: Array(schemaText.utf8))
         let reasons = try #require(JSONPointer("/$defs/bye/properties/reason/enum"))
-        let listed = try #require(schema[pointer: reasons]?.arrayValue).compactMap(\.stringValue)
+        let listed = try #require(schema[reasons]?.arrayValue).compactMap(\.stringValue)
         #expect(listed == StopReason.allCases.filter { $0 != .quit }.map(\.rawValue))
     }
 
