@@ -160,14 +160,25 @@ struct CommandLineTests {
         ] {
             #expect(words.contains(shown), "\(shown) in: \(help.stdout)")
         }
-        let pluginHelp = try await HammockProcess.execute(["plugin", "check", "--help"])
+        // `plugin check --help` would hand `--help` to the plugin's command (it captures what follows): ask `help`.
+        let pluginHelp = try await HammockProcess.execute(["help", "plugin", "check"])
         #expect(pluginHelp.termination == .exited(0), "\(pluginHelp.stderr)")
         #expect(pluginHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("(default: {})"), "\(pluginHelp.stdout)")
-        for shell in ["bash", "zsh", "fish"] {
+        // Each shell's list of the values, as swift-argument-parser writes it (zsh and fish also quote the
+        // help text, which names the formats too: the list is what completes).
+        let formats = ["json", "waybar", "polybar", "text", "tmux", "i3bar", "tui"]
+        let lists = [
+            "bash": formats.map { "'\($0)'" }.joined(separator: "$'\\n'"),
+            "zsh": "___format=(" + formats.map { "'\($0)'" }.joined(separator: " ") + ")",
+            "fish": "-l 'format'",
+        ]
+        for (shell, list) in lists.sorted(by: { $0.key < $1.key }) {
             let script = try await HammockProcess.execute(["--generate-completion-script", shell])
             #expect(script.termination == .exited(0), "\(shell): \(script.stderr)")
-            for format in ["waybar", "polybar", "tmux", "i3bar", "tui"] {
-                #expect(script.stdout.contains(format), "\(shell) completes --format with \(format)")
+            #expect(script.stdout.contains(list), "\(shell) completes --format with the formats: \(script.stdout)")
+            if shell == "fish" {
+                let line = script.stdout.split(separator: "\n").first { $0.contains("\"hammock run\" format") } ?? ""
+                #expect(line.hasSuffix("-rfka '\(formats.joined(separator: " "))'"), "fish completes --format with the formats: \(line)")
             }
         }
     }
