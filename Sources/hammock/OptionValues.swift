@@ -6,8 +6,8 @@ import HammockJSON
 /// A value of an option that swift-argument-parser reads (`ExpressibleByArgument`, so `--help` lists the
 /// values of an enumeration and shell completions offer them) and that says, when a text spells none, why.
 protocol OptionValue: ExpressibleByArgument {
-    /// The value `text` spells, or why it spells none, in words that do not name the option (its command
-    /// adds the name: the same value may serve several options).
+    /// The value `text` spells, or why it spells none, in words that do not begin with the option's name:
+    /// its command puts the name in front, in the form of that command's other messages.
     static func parse(_ text: String) -> Result<Self, OptionProblem>
 }
 
