@@ -426,7 +426,7 @@ public struct EngineCore: Sendable {
 
     /// hammock stops (a signal, a closed stdout): the last line, `bye`, unless `--once` has already said it.
     /// Nothing is emitted after it.
-    public mutating func stop(reason: String) -> [EngineAction] {
+    public mutating func stop(reason: StopReason) -> [EngineAction] {
         emit(.bye(reason: reason, failed: nil))
         isFinished = true
         return takeActions()
@@ -788,7 +788,7 @@ public struct EngineCore: Sendable {
             return !source.isSettled || source.state.latestError != nil || source.state.content == nil
         }
         emitChangedViews()
-        emit(.bye(reason: deadlinePassed && !failed.isEmpty ? "deadline" : "once", failed: failed))
+        emit(.bye(reason: deadlinePassed && !failed.isEmpty ? .deadline : .once, failed: failed))
         for id in sourceIDs {
             for loadID in sources[id]!.inFlight.keys.sorted() {
                 actions.append(.cancelLoad(source: id, kind: sources[id]!.definition.kind, loadID: loadID))

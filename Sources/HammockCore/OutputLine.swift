@@ -19,7 +19,7 @@ public enum OutputLine: Sendable {
     case ack(id: ControlID)
     /// A control line that could not be carried out (with its `id`, if it had one), or a refused reload.
     case error(message: String, id: ControlID? = nil)
-    case bye(reason: String, failed: [String]?)
+    case bye(reason: StopReason, failed: [String]?)
 
     public static let protocolVersion = 1
 
@@ -126,7 +126,7 @@ public enum OutputLine: Sendable {
         case .bye(let reason, let failed):
             line.begin(type: "bye", seq: seq)
             line.key("reason")
-            writeJSONString(reason, into: &line.out)
+            writeJSONString(reason.rawValue, into: &line.out)
             if let failed {
                 line.key("failed")
                 JSONValue.array(failed.map(JSONValue.string)).write(into: &line.out)

@@ -245,13 +245,13 @@ public final class Engine: Sendable {
                 title: URL(fileURLWithPath: loaded.file).lastPathComponent, sources: loaded.configuration.sources.map(\.id),
                 views: definitions, secrets: standardError.secrets,
                 act: { if keyCommands.command($0) { inbox.yield(.controls) } },
-                quit: { if stop.request("quit", signal: nil) { inbox.yield(.stop) } })
+                quit: { if stop.request(.quit, signal: nil) { inbox.yield(.stop) } })
         } else {
             let lines = OutputWriter(
                 secrets: standardError.secrets, bar: bar, metrics: options.metrics,
                 reportProblem: { [logger = self.logger] in logger.warning("\($0)") }
             ) {
-                if stop.request("stdout closed", signal: nil) { inbox.yield(.stop) }
+                if stop.request(.stdoutClosed, signal: nil) { inbox.yield(.stop) }
             }
             writer = lines
             // A line with an id waits until stdout has room for its answer, which is never dropped.
@@ -267,8 +267,8 @@ public final class Engine: Sendable {
             case BarEncoder.i3barStopSignal: if isI3bar { writer.pause() }
             case BarEncoder.i3barContSignal: writer.resume()
             case SIGWINCH: writer.resized()
-            case SIGINT: if stop.request("interrupt", signal: number) { inbox.yield(.stop) }
-            default: if stop.request("signal", signal: number) { inbox.yield(.stop) }
+            case SIGINT: if stop.request(.interrupt, signal: number) { inbox.yield(.stop) }
+            default: if stop.request(.signal, signal: number) { inbox.yield(.stop) }
             }
         }
         // A stop signal came during start-up: its own stop is under way, and it exits.
@@ -639,7 +639,7 @@ public final class Engine: Sendable {
         // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
         _ = signals.route { number in
             guard !SignalRouter.nonStopping.contains(number) else { return }
-            _ = stop.request(number == SIGINT ? "interrupt" : "signal", signal: number)
+            _ = stop.request(number == SIGINT ? .interrupt : .signal, signal: number)
             writer.interrupt()
         }
         let stopped = stop.current
@@ -654,7 +654,7 @@ public final class Engine: Sendable {
             logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
         }
         // The core says the last word: `bye`, unless `--once` said it already.
-        for case .emit(let line) in core.stop(reason: stopped?.reason ?? "signal") { writer.send(line) }
+        for case .emit(let line) in core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
         return await finishOutput(
             writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop,
             onceOutputDeadline: onceOutputDeadline)
@@ -689,7 +689,7 @@ public final class Engine: Sendable {
             }
         }
         let completion = await writer.finish(with: nil, deadline: options.drainTimeout)
-        if completion != .complete && stopped?.reason != "stdout closed" {
+        if completion != .complete && stopped?.reason != .stdoutClosed {
             logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
         }
         guard options.once else { return 0 }
@@ -708,7 +708,7 @@ public final class Engine: Sendable {
 /// the stdout thread and the loop all touch it, each for a few loads.
 final class StopRequest: Sendable {
     struct Reason: Sendable {
-        var reason: String
+        var reason: StopReason
         /// The signal that asked for it, if one did.
         var signal: Int32?
     }
@@ -716,7 +716,7 @@ final class StopRequest: Sendable {
     private let state = Mutex<Reason?>(nil)
 
     /// Records the stop; false when one was already asked for (the first reason stands).
-    func request(_ reason: String, signal: Int32?) -> Bool {
+    func request(_ reason: StopReason, signal: Int32?) -> Bool {
         state.withLock { current in
             guard current == nil else { return false }
             current = Reason(reason: reason, signal: signal)

@@ -45,21 +45,10 @@ public final class MetricsServer: Sendable {
         public let description: String
     }
 
-    /// `HOST:PORT` (an IPv6 host in brackets: `[::1]:9464`).
-    public static func parse(_ text: String) -> (host: String, port: Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (0...65535).contains(port)
-        else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host.isEmpty ? nil : (host, port)
-    }
-
-    /// Binds `address` at once, so that a wrong address or a port in use stops hammock before it starts.
-    public static func start(_ address: String, metrics: EngineMetrics) async throws(Failure) -> MetricsServer {
-        guard let (host, port) = parse(address) else {
-            throw Failure(description: "--metrics \"\(address)\" is not HOST:PORT; for example --metrics 127.0.0.1:9464")
-        }
+    /// Binds `address` at once, so that an address not of this machine or a port in use stops hammock before
+    /// it starts.
+    public static func start(_ address: MetricsAddress, metrics: EngineMetrics) async throws(Failure) -> MetricsServer {
+        let (host, port) = (address.host, address.port)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let connections = Connections(limit: maximumConnections)
         let (seconds, attoseconds) = idleTimeout(environment: ProcessInfo.processInfo.environment).components
@@ -80,7 +69,7 @@ public final class MetricsServer: Sendable {
             let bound = channel.localAddress.map { local in
                 let shown = local.protocol == .inet6 ? "[\(local.ipAddress ?? host)]" : (local.ipAddress ?? host)
                 return "\(shown):\(local.port ?? port)"
-            } ?? address
+            } ?? address.description
             return MetricsServer(group: group, channel: channel, address: bound)
         } catch {
             try? await group.shutdownGracefully()
@@ -97,6 +86,30 @@ public final class MetricsServer: Sendable {
     public func shutdown() async {
         try? await channel.close()
         try? await group.shutdownGracefully()
+    }
+}
+
+/// Where `--metrics` listens: `HOST:PORT`, an IPv6 host in brackets (`[::1]:9464`), port 0 letting the
+/// system choose. Read once, on the command line, so that a malformed address stops hammock before anything
+/// starts and the server is never handed one.
+public struct MetricsAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host as `bind` takes it: brackets removed.
+    public let host: String
+    public let port: Int
+    /// The address as it was written, for messages.
+    public let description: String
+
+    /// `nil` when `text` is not `HOST:PORT` with a host and a port from 0 to 65535.
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+        self.description = text
     }
 }
 

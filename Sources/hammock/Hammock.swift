@@ -28,7 +28,7 @@ struct ConfigurationArguments: ParsableArguments {
     @Argument(help: "The configuration file (YAML).", completion: .file(extensions: ["yaml", "yml"]))
     var config: String
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "How much hammock logs on stderr.")
     var logLevel: Logger.Level = .notice
 
     @Option(help: "Logs on stderr: text, or json (a JSON object a line: time, level, message and fields).")
@@ -140,25 +140,36 @@ struct Run: AsyncParsableCommand {
     var once = false
 
     @Option(help: "With --once: a source still loading after this long counts as failed (e.g. 30s, 2m).")
-    var deadline: String = "30s"
+    var deadline = Parsed(OptionDuration(.seconds(30)))
 
-    @Option(help: "What stdout carries: json (the protocol), a status bar's lines: waybar, polybar, text, tmux, i3bar, or tui (as `hammock watch`). See docs/formats.md.")
-    var format: String = "json"
+    @Option(help: "What stdout carries: the protocol's JSON lines (json), a status bar's lines (waybar, polybar, text, tmux, i3bar), or the screen of `hammock watch` (tui). See docs/formats.md.")
+    var format = Parsed(StdoutFormat.json)
 
     @Option(help: "A view for a bar format to show (waybar: exactly one; polybar, text, tmux: one or more, joined by \" | \"; i3bar: a block each, every view when none is given).")
     var view: [String] = []
 
     @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464). See docs/service.md.")
-    var metrics: String?
+    var metrics: Parsed<MetricsAddress>?
 
     @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes (included files and directories too).")
     var watchConfig = false
 
     func run() async throws {
         if once && watchConfig { throw usageError("--watch-config reloads a running configuration; --once exits after one load") }
+        // No signal may end hammock before it has stopped what it started (`runEngine`), so the router comes
+        // before anything else; then the options, in the order they have always been checked.
+        let signals = Self.signalRouter(once: once)
+        let deadline = try deadline.value { ValidationError("--deadline: \($0)") }.duration
+        let format = try format.value { usageError("--format \($0)") }
         try await runEngine(
-            arguments: arguments, once: once, deadline: deadline, format: format, view: view, metricsAddress: metrics,
-            watchConfig: watchConfig)
+            arguments: arguments, signals: signals, once: once, deadline: deadline, format: format, view: view,
+            metrics: metrics, watchConfig: watchConfig)
+    }
+
+    /// A stop during start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with
+    /// --once, whose 0 says every source was loaded and written, 128 + the signal's number.
+    static func signalRouter(once: Bool) -> SignalRouter {
+        SignalRouter(exitStatusDuringStartUp: { [once] in once ? 128 + $0 : 0 })
     }
 }
 
@@ -173,7 +184,9 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var arguments: ConfigurationArguments
 
     func run() async throws {
-        try await runEngine(arguments: arguments, once: false, deadline: "30s", format: StdoutFormat.tui.rawValue, view: [])
+        try await runEngine(
+            arguments: arguments, signals: Run.signalRouter(once: false), once: false, deadline: .seconds(30),
+            format: .tui, view: [])
     }
 }
 
@@ -190,23 +203,14 @@ func usageError(_ message: String) -> ExitCode {
 }
 
 /// `hammock run`, and `hammock watch` as `run --format tui`.
+///
+/// `signals` is made first of all, by the command: no signal may end hammock before it has stopped what it
+/// started.
 private func runEngine(
-    arguments: ConfigurationArguments, once: Bool, deadline: String, format: String, view: [String],
-    metricsAddress: String? = nil, watchConfig: Bool = false
+    arguments: ConfigurationArguments, signals: SignalRouter, once: Bool, deadline onceDeadline: Duration,
+    format outputFormat: StdoutFormat, view: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
+    watchConfig: Bool = false
 ) async throws {
-    // First of all: no signal may end hammock before it has stopped what it started. A stop during
-    // start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with --once, whose
-    // 0 says every source was loaded and written, 128 + the signal's number.
-    let signals = SignalRouter(exitStatusDuringStartUp: { [once] in once ? 128 + $0 : 0 })
-    let onceDeadline: Duration
-    switch parseDuration(deadline) {
-    case .success(let value): onceDeadline = value
-    case .failure(let problem): throw ValidationError("--deadline: \(problem.message)")
-    }
-    guard let outputFormat = StdoutFormat(rawValue: format) else {
-        let known = StdoutFormat.allCases.map(\.rawValue).joined(separator: ", ")
-        throw usageError("--format \"\(format)\" is not a format (formats: \(known))")
-    }
     if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
     // The screen needs a terminal to draw on; a pipe or a file would get a stream of escape sequences.
     if outputFormat == .tui && isatty(STDOUT_FILENO) != 1 {
@@ -214,9 +218,7 @@ private func runEngine(
             "watch draws on a terminal and stdout is not one; for lines to read use `hammock run` (JSON) or `hammock run --format text --view ID`")
     }
     if outputFormat == .tui && once { throw usageError("--once writes states for a program; watch them without it") }
-    if let metricsAddress, MetricsServer.parse(metricsAddress) == nil {
-        throw usageError("--metrics \"\(metricsAddress)\" is not HOST:PORT; for example --metrics 127.0.0.1:9464")
-    }
+    let metricsAddress = try metricsOption?.value { usageError("--metrics \($0)") }
     let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
     let knownViews = loaded.configuration.views.map(\.id)
     if let unknown = view.first(where: { !knownViews.contains($0) }) {

@@ -29,7 +29,7 @@ struct PluginCheck: AsyncParsableCommand {
     var kind: String?
 
     @Option(help: "Options (a JSON object) the plugin accepts for a source of that kind.")
-    var options: String = "{}"
+    var options = Parsed(OptionsObject.empty)
 
     @Option(help: "Seconds a load may take (sent as its timeout; the answer may come 2 s later).")
     var loadTimeout: Double = 5
@@ -45,9 +45,7 @@ struct PluginCheck: AsyncParsableCommand {
         var command = command
         if command.first == "--" { command.removeFirst() }
         guard let executable = command.first else { throw ValidationError("give the plugin's command after --") }
-        guard let parsed = try? JSONValue(parsing: Array(options.utf8)), let object = parsed.objectValue else {
-            throw ValidationError("--options must be a JSON object, e.g. '{\"path\":\"/etc/hostname\"}'")
-        }
+        let object = try options.value { ValidationError("--options \($0)") }.object
         // A bare name is looked for beside hammock first, as hammock looks for its plugins, then on PATH.
         if !executable.contains("/"), let directory = PluginResolver.currentExecutableDirectory,
             access(directory + "/" + executable, X_OK) == 0

@@ -43,8 +43,8 @@ import Testing
     @Test func stopSaysByeOnceAndNothingFollows() {
         var engine = EngineCore(configuration: Configuration(sources: [cached("a")]))
         _ = engine.start(now: at(0))
-        #expect(engine.stop(reason: "signal").summaries == ["bye signal []"])
-        #expect(engine.stop(reason: "again").isEmpty)
+        #expect(engine.stop(reason: .signal).summaries == ["bye signal []"])
+        #expect(engine.stop(reason: .interrupt).isEmpty)
         // An answer after the stop writes (and persists) nothing, and no timer is armed.
         #expect(engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1)).isEmpty)
         #expect(engine.nextDeadline == nil)
@@ -56,7 +56,7 @@ import Testing
         #expect(
             engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1)).summaries
                 == ["source a newData load", "bye once []", "finish 0"])
-        #expect(engine.stop(reason: "signal").isEmpty)
+        #expect(engine.stop(reason: .signal).isEmpty)
     }
 
     @Test func reloadIsAnActionForTheRuntimeAndChangesNothing() {

@@ -92,7 +92,7 @@ private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data
         var encoder = BarEncoder(format: .text, views: [try view("v")])
         let others: [OutputLine] = [
             .hello(sources: ["s"], views: ["v", "w"], version: "1"), .source(id: "s", event: nil, state: SourceState()),
-            .ack(id: .string("1")), .error(message: "no"), .bye(reason: "signal", failed: nil), line("w", "other"),
+            .ack(id: .string("1")), .error(message: "no"), .bye(reason: .signal, failed: nil), line("w", "other"),
         ]
         for other in others { #expect(encoder.encode(other, now: now, redactor: .none) == nil) }
         #expect(encoder.encode(line("v", "mine"), now: now, redactor: .none) == "mine\n")

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import HammockCore
 import HammockJSON
 import Testing
@@ -77,11 +78,27 @@ import Testing
     }
 
     @Test func bye() {
-        #expect(text(.bye(reason: "signal", failed: nil), seq: 99) == #"{"type":"bye","seq":99,"reason":"signal"}"# + "\n")
+        #expect(text(.bye(reason: .signal, failed: nil), seq: 99) == #"{"type":"bye","seq":99,"reason":"signal"}"# + "\n")
         #expect(
-            text(.bye(reason: "once", failed: ["a", "b"]), seq: 5)
+            text(.bye(reason: .once, failed: ["a", "b"]), seq: 5)
                 == #"{"type":"bye","seq":5,"reason":"once","failed":["a","b"]}"# + "\n")
-        #expect(text(.bye(reason: "once", failed: []), seq: 5) == #"{"type":"bye","seq":5,"reason":"once","failed":[]}"# + "\n")
+        #expect(text(.bye(reason: .once, failed: []), seq: 5) == #"{"type":"bye","seq":5,"reason":"once","failed":[]}"# + "\n")
+    }
+
+    /// The engine decides by `StopReason`; consumers compare its text, which must stay what docs/protocol.md
+    /// and the output schema's `bye.reason` list. `quit` ends the watch screen, which writes no `bye`.
+    @Test func byeReasonsAreTheProtocolsWords() throws {
+        let written = StopReason.allCases.map { reason in
+            try? JSONValue(parsing: Array(text(.bye(reason: reason, failed: nil), seq: 1).utf8))
+                .objectValue?["reason"]?.stringValue
+        }
+        #expect(written == ["signal", "interrupt", "quit", "stdout closed", "once", "deadline"])
+        let schemaPath = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/docs/schema/output-line.schema.json"
+        let schemaText = try #require(try? String(contentsOfFile: schemaPath, encoding: .utf8), "no \(schemaPath)")
+        let schema = try JSONValue(parsing: Array(schemaText.utf8))
+        let reasons = try #require(JSONPointer("/$defs/bye/properties/reason/enum"))
+        let listed = try #require(schema[reasons]?.arrayValue).compactMap(\.stringValue)
+        #expect(listed == StopReason.allCases.filter { $0 != .quit }.map(\.rawValue))
     }
 
     @Test func errorAndRemoved() {
@@ -107,7 +124,7 @@ import Testing
             .source(id: "a", event: .newData("0.42", origin: .load), state: state),
             .view(id: "v", state: ViewDefinition(id: "v", sources: ["a"]).evaluate { _ in state }),
             .error(message: "m"),
-            .bye(reason: "once", failed: []),
+            .bye(reason: .once, failed: []),
         ]
         var out: [UInt8] = []
         out.reserveCapacity(1 << 20)
@@ -122,7 +139,7 @@ import Testing
         #expect(OutputLine.source(id: "a", event: nil, state: SourceState()).coalescingKey == "source:a")
         #expect(OutputLine.view(id: "a", state: ViewDefinition(id: "a", sources: []).evaluate { _ in SourceState() }).coalescingKey == "view:a")
         #expect(OutputLine.hello(sources: [], views: [], version: "1").coalescingKey == nil)
-        #expect(OutputLine.bye(reason: "signal", failed: nil).coalescingKey == nil)
+        #expect(OutputLine.bye(reason: .signal, failed: nil).coalescingKey == nil)
         #expect(OutputLine.error(message: "m").coalescingKey == nil)
         // A wipe is replaced only by a newer wipe of the same source, never by the source's next state.
         let wipe = OutputLine.source(id: "a", event: .newData(.null, origin: .wipe), state: SourceState())

@@ -2,7 +2,7 @@ import Foundation
 import HammockTestSupport
 import Testing
 
-/// `hammock check`, `--version`, `--help`.
+/// `hammock check`, `--version`, `--help`, and the options' values.
 @Suite("Command line")
 struct CommandLineTests {
     @Test("check: a valid file exits 0 with a one-line summary")
@@ -145,6 +145,66 @@ struct CommandLineTests {
         #expect(run.termination == .exited(0))
         for word in ["run", "check", "USAGE"] {
             #expect(run.stdout.contains(word), "\(word) in: \(run.stdout)")
+        }
+    }
+
+    @Test("run --help lists the formats and the defaults, and shell completions offer the formats")
+    func runHelpListsTheValues() async throws {
+        let help = try await HammockProcess.execute(["run", "--help"])
+        #expect(help.termination == .exited(0), "\(help.stderr)")
+        // Help wraps its lines to the terminal's width: compare the words, not the line breaks.
+        let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for shown in [
+            "--format <format>", "(values: json, waybar, polybar, text, tmux, i3bar, tui; default: json)",
+            "--deadline <deadline>", "(default: 30s)", "--metrics <metrics>", "--log-level <log-level>",
+        ] {
+            #expect(words.contains(shown), "\(shown) in: \(help.stdout)")
+        }
+        // `plugin check --help` would hand `--help` to the plugin's command (it captures what follows): ask `help`.
+        let pluginHelp = try await HammockProcess.execute(["help", "plugin", "check"])
+        #expect(pluginHelp.termination == .exited(0), "\(pluginHelp.stderr)")
+        #expect(pluginHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("(default: {})"), "\(pluginHelp.stdout)")
+        // Each shell's list of the values, as swift-argument-parser writes it (zsh and fish also quote the
+        // help text, which names the formats too: the list is what completes).
+        let formats = ["json", "waybar", "polybar", "text", "tmux", "i3bar", "tui"]
+        let lists = [
+            "bash": formats.map { "'\($0)'" }.joined(separator: "$'\\n'"),
+            "zsh": "___format=(" + formats.map { "'\($0)'" }.joined(separator: " ") + ")",
+            "fish": "-l 'format'",
+        ]
+        for (shell, list) in lists.sorted(by: { $0.key < $1.key }) {
+            let script = try await HammockProcess.execute(["--generate-completion-script", shell])
+            #expect(script.termination == .exited(0), "\(shell): \(script.stderr)")
+            #expect(script.stdout.contains(list), "\(shell) completes --format with the formats: \(script.stdout)")
+            if shell == "fish" {
+                let line = script.stdout.split(separator: "\n").first { $0.contains("\"hammock run\" format") } ?? ""
+                #expect(line.hasSuffix("-rfka '\(formats.joined(separator: " "))'"), "fish completes --format with the formats: \(line)")
+            }
+        }
+    }
+
+    @Test("a wrong --format, --metrics, --deadline or --options says what to write instead, with the exit status it always had")
+    func wrongOptionValues() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try HammockProcess.writeConfig("sources:\n  n: { kind: fake, content: 1 }\n", in: directory)
+        let cases: [([String], Int32, String)] = [
+            // hammock's own usage errors: exit 2 (docs/formats.md, docs/service.md).
+            (["run", "--format", "nonsense", path], 2,
+             #"hammock: error: --format "nonsense" is not a format (formats: json, waybar, polybar, text, tmux, i3bar, tui)"#),
+            (["run", "--metrics", "[::1]", path], 2,
+             #"hammock: error: --metrics "[::1]" is not HOST:PORT; for example --metrics 127.0.0.1:9464"#),
+            // swift-argument-parser's validation errors, with hammock's words: exit 64, as ever.
+            (["run", "--once", "--deadline", "5", path], 64, #"Error: --deadline: "5" has no unit; write 5s, 5ms, 5m or 5h"#),
+            (["run", "--once", "--deadline", "soon", path], 64, #"Error: --deadline: "soon" is not a duration"#),
+            (["plugin", "check", "--options", "[1]", "--", "hammock-plugin-shell"], 64,
+             #"Error: --options must be a JSON object, e.g. '{"path":"/etc/hostname"}'"#),
+        ]
+        for (arguments, status, message) in cases {
+            let run = try await HammockProcess.execute(arguments)
+            #expect(run.termination == .exited(status), "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(arguments): \(run.stdout)")
         }
     }
 

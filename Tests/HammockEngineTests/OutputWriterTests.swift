@@ -21,7 +21,7 @@ struct OutputWriterTests {
         // The first lines fill the pipe and the writer blocks; what arrives meanwhile waits, one per source.
         #expect(writer.writer.waitingCount <= sources.count)
         let reading = output.readEverythingInBackground()
-        #expect(await writer.finish(with: .bye(reason: "signal", failed: nil), deadline: nil) == .complete)
+        #expect(await writer.finish(with: .bye(reason: .signal, failed: nil), deadline: nil) == .complete)
         output.stopReading()
         let lines = try await reading.value.lines()
         #expect(lines.count < 1000)
@@ -137,7 +137,7 @@ struct OutputWriterTests {
         output.close()
         try await writer.waitUntilClosedIsReported()
         writer.send(.error(message: "after the consumer left"))
-        #expect(await writer.finish(with: .bye(reason: "stdout closed", failed: nil), deadline: .seconds(2)) != .complete)
+        #expect(await writer.finish(with: .bye(reason: .stdoutClosed, failed: nil), deadline: .seconds(2)) != .complete)
         #expect(writer.closedReports == 1)
     }
 
@@ -166,7 +166,7 @@ struct OutputWriterTests {
         // The consumer reads a little, in odd pieces, then stops.
         var read: [UInt8] = []
         for piece in [7, 100, 333, 1500] { read += try await output.read(atLeast: piece) }
-        let completion = await writer.finish(with: .bye(reason: "signal", failed: nil), deadline: .milliseconds(100))
+        let completion = await writer.finish(with: .bye(reason: .signal, failed: nil), deadline: .milliseconds(100))
         guard case .incomplete(let unwritten) = completion else {
             Issue.record("the consumer stopped reading, yet \(completion)")
             return
@@ -187,7 +187,7 @@ struct OutputWriterTests {
         let writer = Harness(output)
         for index in 0..<50 { writer.send(.error(message: "line \(index) " + String(repeating: "w", count: 100))) }
         let started = ContinuousClock.now
-        let completion = await writer.finish(with: .bye(reason: "signal", failed: nil), deadline: .milliseconds(200))
+        let completion = await writer.finish(with: .bye(reason: .signal, failed: nil), deadline: .milliseconds(200))
         #expect(ContinuousClock.now - started >= .milliseconds(200))
         #expect(ContinuousClock.now - started < .seconds(20))
         guard case .incomplete(let unwritten) = completion else {
@@ -203,7 +203,7 @@ struct OutputWriterTests {
         let writer = Harness(output)
         for index in 0..<200 { writer.send(.error(message: "line \(index)")) }
         let reading = output.readEverythingInBackground(pausingFirst: .milliseconds(50))
-        #expect(await writer.finish(with: .bye(reason: "once", failed: []), deadline: nil) == .complete)
+        #expect(await writer.finish(with: .bye(reason: .once, failed: []), deadline: nil) == .complete)
         output.stopReading()
         let lines = try await reading.value.lines()
         #expect(lines.count == 201)
@@ -215,7 +215,7 @@ struct OutputWriterTests {
         let output = MemoryOutput(capacity: 300)
         let writer = Harness(output)
         for index in 0..<200 { writer.send(.error(message: "line \(index)")) }
-        async let completion = writer.finish(with: .bye(reason: "once", failed: []), deadline: nil)
+        async let completion = writer.finish(with: .bye(reason: .once, failed: []), deadline: nil)
         _ = try await output.read(atLeast: 100)
         output.close()
         guard case .incomplete(let unwritten) = await completion else {
@@ -231,7 +231,7 @@ struct OutputWriterTests {
         let writer = Harness(output)
         for index in 0..<200 { writer.send(.error(message: "line \(index)")) }
         try await output.waitUntilWriterBlocks()
-        async let completion = writer.finish(with: .bye(reason: "once", failed: []), deadline: nil)
+        async let completion = writer.finish(with: .bye(reason: .once, failed: []), deadline: nil)
         writer.writer.interrupt()
         #expect(await completion == .interrupted)
     }
