@@ -81,6 +81,41 @@ struct OptionDuration: OptionValue {
     var defaultValueDescription: String { duration.humanReadable }
 }
 
+/// `plugin check --load-timeout` and `--expect-push`: seconds, a number (`5`, `0.5`) as these options have
+/// always taken, or a duration with its unit (`500ms`). Bounded: a number that is not finite, not above zero
+/// or beyond a day spells no wait (and `nan` once crashed the conversion to milliseconds).
+struct OptionSeconds: OptionValue {
+    let duration: Duration
+
+    /// The longest wait either option takes.
+    static let maximum: Duration = .seconds(86_400)
+
+    init(_ duration: Duration) { self.duration = duration }
+
+    init?(argument: String) {
+        guard case .success(let value) = Self.parse(argument) else { return nil }
+        self = value
+    }
+
+    static func parse(_ text: String) -> Result<OptionSeconds, OptionProblem> {
+        let refusal = OptionProblem(
+            description: "\"\(text)\" is not a number of seconds above 0 and at most \(maximum.humanReadable) (e.g. 5, 0.5 or 500ms)")
+        let duration: Duration
+        if let seconds = Double(text) {
+            guard seconds.isFinite, seconds > 0, seconds <= 86_400 else { return .failure(refusal) }
+            duration = .milliseconds(Int64((seconds * 1000).rounded(.up)))
+        } else {
+            guard case .success(let parsed) = parseDuration(text) else { return .failure(refusal) }
+            duration = parsed
+        }
+        guard duration > .zero, duration <= maximum else { return .failure(refusal) }
+        return .success(OptionSeconds(duration))
+    }
+
+    /// As help shows a default: `5s`.
+    var defaultValueDescription: String { duration.humanReadable }
+}
+
 /// `--metrics HOST:PORT`.
 extension MetricsAddress: OptionValue {
     public init?(argument: String) { self.init(argument) }

@@ -32,10 +32,10 @@ struct PluginCheck: AsyncParsableCommand {
     var options = Parsed(OptionsObject.empty)
 
     @Option(help: "Seconds a load may take (sent as its timeout; the answer may come 2 s later).")
-    var loadTimeout: Double = 5
+    var loadTimeout = Parsed(OptionSeconds(.seconds(5)))
 
     @Option(help: "Wait up to this many seconds for a push from the configured source, and fail without one.")
-    var expectPush: Double?
+    var expectPush: Parsed<OptionSeconds>?
 
     @Argument(parsing: .captureForPassthrough, help: "The plugin's command and its arguments, after --.")
     var command: [String] = []
@@ -46,6 +46,8 @@ struct PluginCheck: AsyncParsableCommand {
         if command.first == "--" { command.removeFirst() }
         guard let executable = command.first else { throw ValidationError("give the plugin's command after --") }
         let object = try options.value { ValidationError("--options \($0)") }.object
+        let loadTimeout = try loadTimeout.value { ValidationError("--load-timeout: \($0)") }.duration
+        let expectPush = try expectPush?.value { ValidationError("--expect-push: \($0)") }.duration
         // A bare name is looked for beside hammock first, as hammock looks for its plugins, then on PATH.
         if !executable.contains("/"), let directory = PluginResolver.currentExecutableDirectory,
             access(directory + "/" + executable, X_OK) == 0
@@ -53,8 +55,8 @@ struct PluginCheck: AsyncParsableCommand {
             command[0] = directory + "/" + executable
         }
         let settings = PluginConformance.Settings(
-            command: command, kind: kind, options: object, loadTimeout: .milliseconds(Int64(loadTimeout * 1000)),
-            expectPush: expectPush.map { .milliseconds(Int64($0 * 1000)) })
+            command: command, kind: kind, options: object, loadTimeout: loadTimeout,
+            expectPush: expectPush)
         let results = await PluginConformance.run(settings) { result in
             writeAll(result.description + "\n", to: STDOUT_FILENO)
         }

@@ -199,6 +199,15 @@ struct CommandLineTests {
             (["run", "--once", "--deadline", "soon", path], 64, #"Error: --deadline: "soon" is not a duration"#),
             (["plugin", "check", "--options", "[1]", "--", "hammock-plugin-shell"], 64,
              #"Error: --options must be a JSON object, e.g. '{"path":"/etc/hostname"}'"#),
+            // Numbers at their limits: `nan` once crashed the conversion to milliseconds (SIGILL).
+            (["plugin", "check", "--load-timeout", "nan", "--", "hammock-plugin-shell"], 64,
+             #"Error: --load-timeout: "nan" is not a number of seconds above 0 and at most 24h"#),
+            (["plugin", "check", "--load-timeout", "1e300", "--", "hammock-plugin-shell"], 64,
+             #"Error: --load-timeout: "1e300" is not a number of seconds"#),
+            (["plugin", "check", "--expect-push", "0", "--", "hammock-plugin-shell"], 64,
+             #"Error: --expect-push: "0" is not a number of seconds"#),
+            (["plugin", "check", "--expect-push", "inf", "--", "hammock-plugin-shell"], 64,
+             #"Error: --expect-push: "inf" is not a number of seconds"#),
         ]
         for (arguments, status, message) in cases {
             let run = try await HammockProcess.execute(arguments)
