@@ -7,7 +7,7 @@ public enum EngineAction: Sendable {
     /// Ask the kind's loader (a plugin process, or the built-in `fake`) for the source's data.
     case startLoad(LoadRequest)
     /// The answer to this load is no longer wanted.
-    case cancelLoad(source: String, kind: String, loadID: Int)
+    case cancelLoad(source: String, kind: String, loadID: LoadID)
     /// The source is gone from the configuration: its loader forgets it (stops watching, ends its command).
     case removeSource(source: String, kind: String)
     case emit(OutputLine)
@@ -27,7 +27,7 @@ public enum EngineAction: Sendable {
 public struct LoadRequest: Sendable, Equatable {
     public var source: String
     public var kind: String
-    public var loadID: Int
+    public var loadID: LoadID
     /// The source's options with every template filled in.
     public var options: JSONValue
     public var etag: String?
@@ -79,7 +79,7 @@ public struct EngineCore: Sendable {
     /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
     private var staleViews: Set<Int> = []
     private var dependents: [String: [String]] = [:]
-    private var nextLoadID = 1
+    private var nextLoadID: LoadID = 1
     private var random: SplitMix64
     private var actions: [EngineAction] = []
     private var onceDeadline: MonotonicInstant?
@@ -221,7 +221,7 @@ public struct EngineCore: Sendable {
     }
 
     public mutating func loadFinished(
-        source id: String, loadID: Int, outcome: LoadOutcome, now: EngineTime
+        source id: String, loadID: LoadID, outcome: LoadOutcome, now: EngineTime
     ) -> [EngineAction] {
         guard sources.contains(id), let ended = sources[id].phase.finish(loadID) else {
             return []  // cancelled or timed out earlier: the answer is no longer wanted
@@ -259,7 +259,7 @@ public struct EngineCore: Sendable {
     /// The loader holds the load back before working on it (its plugin said `queuesLoads` in its hello, and
     /// bounds how many loads run at once): the timeout does not run while it waits. Until `loadStarted`, the
     /// engine gives up only after `queuedLoadAllowance` more.
-    public mutating func loadQueued(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
+    public mutating func loadQueued(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
         guard sources.contains(id) else { return [] }
         let giveUpAt = giveUpInstant(of: id, stage: .queued, now: now)
         if sources[id].phase.queued(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
@@ -268,7 +268,7 @@ public struct EngineCore: Sendable {
 
     /// The loader has begun the work of a load it held back: the timeout counts from now. A `started` for a
     /// load that was never said to be queued counts from now too, which is never sooner than from the send.
-    public mutating func loadStarted(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
+    public mutating func loadStarted(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
         guard sources.contains(id) else { return [] }
         let giveUpAt = giveUpInstant(of: id, stage: .started, now: now)
         if sources[id].phase.started(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
@@ -565,7 +565,7 @@ public struct EngineCore: Sendable {
         }
         switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
-        nextLoadID += 1
+        nextLoadID = nextLoadID.next
         sources[id].lastOptions = options
         sources[id].nextAttemptAt = nil
         let giveUpAt = giveUpInstant(of: id, stage: .sent, now: now)

@@ -43,8 +43,8 @@ public enum LoadPhase: Sendable, Hashable {
     ///
     /// The core sends only from a phase with no load in flight: a load asked for while one runs is a
     /// follow-up (`askForLoad`), and a changed input cancels the load in flight first.
-    public mutating func send(_ id: Int, giveUpAt: MonotonicInstant) {
-        precondition(!isLoading, "a second load of a source was sent while load \(inFlight?.id ?? 0) is in flight")
+    public mutating func send(_ id: LoadID, giveUpAt: MonotonicInstant) {
+        precondition(!isLoading, "a second load of a source was sent while load \(inFlight?.id.description ?? "") is in flight")
         self = .loading(LoadInFlight(id: id, giveUpAt: giveUpAt, stage: .sent))
     }
 
@@ -60,7 +60,7 @@ public enum LoadPhase: Sendable, Hashable {
     /// The loader holds load `id` back in its queue: the timeout stops counting until it starts, and
     /// `giveUpAt` (the queue's allowance on top) bounds the wait. Only a load just sent can be queued;
     /// returns whether the word applied.
-    public mutating func queued(_ id: Int, giveUpAt: MonotonicInstant) -> Bool {
+    public mutating func queued(_ id: LoadID, giveUpAt: MonotonicInstant) -> Bool {
         guard case .loading(var load) = self, load.id == id, load.stage == .sent else { return false }
         load.stage = .queued
         load.giveUpAt = giveUpAt
@@ -71,7 +71,7 @@ public enum LoadPhase: Sendable, Hashable {
     /// The loader began the work of load `id`: the timeout counts from now (`giveUpAt`). A `started` of a
     /// load never said to be queued counts from now too, which is never sooner than from the send. Returns
     /// whether the word applied (not to another load, nor twice).
-    public mutating func started(_ id: Int, giveUpAt: MonotonicInstant) -> Bool {
+    public mutating func started(_ id: LoadID, giveUpAt: MonotonicInstant) -> Bool {
         guard case .loading(var load) = self, load.id == id, load.stage != .started else { return false }
         load.stage = .started
         load.giveUpAt = giveUpAt
@@ -81,7 +81,7 @@ public enum LoadPhase: Sendable, Hashable {
 
     /// Load `id` answered. Returns the load that ended (the source is idle again), or `nil` when `id` is not
     /// the load in flight: it was cancelled or timed out earlier, and its answer is no longer wanted.
-    public mutating func finish(_ id: Int) -> LoadInFlight? {
+    public mutating func finish(_ id: LoadID) -> LoadInFlight? {
         guard case .loading(let load) = self, load.id == id else { return nil }
         self = .idle
         return load
@@ -137,14 +137,14 @@ public struct LoadInFlight: Sendable, Hashable {
         case started
     }
 
-    public var id: Int
+    public var id: LoadID
     /// When the engine gives up on it and fails the load itself.
     public var giveUpAt: MonotonicInstant
     public var stage: Stage
     /// A `load` or `retry` came while it was in flight: one more load starts when it ends.
     public var followUp: Bool
 
-    public init(id: Int, giveUpAt: MonotonicInstant, stage: Stage, followUp: Bool = false) {
+    public init(id: LoadID, giveUpAt: MonotonicInstant, stage: Stage, followUp: Bool = false) {
         self.id = id
         self.giveUpAt = giveUpAt
         self.stage = stage

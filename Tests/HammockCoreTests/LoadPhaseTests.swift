@@ -5,7 +5,7 @@ import Testing
 /// meanwhile is one follow-up, a word about another load changes nothing, and `isLoading` is the phase's.
 @Suite struct LoadPhases {
     /// A phase with load `id` in flight since `at(0)`, given up on at `at(12)`.
-    func loading(_ id: Int = 1) -> LoadPhase {
+    func loading(_ id: LoadID = 1) -> LoadPhase {
         var phase = LoadPhase.idle
         phase.send(id, giveUpAt: at(12))
         return phase
