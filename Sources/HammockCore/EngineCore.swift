@@ -7,7 +7,7 @@ public enum EngineAction: Sendable {
     /// Ask the kind's loader (a plugin process, or the built-in `fake`) for the source's data.
     case startLoad(LoadRequest)
     /// The answer to this load is no longer wanted.
-    case cancelLoad(source: String, kind: String, loadID: Int)
+    case cancelLoad(source: String, kind: String, loadID: LoadID)
     /// The source is gone from the configuration: its loader forgets it (stops watching, ends its command).
     case removeSource(source: String, kind: String)
     case emit(OutputLine)
@@ -27,7 +27,7 @@ public enum EngineAction: Sendable {
 public struct LoadRequest: Sendable, Equatable {
     public var source: String
     public var kind: String
-    public var loadID: Int
+    public var loadID: LoadID
     /// The source's options with every template filled in.
     public var options: JSONValue
     public var etag: String?
@@ -62,7 +62,7 @@ public struct EngineCore: Sendable {
     /// it is there so that a loader which never starts a load cannot leave the source loading for ever.
     public var queuedLoadAllowance: Duration = .seconds(300)
 
-    private var sources: [String: SourceRuntime] = [:]
+    private var sources = SourceTable()
     /// Each source's position in the configuration: sources due at the same tick act in that order.
     private var sourceOrder: [String: Int] = [:]
     /// Every pending deadline (polls, retries, load timeouts), earliest first, so a tick touches only the
@@ -79,7 +79,7 @@ public struct EngineCore: Sendable {
     /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
     private var staleViews: Set<Int> = []
     private var dependents: [String: [String]] = [:]
-    private var nextLoadID = 1
+    private var nextLoadID: LoadID = 1
     private var random: SplitMix64
     private var actions: [EngineAction] = []
     private var onceDeadline: MonotonicInstant?
@@ -99,7 +99,7 @@ public struct EngineCore: Sendable {
         self.mode = mode
         random = SplitMix64(seed: seed)
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
-        for definition in configuration.sources { sources[definition.id] = SourceRuntime(definition: definition) }
+        for definition in configuration.sources { sources.insert(SourceRuntime(definition: definition)) }
         sourceIDs = configuration.sources.map(\.id)
         sourceOrder = Self.order(of: configuration)
         dependents = Self.dependents(of: configuration)
@@ -117,9 +117,9 @@ public struct EngineCore: Sendable {
     public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: String, now: EngineTime) -> [EngineAction] {
         guard templateRules[kind] != rules else { return [] }
         templateRules[kind] = rules
-        for id in sourceIDs where sources[id]!.isWaitingForTemplateRules && sources[id]!.definition.kind == kind {
-            sources[id]!.isWaitingForTemplateRules = false
-            if !sources[id]!.isSettled { load(id, now: now) }
+        for id in sourceIDs where sources[id].definition.kind == kind {
+            guard sources[id].phase.templateRulesArrived(), !sources[id].isSettled else { continue }
+            load(id, now: now)
         }
         emitChangedViews()
         return takeActions()
@@ -128,7 +128,7 @@ public struct EngineCore: Sendable {
     /// `definition`'s options with its templates filled in, encoded as its kind's rules say; `nil` while
     /// they are not known.
     private func resolvedOptions(of definition: SourceDefinition) -> Result<JSONValue, TemplateResolutionProblem>? {
-        let content: (String) -> JSONValue? = { self.sources[$0]?.state.content }
+        let content: (String) -> JSONValue? = { self.sources[ifKnown: $0]?.state.content }
         guard !definition.templates.isEmpty else { return definition.resolvedOptions(content: content) }
         guard let rules = templateRules[definition.kind] else { return nil }
         return rules.apply(to: definition).definition.resolvedOptions(content: content)
@@ -152,10 +152,10 @@ public struct EngineCore: Sendable {
     /// The sources whose content the offline cache keeps, and `start` shows when given.
     public var cachedSourceIDs: [String] { configuration.sources.filter(\.cache).map(\.id) }
 
-    public func state(of source: String) -> SourceState? { sources[source]?.state }
+    public func state(of source: String) -> SourceState? { sources[ifKnown: source]?.state }
 
     public func viewState(_ index: Int) -> ViewState {
-        viewTallies[index].evaluate { sources[$0]?.state.content }
+        viewTallies[index].evaluate { sources[ifKnown: $0]?.state.content }
     }
 
     // MARK: - Inputs
@@ -213,7 +213,7 @@ public struct EngineCore: Sendable {
     /// SIGUSR1 (`failingOnly`): loads every source that has an error; SIGUSR2: loads every source. A status
     /// bar without stdin acts through these, as a consumer would with `retry` or `load` for each source.
     public mutating func loadEverySource(failingOnly: Bool, now: EngineTime) -> [EngineAction] {
-        for id in sourceIDs where !failingOnly || sources[id]!.state.latestError != nil {
+        for id in sourceIDs where !failingOnly || sources[id].state.latestError != nil {
             loadOrFollowUp(id, now: now)
         }
         emitChangedViews()
@@ -221,16 +221,16 @@ public struct EngineCore: Sendable {
     }
 
     public mutating func loadFinished(
-        source id: String, loadID: Int, outcome: LoadOutcome, now: EngineTime
+        source id: String, loadID: LoadID, outcome: LoadOutcome, now: EngineTime
     ) -> [EngineAction] {
-        guard var source = sources[id], source.inFlight.removeValue(forKey: loadID) != nil else {
+        guard sources.contains(id), let ended = sources[id].phase.finish(loadID) else {
             return []  // cancelled or timed out earlier: the answer is no longer wanted
         }
-        sources[id] = source
+        let source = sources[id]
         switch outcome {
         case .newData(let raw, let etag, let lastModified):
-            sources[id]!.etag = etag
-            sources[id]!.lastModified = lastModified
+            sources[id].etag = etag
+            sources[id].lastModified = lastModified
             switch select(raw, for: source.definition) {
             case .success(let content): apply(.newData(content, origin: .load), to: id, now: now)
             case .failure(let error): apply(.error(error), to: id, now: now)
@@ -248,7 +248,7 @@ public struct EngineCore: Sendable {
         case .cancelled:
             apply(.requestCancelled, to: id, now: now)
         }
-        startFollowUpIfWanted(id, now: now)
+        startFollowUp(id, if: ended, now: now)
         scheduleNextAttempt(id, now: now)
         markSettled(id, now: now)
         emitChangedViews()
@@ -259,36 +259,37 @@ public struct EngineCore: Sendable {
     /// The loader holds the load back before working on it (its plugin said `queuesLoads` in its hello, and
     /// bounds how many loads run at once): the timeout does not run while it waits. Until `loadStarted`, the
     /// engine gives up only after `queuedLoadAllowance` more.
-    public mutating func loadQueued(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
-        guard let load = sources[id]?.inFlight[loadID], load.phase == .sent else { return [] }
-        setDeadline(of: loadID, source: id, phase: .queued, now: now)
+    public mutating func loadQueued(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
+        guard sources.contains(id) else { return [] }
+        let giveUpAt = giveUpInstant(of: id, stage: .queued, now: now)
+        if sources[id].phase.queued(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
         return takeActions()
     }
 
     /// The loader has begun the work of a load it held back: the timeout counts from now. A `started` for a
     /// load that was never said to be queued counts from now too, which is never sooner than from the send.
-    public mutating func loadStarted(source id: String, loadID: Int, now: EngineTime) -> [EngineAction] {
-        guard let load = sources[id]?.inFlight[loadID], load.phase != .started else { return [] }
-        setDeadline(of: loadID, source: id, phase: .started, now: now)
+    public mutating func loadStarted(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
+        guard sources.contains(id) else { return [] }
+        let giveUpAt = giveUpInstant(of: id, stage: .started, now: now)
+        if sources[id].phase.started(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
         return takeActions()
     }
 
-    private mutating func setDeadline(of loadID: Int, source id: String, phase: LoadInFlight.Phase, now: EngineTime) {
-        let definition = sources[id]!.definition
-        var giveUpAt = now.instant + definition.timeout + loadTimeoutGrace
-        if phase == .queued { giveUpAt = giveUpAt + queuedLoadAllowance }
-        sources[id]!.inFlight[loadID] = LoadInFlight(giveUpAt: giveUpAt, phase: phase)
-        deadlines.insert(Deadline(at: giveUpAt, source: id))
+    /// When the engine gives up on a load of `id` that reached `stage` at `now`: the source's timeout and the
+    /// grace, and the queue's allowance on top while the loader holds it back.
+    private func giveUpInstant(of id: String, stage: LoadInFlight.Stage, now: EngineTime) -> MonotonicInstant {
+        let giveUpAt = now.instant + sources[id].definition.timeout + loadTimeoutGrace
+        return stage == .queued ? giveUpAt + queuedLoadAllowance : giveUpAt
     }
 
     /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
     public mutating func pushed(source id: String, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
-        guard let source = sources[id] else { return [] }
+        guard let source = sources[ifKnown: id] else { return [] }
         switch select(raw, for: source.definition) {
         case .success(let content):
             apply(.newData(content, origin: .push), to: id, now: now)
             // The push cured the error: the retry it scheduled is no longer wanted, only the usual poll.
-            if source.state.latestError != nil && sources[id]!.inFlight.isEmpty { scheduleNextAttempt(id, now: now) }
+            if source.state.latestError != nil && !sources[id].phase.isLoading { scheduleNextAttempt(id, now: now) }
         case .failure(let error):
             apply(.error(error), to: id, now: now)
         }
@@ -301,9 +302,9 @@ public struct EngineCore: Sendable {
     /// A failure the loader noticed by itself: a watched file vanished, a streaming command died, the
     /// kind's plugin crashed. Content stays; the source retries as after any failed load.
     public mutating func pushedError(source id: String, error: SourceError, now: EngineTime) -> [EngineAction] {
-        guard sources[id] != nil else { return [] }
+        guard sources.contains(id) else { return [] }
         apply(.error(error), to: id, now: now)
-        if sources[id]!.inFlight.isEmpty && sources[id]!.nextAttemptAt == nil { scheduleNextAttempt(id, now: now) }
+        if !sources[id].phase.isLoading && sources[id].nextAttemptAt == nil { scheduleNextAttempt(id, now: now) }
         emitChangedViews()
         return takeActions()
     }
@@ -313,7 +314,7 @@ public struct EngineCore: Sendable {
     /// source that is not loading loads now.
     public mutating func clockJumped(now: EngineTime) -> [EngineAction] {
         guard case .continuous = mode else { return [] }
-        for id in sourceIDs where sources[id]!.definition.refresh != nil && sources[id]!.inFlight.isEmpty {
+        for id in sourceIDs where sources[id].definition.refresh != nil && !sources[id].phase.isLoading {
             load(id, now: now)
         }
         emitChangedViews()
@@ -333,9 +334,9 @@ public struct EngineCore: Sendable {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
-            let runtime = sources.removeValue(forKey: definition.id)!
-            for loadID in runtime.inFlight.keys.sorted() {
-                actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: loadID))
+            let runtime = sources.remove(definition.id)
+            if let load = runtime.phase.inFlight {
+                actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: load.id))
             }
             actions.append(.removeSource(source: definition.id, kind: definition.kind))
             emit(.removed(id: definition.id, what: "source"))
@@ -357,19 +358,19 @@ public struct EngineCore: Sendable {
         let previous = Dictionary(uniqueKeysWithValues: old.sources.map { ($0.id, $0) })
         for definition in new.sources {
             guard let before = previous[definition.id] else {
-                sources[definition.id] = SourceRuntime(definition: definition)
+                sources.insert(SourceRuntime(definition: definition))
                 load(definition.id, now: now)
                 continue
             }
             guard before != definition || replacingKinds.contains(definition.kind) else { continue }
-            let runtime = sources[definition.id]!
-            for loadID in runtime.inFlight.keys.sorted() {
-                actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: loadID))
+            let runtime = sources[definition.id]
+            if let load = runtime.phase.inFlight {
+                actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: load.id))
             }
             if before.kind != definition.kind { actions.append(.removeSource(source: definition.id, kind: before.kind)) }
             var updated = SourceRuntime(definition: definition)
-            updated.state = runtime.state
-            updated.state.isLoading = false
+            // Its load was cancelled above and `updated` starts idle: not loading until the load below.
+            updated.keepVisibleState(of: runtime)
             updated.lastEvent = runtime.lastEvent
             updated.updatedAt = runtime.updatedAt
             // The load below compares it with the new request: other options, another resource.
@@ -378,7 +379,7 @@ public struct EngineCore: Sendable {
                 updated.etag = runtime.etag
                 updated.lastModified = runtime.lastModified
             }
-            sources[definition.id] = updated
+            sources.insert(updated)
             load(definition.id, now: now)
         }
         // States were set above without `apply` (a reloaded source is not loading until its load): count again.
@@ -393,28 +394,22 @@ public struct EngineCore: Sendable {
         var due: Set<String> = []
         while let first = deadlines.min, first.at <= now.instant { due.insert(deadlines.removeMin().source) }
         for id in due.sorted(by: { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }) {
-            guard let source = sources[id] else { continue }
-            let expired = source.inFlight.filter { $0.value.giveUpAt <= now.instant }.keys.sorted()
-            if !expired.isEmpty {
-                let neverStarted = expired.allSatisfy { source.inFlight[$0]!.phase == .queued }
-                // Loads of one source that time out together are one failure, not several.
-                for loadID in expired {
-                    sources[id]!.inFlight[loadID] = nil
-                    actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
-                }
+            guard let source = sources[ifKnown: id] else { continue }
+            if let expired = sources[id].phase.expire(at: now.instant) {
+                actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: expired.id))
                 let seconds = source.definition.timeout.humanReadable
-                let message = neverStarted
+                let message = expired.stage == .queued
                     ? "no answer from the \"\(source.definition.kind)\" loader: the load waited in its queue and never started"
                     : "no answer from the \"\(source.definition.kind)\" loader within \(seconds)"
                 apply(.error(SourceError(message: message, code: .timeout)), to: id, now: now)
-                startFollowUpIfWanted(id, now: now)
+                startFollowUp(id, if: expired, now: now)
                 scheduleNextAttempt(id, now: now)
                 markSettled(id, now: now)
             }
-            if let due = sources[id]!.nextAttemptAt, due <= now.instant {
-                sources[id]!.nextAttemptAt = nil
+            if let due = sources[id].nextAttemptAt, due <= now.instant {
+                sources[id].nextAttemptAt = nil
                 // Never two loads of one source from the timers: the load in flight schedules the next.
-                if sources[id]!.inFlight.isEmpty { load(id, now: now) }
+                if !sources[id].phase.isLoading { load(id, now: now) }
             }
         }
         // A load that timed out above may have been the last one `--once` was waiting for.
@@ -443,14 +438,14 @@ public struct EngineCore: Sendable {
     }
 
     private func isCurrent(_ deadline: Deadline) -> Bool {
-        guard let source = sources[deadline.source] else { return false }
-        return source.nextAttemptAt == deadline.at || source.inFlight.values.contains { $0.giveUpAt == deadline.at }
+        guard let source = sources[ifKnown: deadline.source] else { return false }
+        return source.nextAttemptAt == deadline.at || source.phase.inFlight?.giveUpAt == deadline.at
     }
 
     /// Every source's and view's current state, as lines.
     public func snapshot() -> [OutputLine] {
         var lines = sourceIDs.compactMap { id in
-            sources[id].map { OutputLine.source(id: id, event: $0.lastEvent, state: $0.state) }
+            sources[ifKnown: id].map { OutputLine.source(id: id, event: $0.lastEvent, state: $0.state) }
         }
         for (index, view) in configuration.views.enumerated() {
             lines.append(.view(id: view.id, state: viewState(index)))
@@ -469,18 +464,18 @@ public struct EngineCore: Sendable {
         case .retry(let target):
             let ids = try sourceIDs(of: target)
             // A view's "try again" loads its failing sources; a named source is loaded whatever its state.
-            let failing = if case .view = target { ids.filter { sources[$0]!.state.latestError != nil } } else { ids }
+            let failing = if case .view = target { ids.filter { sources[$0].state.latestError != nil } } else { ids }
             for id in failing { loadOrFollowUp(id, now: now) }
         case .cancel(let target):
             for id in try sourceIDs(of: target) { cancel(id, now: now) }
         case .wipe(let target):
             for id in try sourceIDs(of: target) {
-                sources[id]!.etag = nil
-                sources[id]!.lastModified = nil
+                sources[id].etag = nil
+                sources[id].lastModified = nil
                 apply(.newData(.null, origin: .wipe), to: id, now: now)
             }
         case .override(let id, let content):
-            guard sources[id] != nil else { throw unknownSource(id) }
+            guard sources.contains(id) else { throw unknownSource(id) }
             apply(.newData(content, origin: .override), to: id, now: now)
         case .snapshot:
             for line in snapshot() { emit(line) }
@@ -492,7 +487,7 @@ public struct EngineCore: Sendable {
     private func sourceIDs(of target: ControlTarget) throws(ControlLineError) -> [String] {
         switch target {
         case .source(let id):
-            guard sources[id] != nil else { throw unknownSource(id) }
+            guard sources.contains(id) else { throw unknownSource(id) }
             return [id]
         case .view(let id):
             guard let view = configuration.views.first(where: { $0.id == id }) else {
@@ -511,10 +506,11 @@ public struct EngineCore: Sendable {
 
     /// Siesta's `loadIfNeeded`: joins a load in flight, skips fresh data, loads otherwise.
     private mutating func loadIfNeeded(_ id: String, now: EngineTime) {
-        let source = sources[id]!
-        guard source.inFlight.isEmpty else { return }
+        let source = sources[id]
+        guard !source.phase.isLoading else { return }
+        // Nothing here invalidates a source (Siesta's `invalidate`): its age alone decides.
         let fresh = isUpToDate(
-            source.state, invalidated: source.invalidated, expiration: source.definition.expiration,
+            source.state, invalidated: false, expiration: source.definition.expiration,
             retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
         if !fresh { load(id, now: now) }
     }
@@ -524,31 +520,27 @@ public struct EngineCore: Sendable {
     /// many were asked for meanwhile. So a flood of `load` lines costs at most the load in flight and the
     /// newest, never one command per line.
     private mutating func loadOrFollowUp(_ id: String, now: EngineTime) {
-        if sources[id]!.inFlight.isEmpty {
-            load(id, now: now)
-        } else {
-            sources[id]!.wantsFollowUp = true
-        }
+        if sources[id].phase.askForLoad() { load(id, now: now) }
     }
 
-    /// The load in flight has ended (answered, failed or timed out): the load asked for meanwhile starts now.
-    private mutating func startFollowUpIfWanted(_ id: String, now: EngineTime) {
-        guard sources[id]!.wantsFollowUp, sources[id]!.inFlight.isEmpty else { return }
-        sources[id]!.wantsFollowUp = false
+    /// `ended`, the load in flight, has ended (answered, failed or timed out): the load asked for meanwhile
+    /// starts now.
+    private mutating func startFollowUp(_ id: String, if ended: LoadInFlight, now: EngineTime) {
+        guard ended.followUp, !sources[id].phase.isLoading else { return }
         load(id, now: now)
     }
 
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
     private mutating func load(_ id: String, now: EngineTime) {
-        let definition = sources[id]!.definition
+        let definition = sources[id].definition
         guard let resolution = resolvedOptions(of: definition) else {
             // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
             // the plugin's word on encoding; `learnTemplateRules` starts it.
-            sources[id]!.isWaitingForTemplateRules = true
+            sources[id].phase.waitForTemplateRules()
             let error = SourceError(
                 message: "the \"\(definition.kind)\" plugin has not started yet, and it says how this source's templates are filled in; the source loads once it has",
                 code: .pluginFailed)
-            if sources[id]!.state.latestError != error { apply(.error(error), to: id, now: now) }
+            if sources[id].state.latestError != error { apply(.error(error), to: id, now: now) }
             markSettled(id, now: now)
             return
         }
@@ -557,33 +549,34 @@ public struct EngineCore: Sendable {
         case .success(let resolved):
             options = resolved
         case .failure(.inputMissing):
-            setWaitingForInputs(id, true)
+            waitForInputs(id)
             return
         case .failure(let problem):
             // Retrying cannot fix a path that points nowhere: like a source whose inputs have no content yet,
             // it waits for an input to change, and no earlier options may make that change look like no change.
-            setWaitingForInputs(id, true)
-            sources[id]!.lastOptions = nil
+            waitForInputs(id)
+            sources[id].lastOptions = nil
             switchResource(id, to: nil, now: now)
             let error = SourceError(message: problem.message, code: .templateUnresolved)
             // One error line, not one more (and failures + 1) for every unrelated change of the input.
-            if sources[id]!.state.latestError != error { apply(.error(error), to: id, now: now) }
+            if sources[id].state.latestError != error { apply(.error(error), to: id, now: now) }
             markSettled(id, now: now)
             return
         }
         switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
-        nextLoadID += 1
-        setWaitingForInputs(id, false)
-        sources[id]!.lastOptions = options
-        sources[id]!.invalidated = false
-        sources[id]!.nextAttemptAt = nil
-        setDeadline(of: loadID, source: id, phase: .sent, now: now)
+        nextLoadID = nextLoadID.next
+        sources[id].lastOptions = options
+        sources[id].nextAttemptAt = nil
+        let giveUpAt = giveUpInstant(of: id, stage: .sent, now: now)
+        sources[id].phase.send(loadID, giveUpAt: giveUpAt)
+        waitingUnsettled.remove(id)
+        deadlines.insert(Deadline(at: giveUpAt, source: id))
         apply(.requested, to: id, now: now)
         actions.append(
             .startLoad(LoadRequest(
-                source: id, kind: definition.kind, loadID: loadID, options: options, etag: sources[id]!.etag,
-                lastModified: sources[id]!.lastModified, timeout: definition.timeout)))
+                source: id, kind: definition.kind, loadID: loadID, options: options, etag: sources[id].etag,
+                lastModified: sources[id].lastModified, timeout: definition.timeout)))
     }
 
     /// Siesta's rule: a different request is a different resource. When a source's filled-in options change
@@ -591,26 +584,21 @@ public struct EngineCore: Sendable {
     /// with a `wipe`, so a consumer never shows one resource's data under another's name, and the new
     /// request never carries the old one's `If-None-Match`.
     private mutating func switchResource(_ id: String, to request: RequestIdentity?, now: EngineTime) {
-        let previous = sources[id]!.request
-        sources[id]!.request = request
+        let previous = sources[id].request
+        sources[id].request = request
         guard let previous, previous != request else { return }
-        sources[id]!.etag = nil
-        sources[id]!.lastModified = nil
-        let state = sources[id]!.state
+        sources[id].etag = nil
+        sources[id].lastModified = nil
+        let state = sources[id].state
         if state.content != nil || state.latestError != nil || state.timestamp != nil {
             apply(.newData(.null, origin: .wipe), to: id, now: now)
         }
     }
 
     private mutating func cancel(_ id: String, now: EngineTime) {
-        let source = sources[id]!
-        guard !source.inFlight.isEmpty else { return }
-        for loadID in source.inFlight.keys.sorted() {
-            actions.append(.cancelLoad(source: id, kind: source.definition.kind, loadID: loadID))
-        }
-        sources[id]!.inFlight.removeAll()
         // A cancel is for the follow-up too: nothing is to load.
-        sources[id]!.wantsFollowUp = false
+        guard let load = sources[id].phase.cancel() else { return }
+        actions.append(.cancelLoad(source: id, kind: sources[id].definition.kind, loadID: load.id))
         apply(.requestCancelled, to: id, now: now)
         scheduleNextAttempt(id, now: now)
     }
@@ -618,20 +606,20 @@ public struct EngineCore: Sendable {
     /// After a load ends: poll again after `refresh`, or retry after the backoff delay when retrying can
     /// help (`RetryPolicy.retries`).
     private mutating func scheduleNextAttempt(_ id: String, now: EngineTime) {
-        guard case .continuous = mode, sources[id]!.inFlight.isEmpty else { return }
-        let source = sources[id]!
+        guard case .continuous = mode, !sources[id].phase.isLoading else { return }
+        let source = sources[id]
         let definition = source.definition
         var next = definition.refresh.map { Self.pollInstant(after: now.instant, every: $0) }
         if let error = source.state.latestError {
             let delay = definition.retry.delay(
                 afterFailures: source.state.failures, retryAfter: error.retryAfter,
                 unitRandom: Double.random(in: 0..<1, using: &random))
-            sources[id]!.retryDelay = delay
+            sources[id].retryDelay = delay
             if definition.retry.retries(error) { next = now.instant + delay }
         } else {
-            sources[id]!.retryDelay = definition.retry.initialDelay
+            sources[id].retryDelay = definition.retry.initialDelay
         }
-        sources[id]!.nextAttemptAt = next
+        sources[id].nextAttemptAt = next
         if let next { deadlines.insert(Deadline(at: next, source: id)) }
     }
 
@@ -664,34 +652,34 @@ public struct EngineCore: Sendable {
     // MARK: - State changes
 
     private mutating func apply(_ event: SourceEvent, to id: String, now: EngineTime) {
-        let contentBefore = sources[id]!.state.content
-        sources[id]!.state.apply(event, at: now.wall, otherLoadsInFlight: !sources[id]!.inFlight.isEmpty)
+        let contentBefore = sources[id].state.content
+        sources[id].apply(event, at: now.wall)
         switch event {
-        case .newData(_, .wipe): sources[id]!.updatedAt = nil
-        case .newData, .notModified, .error: sources[id]!.updatedAt = now.instant
+        case .newData(_, .wipe): sources[id].updatedAt = nil
+        case .newData, .notModified, .error: sources[id].updatedAt = now.instant
         case .requested, .requestCancelled: break
         }
-        sources[id]!.lastEvent = event
+        sources[id].lastEvent = event
         for index in viewsBySource[id] ?? [] {
-            viewTallies[index].update(id, to: sources[id]!.state)
+            viewTallies[index].update(id, to: sources[id].state)
             staleViews.insert(index)
         }
-        emit(.source(id: id, event: event, state: sources[id]!.state))
-        if case .newData(_, let origin) = event, origin != .cache, sources[id]!.definition.cache, !isFinished {
-            actions.append(.persist(source: id, content: origin == .wipe ? nil : sources[id]!.state.content))
+        emit(.source(id: id, event: event, state: sources[id].state))
+        if case .newData(_, let origin) = event, origin != .cache, sources[id].definition.cache, !isFinished {
+            actions.append(.persist(source: id, content: origin == .wipe ? nil : sources[id].state.content))
         }
-        if sources[id]!.state.content != contentBefore { inputChanged(id, now: now) }
+        if sources[id].state.content != contentBefore { inputChanged(id, now: now) }
     }
 
     /// Reloads the sources that read `id` through templates, when a value they use has changed.
     private mutating func inputChanged(_ id: String, now: EngineTime) {
         for dependent in dependents[id] ?? [] {
-            let source = sources[dependent]!
-            guard source.isWaitingForInputs || source.lastOptions != nil else { continue }
+            let source = sources[dependent]
+            guard source.phase.isWaitingForInputs || source.lastOptions != nil else { continue }
             guard let resolved = resolvedOptions(of: source.definition) else { continue }  // loads once the rules come
             if case .success(let options) = resolved, options == source.lastOptions { continue }
-            if case .failure(.inputMissing) = resolved, !source.isWaitingForInputs { continue }
-            if !source.inFlight.isEmpty { cancel(dependent, now: now) }
+            if case .failure(.inputMissing) = resolved, !source.phase.isWaitingForInputs { continue }
+            if source.phase.isLoading { cancel(dependent, now: now) }
             load(dependent, now: now)
         }
     }
@@ -703,7 +691,7 @@ public struct EngineCore: Sendable {
         for (index, view) in configuration.views.enumerated() {
             for source in Set(view.sources) { viewsBySource[source, default: []].append(index) }
         }
-        viewTallies = configuration.views.map { view in ViewTally(view) { sources[$0]?.state ?? SourceState() } }
+        viewTallies = configuration.views.map { view in ViewTally(view) { sources[ifKnown: $0]?.state ?? SourceState() } }
         staleViews = Set(configuration.views.indices)
     }
 
@@ -735,25 +723,27 @@ public struct EngineCore: Sendable {
     // MARK: - --once
 
     private mutating func markSettled(_ id: String, now: EngineTime) {
-        guard case .once = mode, sources[id]!.inFlight.isEmpty else { return }
+        guard case .once = mode, !sources[id].phase.isLoading else { return }
         settle(id)
     }
 
     private mutating func settle(_ id: String) {
-        guard !sources[id]!.isSettled else { return }
-        sources[id]!.isSettled = true
+        guard !sources[id].isSettled else { return }
+        sources[id].isSettled = true
         unsettledCount -= 1
         waitingUnsettled.remove(id)
     }
 
-    private mutating func setWaitingForInputs(_ id: String, _ waiting: Bool) {
-        sources[id]!.isWaitingForInputs = waiting
-        if waiting && !sources[id]!.isSettled { waitingUnsettled.insert(id) } else { waitingUnsettled.remove(id) }
+    /// An attempt to load `id` found no options to send: it waits for an input to change.
+    private mutating func waitForInputs(_ id: String) {
+        sources[id].phase.waitForInputs()
+        if !sources[id].isSettled { waitingUnsettled.insert(id) }
     }
 
     private mutating func countUnsettled() {
-        unsettledCount = sources.values.filter { !$0.isSettled }.count
-        waitingUnsettled = Set(sources.filter { $0.value.isWaitingForInputs && !$0.value.isSettled }.keys)
+        unsettledCount = sources.all.filter { !$0.isSettled }.count
+        waitingUnsettled = Set(
+            sources.all.filter { $0.phase.isWaitingForInputs && !$0.isSettled }.map(\.definition.id))
     }
 
     private mutating func checkOnceCompletion(now: EngineTime) {
@@ -764,9 +754,9 @@ public struct EngineCore: Sendable {
         while failedOne {
             failedOne = false
             let waiting = waitingUnsettled.sorted { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }
-            for id in waiting where sources[id]!.isWaitingForInputs && !sources[id]!.isSettled {
-                let blocked = sources[id]!.definition.inputs.first { input in
-                    sources[input].map { $0.isSettled && $0.state.content == nil } ?? true
+            for id in waiting where sources[id].phase.isWaitingForInputs && !sources[id].isSettled {
+                let blocked = sources[id].definition.inputs.first { input in
+                    sources[ifKnown: input].map { $0.isSettled && $0.state.content == nil } ?? true
                 }
                 if let blocked {
                     apply(
@@ -784,14 +774,14 @@ public struct EngineCore: Sendable {
     private mutating func finishOnce(now: EngineTime, deadlinePassed: Bool) {
         guard case .once = mode, !isFinished else { return }
         let failed = sourceIDs.filter { id in
-            let source = sources[id]!
+            let source = sources[id]
             return !source.isSettled || source.state.latestError != nil || source.state.content == nil
         }
         emitChangedViews()
         emit(.bye(reason: deadlinePassed && !failed.isEmpty ? .deadline : .once, failed: failed))
         for id in sourceIDs {
-            for loadID in sources[id]!.inFlight.keys.sorted() {
-                actions.append(.cancelLoad(source: id, kind: sources[id]!.definition.kind, loadID: loadID))
+            if let load = sources[id].phase.inFlight {
+                actions.append(.cancelLoad(source: id, kind: sources[id].definition.kind, loadID: load.id))
             }
         }
         actions.append(.finish(exitStatus: failed.isEmpty ? 0 : 1))
@@ -805,58 +795,6 @@ private struct Deadline: Comparable, Sendable {
     var source: String
 
     static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
-}
-
-/// A load the engine waits for, and until when.
-private struct LoadInFlight: Sendable {
-    enum Phase: Sendable { case sent, queued, started }
-    var giveUpAt: MonotonicInstant
-    /// `sent`: the timeout counts from the send (a loader that never says `queued`); `queued`: the loader
-    /// holds it back, and the queue's allowance applies; `started`: the timeout counts from the start.
-    var phase: Phase
-}
-
-/// What makes two loads of a source loads of the same resource.
-private struct RequestIdentity: Equatable, Sendable {
-    var kind: String
-    var options: JSONValue
-}
-
-/// What the core keeps for each source besides its visible state.
-private struct SourceRuntime: Sendable {
-    let definition: SourceDefinition
-    var state = SourceState()
-    var lastEvent: SourceEvent?
-    /// Load ids in flight, with the time at which the engine gives up on each. At most one, since a load
-    /// asked for while one runs becomes `wantsFollowUp` (and a changed input cancels before it loads).
-    var inFlight: [Int: LoadInFlight] = [:]
-    /// A `load` or `retry` came while a load was in flight: one more load starts when it ends.
-    var wantsFollowUp = false
-    var etag: String?
-    var lastModified: String?
-    /// The next poll or retry.
-    var nextAttemptAt: MonotonicInstant?
-    /// When `state.timestamp` was last set, on the monotonic clock: freshness is an age, and an age must
-    /// not jump when the wall clock is stepped.
-    var updatedAt: MonotonicInstant?
-    /// The delay that applies to freshness while the source is in error.
-    var retryDelay: Duration
-    var invalidated = false
-    /// The filled-in options of the latest load, to see whether a changed input changes them.
-    var lastOptions: JSONValue?
-    /// The request the content, error and validators belong to; `nil` before the first load, or while a
-    /// template cannot be filled in.
-    var request: RequestIdentity?
-    var isWaitingForInputs = false
-    /// Its templates wait for their kind's `TemplateRules`: its plugin has not said hello yet.
-    var isWaitingForTemplateRules = false
-    /// `--once`: the source has had its one load.
-    var isSettled = false
-
-    init(definition: SourceDefinition) {
-        self.definition = definition
-        retryDelay = definition.retry.initialDelay
-    }
 }
 
 /// The version hammock reports in `hello` and `--version`.

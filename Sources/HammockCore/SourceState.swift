@@ -11,6 +11,8 @@ public struct SourceState: Sendable, Hashable {
     public var content: JSONValue?
     /// The latest failure. It never clears `content`: stale data stays while the error is shown.
     public var latestError: SourceError?
+    /// Whether a load is in flight. In the engine it is derived from the source's `LoadPhase`, never set
+    /// beside it; `apply` keeps Siesta's table for a state held anywhere else (a test, a client's mirror).
     public var isLoading: Bool
     /// Time of the latest data, not-modified answer or error.
     public var timestamp: Timestamp?

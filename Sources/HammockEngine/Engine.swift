@@ -406,7 +406,7 @@ public final class Engine: Sendable {
                         loadsToStart.append((request.kind, [request]))
                     }
                 case .cancelLoad(let source, let kind, let loadID):
-                    await loaders[kind]?.cancel(source: source, loadID: loadID)
+                    await loaders[kind]?.cancel(source: source, loadID: loadID.rawValue)
                 case .removeSource(let source, let kind):
                     await loaders[kind]?.remove(source: source)
                 case .runClickCommand(let click):
@@ -567,13 +567,13 @@ public final class Engine: Sendable {
                 let actions: [EngineAction]
                 switch input {
                 case .loadFinished(let source, let loadID, let outcome):
-                    actions = core.loadFinished(source: source, loadID: loadID, outcome: outcome, now: now)
+                    actions = core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
                 case .loadsFinished(let answers):
-                    actions = answers.flatMap { core.loadFinished(source: $0.source, loadID: $0.loadID, outcome: $0.outcome, now: now) }
+                    actions = answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
                 case .loadQueued(let source, let loadID):
-                    actions = core.loadQueued(source: source, loadID: loadID, now: now)
+                    actions = core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
                 case .loadStarted(let source, let loadID):
-                    actions = core.loadStarted(source: source, loadID: loadID, now: now)
+                    actions = core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
                 case .pushed(let source, let mailbox):
                     actions = mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
                 case .pushedError(let source, let error):

@@ -166,7 +166,7 @@ actor PluginHost: SourceLoader {
     }
 
     func cancel(source: String, loadID: Int) {
-        queuedLoads.removeAll { $0.loadID == loadID }
+        queuedLoads.removeAll { $0.loadID.rawValue == loadID }
         if pendingLoads.removeValue(forKey: loadID) != nil { process?.send(.cancel(id: loadID)) }
     }
 
@@ -463,17 +463,17 @@ actor PluginHost: SourceLoader {
     private func send(_ request: LoadRequest) {
         configureIfNeeded(request.source)
         if let held = heldBack[request.source] {
-            deliver(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(held.error)))
+            deliver(.loadFinished(source: request.source, loadID: request.loadID.rawValue, outcome: .error(held.error)))
             return
         }
-        pendingLoads[request.loadID] = request.source
+        pendingLoads[request.loadID.rawValue] = request.source
         process?.send(
             .load(
-                source: request.source, id: request.loadID, etag: request.etag, lastModified: request.lastModified,
+                source: request.source, id: request.loadID.rawValue, etag: request.etag, lastModified: request.lastModified,
                 timeout: Double(request.timeout.milliseconds) / 1000))
         // Its timeout waits for the plugin's `started`, so a load queued behind a thousand others does not
         // time out before it runs.
-        if queuesLoads { deliver(.loadQueued(source: request.source, loadID: request.loadID)) }
+        if queuesLoads { deliver(.loadQueued(source: request.source, loadID: request.loadID.rawValue)) }
     }
 
     /// Sends `configure` when the process has not seen these options yet (first use, a restart, or a
@@ -649,7 +649,7 @@ actor PluginHost: SourceLoader {
     }
 
     private func fail(_ request: LoadRequest, message: String, code: SourceError.Code) {
-        deliver(.loadFinished(source: request.source, loadID: request.loadID, outcome: .error(SourceError(message: message, code: code))))
+        deliver(.loadFinished(source: request.source, loadID: request.loadID.rawValue, outcome: .error(SourceError(message: message, code: code))))
     }
 }
 

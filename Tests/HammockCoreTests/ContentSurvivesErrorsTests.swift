@@ -23,7 +23,7 @@ import Testing
         let view = ViewDefinition(id: "v", sources: ["a"], display: .standard)
         for pushed in [false, true] {
             var core = EngineCore(configuration: Configuration(sources: [fakeSource("a")], views: [view]))
-            var loadID = 0
+            var loadID: LoadID = 0
             for case .startLoad(let request) in core.start(now: at(0)) { loadID = request.loadID }
             _ = core.loadFinished(source: "a", loadID: loadID, outcome: .newData(["kept": true]), now: at(1))
             let error = SourceError(message: "failed with \(code?.rawValue ?? "no code")", httpStatus: 404, exitStatus: 2, code: code)
@@ -51,7 +51,7 @@ import Testing
     @Test("a load that times out keeps the content")
     func timeoutKeepsContent() {
         var core = EngineCore(configuration: Configuration(sources: [fakeSource("a", timeout: .seconds(1))]))
-        var loadID = 0
+        var loadID: LoadID = 0
         for case .startLoad(let request) in core.start(now: at(0)) { loadID = request.loadID }
         _ = core.loadFinished(source: "a", loadID: loadID, outcome: .newData("kept"), now: at(1))
         _ = core.handle(.load(.source("a")), now: at(2))

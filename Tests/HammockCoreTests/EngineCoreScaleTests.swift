@@ -16,7 +16,7 @@ struct EngineCoreScale {
         for _ in 0..<3 {
             var core = EngineCore(configuration: configuration, mode: .once(deadline: .seconds(300)))
             let started = ContinuousClock.now
-            var loads: [(String, Int)] = []
+            var loads: [(String, LoadID)] = []
             for case .startLoad(let request) in core.start(now: at(0)) { loads.append((request.source, request.loadID)) }
             var finished = false
             for (index, (id, loadID)) in loads.enumerated() {

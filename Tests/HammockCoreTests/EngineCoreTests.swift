@@ -140,7 +140,7 @@ import Testing
         #expect(engine.nextDeadline == at(2))
         #expect(engine.tick(now: at(2)).summaries.filter { $0.hasPrefix("startLoad") } == ["startLoad a #4", "startLoad b #5", "startLoad c #6"])
         // Loads that take 12 ms keep them on the grid: the next poll is at 3.0 s, not 3.012 s.
-        for (id, loadID) in [("a", 4), ("b", 5), ("c", 6)] {
+        for (id, loadID): (String, LoadID) in [("a", 4), ("b", 5), ("c", 6)] {
             _ = engine.loadFinished(source: id, loadID: loadID, outcome: .notModified, now: at(ms: 2_012))
         }
         #expect(engine.nextDeadline == at(3))
@@ -178,7 +178,7 @@ import Testing
     @Test func pollingNeverRunsTwoLoadsAtOnce() {
         // Polls every 2s; every load takes 3s to answer. The next poll is 2s after an answer, never during a load.
         var engine = core([fakeSource("a", refresh: .seconds(2))])
-        var inFlight: [(id: Int, answerAt: Int64)] = []
+        var inFlight: [(id: LoadID, answerAt: Int64)] = []
         var starts: [Int64] = []
         var maximumInFlight = 0
         func record(_ actions: [EngineAction], _ now: Int64) {

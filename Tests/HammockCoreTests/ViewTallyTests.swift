@@ -69,7 +69,7 @@ import Testing
         var configuration = Configuration(sources: ids.map { fakeSource($0) }, views: views)
         var core = EngineCore(configuration: configuration)
         var random = SplitMix64(seed: 99)
-        var inFlight: [String: Int] = [:]
+        var inFlight: [String: LoadID] = [:]
         func take(_ actions: [EngineAction]) {
             for case .startLoad(let request) in actions { inFlight[request.source] = request.loadID }
         }

@@ -302,7 +302,7 @@ struct HostHarness {
     }
 
     func request(_ source: String, id: Int, options: JSONValue = ["key": "value"]) -> LoadRequest {
-        LoadRequest(source: source, kind: "test", loadID: id, options: options, etag: nil, lastModified: nil, timeout: .seconds(30))
+        LoadRequest(source: source, kind: "test", loadID: LoadID(id), options: options, etag: nil, lastModified: nil, timeout: .seconds(30))
     }
 
     /// The next plugin the host starts; fails the test when none comes.

@@ -1,0 +1,28 @@
+import HammockCore
+import HammockJSON
+import Testing
+
+/// The typed names are written and read as the plain string or number they wrap, so no line changes.
+@Suite struct Identities {
+    struct Names: Codable, Equatable {
+        var source: SourceID
+        var view: ViewID
+        var kind: Kind
+        var load: LoadID
+    }
+
+    @Test func eachIsCodedAsThePlainValueItWraps() throws {
+        let names = Names(source: "cpu", view: "bar", kind: "shell", load: 7)
+        let encoded = try JSONValueEncoder().encode(names)
+        #expect(encoded == ["source": "cpu", "view": "bar", "kind": "shell", "load": 7])
+        #expect(try JSONValueDecoder().decode(Names.self, from: encoded) == names)
+    }
+
+    @Test func eachPrintsAsItsValueAndLoadsCountUp() {
+        let source: SourceID = "cpu"
+        let load: LoadID = 41
+        #expect("\(source) #\(load)" == "cpu #41")
+        #expect(load.next == 42)
+        #expect(SourceID("a") < SourceID("b"))
+    }
+}
