@@ -8,8 +8,8 @@ enum LoaderFactory {
     static func makeLoaders(
         for configuration: Configuration, resolver: PluginResolver, inbox: EngineInbox, logger: Logger,
         standardError: StandardError
-    ) -> [String: any SourceLoader] {
-        var loaders: [String: any SourceLoader] = [:]
+    ) -> [String: PluginHost] {
+        var loaders: [String: PluginHost] = [:]
         for kind in configuration.kinds {
             loaders[kind] = makeLoader(
                 kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
@@ -25,7 +25,7 @@ enum LoaderFactory {
 
     static func makeLoader(
         kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
-    ) -> (any SourceLoader)? {
+    ) -> PluginHost? {
         switch origin(of: kind, resolver: resolver) {
         case .builtIn?:
             guard let serve = BuiltInPlugins.serve(kind) else { return nil }

@@ -18,7 +18,7 @@ import Logging
 ///
 /// Every task the host starts (each process and each deadline) is a child of one task group, which
 /// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
-actor PluginHost: SourceLoader {
+actor PluginHost {
     let kind: String
     let origin: PluginOrigin
     private let logger: Logger
@@ -86,7 +86,7 @@ actor PluginHost: SourceLoader {
         supervisor = PluginSupervisor(kind: kind, now: clock.now())
     }
 
-    // MARK: SourceLoader
+    // MARK: Requests from the engine
 
     func start(_ request: LoadRequest) {
         perform(supervisor.start(request, now: clock.now()))
