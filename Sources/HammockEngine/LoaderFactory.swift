@@ -26,16 +26,8 @@ enum LoaderFactory {
     static func makeLoader(
         kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
     ) -> PluginHost? {
-        switch origin(of: kind, resolver: resolver) {
-        case .builtIn?:
-            guard let serve = BuiltInPlugins.serve(kind) else { return nil }
-            return PluginHost(kind: kind, origin: .builtIn, inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets) {
-                InProcessTransport(serve: serve)
-            }
-        case .command(let command)?:
-            return PluginHost(kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
-        case nil:
-            return nil
+        origin(of: kind, resolver: resolver).flatMap { origin in
+            PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
         }
     }
 }

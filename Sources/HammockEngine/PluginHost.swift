@@ -64,11 +64,23 @@ actor PluginHost {
     /// What the plugin's hello declared about templates in this kind's options; `nil` until a hello came.
     var templateRules: TemplateRules? { supervisor.templateRules }
 
-    /// A host of real plugin processes, each started from `command` below hammock's guard.
-    init(kind: String, command: [String], inbox: EngineInbox, logger: Logger, standardError: StandardError) {
-        self.init(kind: kind, origin: .command(command), inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets) {
-            ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
+    /// A host of what `origin` says runs `kind`'s plugin: processes started from its command below hammock's
+    /// guard (their stderr passed on line by line with the kind as prefix), or the plugin built into hammock
+    /// and served in its own process. `nil` for a built-in origin of a kind hammock does not serve.
+    init?(kind: String, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, standardError: StandardError) {
+        let makeTransport: PluginTransportFactory
+        switch origin {
+        case .builtIn:
+            guard let serve = BuiltInPlugins.serve(kind) else { return nil }
+            makeTransport = { InProcessTransport(serve: serve) }
+        case .command(let command):
+            makeTransport = {
+                ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
+            }
         }
+        self.init(
+            kind: kind, origin: origin, inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets,
+            makeTransport: makeTransport)
     }
 
     /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
