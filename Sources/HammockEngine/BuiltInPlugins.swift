@@ -5,19 +5,16 @@ import HammockPluginKit
 /// The kinds hammock serves itself, each a HammockPluginKit plugin run in hammock's own process
 /// (`InProcessTransport`): available wherever hammock is, whatever `plugins:` and the search path hold.
 public enum BuiltInPlugins {
-    public static let kinds: Set<String> = Set(FakePlugin.kinds)
+    /// The plugins hammock serves itself, each the very `PluginDescription` its own executable would run.
+    static let plugins: [PluginDescription] = [FakePlugin.plugin]
+    public static let kinds: Set<String> = Set(plugins.flatMap(\.kinds))
     /// What each built-in kind's hello says of its options, for `hammock schema`.
-    public static let optionsSchema: [String: JSONValue] = FakePlugin.optionsSchema
+    public static let optionsSchema: [String: JSONValue] = plugins.reduce(into: [:]) { $0.merge($1.optionsSchema) { a, _ in a } }
 
     /// What serves `kind` inside hammock, or nil when it is not a built-in kind.
     static func serve(_ kind: String) -> InProcessTransport.Serve? {
-        guard FakePlugin.kinds.contains(kind) else { return nil }
-        return { input, writeLine in
-            await Plugin.serve(
-                kinds: FakePlugin.kinds, version: FakePlugin.version, optionsSchema: FakePlugin.optionsSchema, input: input,
-                writeLine: writeLine,
-                makeSource: FakePlugin.makeSource)
-        }
+        guard let plugin = plugins.first(where: { $0.kinds.contains(kind) }) else { return nil }
+        return { input, writeLine in await Plugin.serve(plugin, input: input, writeLine: writeLine) }
     }
 }
 

@@ -52,7 +52,7 @@ public final class Engine: Sendable {
     private let logger: Logger
     private let inputs: AsyncStream<EngineInput>
     private let inbox: EngineInbox
-    private let loaders: [String: any SourceLoader]
+    private let loaders: [String: PluginHost]
     private let standardError: StandardError
     /// Whether the watchdog timer's ask waits in the inbox (see `run`).
     private let watchdogAsked = Atomic<Bool>(false)
@@ -92,12 +92,11 @@ public final class Engine: Sendable {
     }
 
     private static func validate(
-        _ sources: [SourceDefinition], of loaded: LoadedConfiguration, with loaders: [String: any SourceLoader]
+        _ sources: [SourceDefinition], of loaded: LoadedConfiguration, with loaders: [String: PluginHost]
     ) async -> PluginValidation {
         // Every plugin checks its sources at the same time; a slow handshake delays only its own kind.
         let answers = await withTaskGroup(of: [String: PluginHost.ValidationAnswer].self) { group in
-            for (kind, loader) in loaders {
-                guard let host = loader as? PluginHost else { continue }
+            for (kind, host) in loaders {
                 let ofKind = sources.filter { $0.kind == kind }
                 guard !ofKind.isEmpty else { continue }
                 group.addTask { await validate(ofKind, with: host) }
@@ -146,11 +145,11 @@ public final class Engine: Sendable {
     /// plugin that never ran). A kind whose plugin failed to start has none yet: the core holds its
     /// templated sources back until the plugin's hello brings them (`EngineInput.templateRulesLearned`).
     static func templateRules(
-        for configuration: Configuration, from loaders: [String: any SourceLoader]
+        for configuration: Configuration, from loaders: [String: PluginHost]
     ) async -> [String: TemplateRules] {
         var rules: [String: TemplateRules] = [:]
         for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
-            guard let host = loaders[kind] as? PluginHost else { continue }  // no plugin found: its sources fail
+            guard let host = loaders[kind] else { continue }  // no plugin found: its sources fail
             rules[kind] = await host.templateRulesStartingIfNeeded()
         }
         return rules
@@ -181,10 +180,10 @@ public final class Engine: Sendable {
         /// Those the reload after it answers.
         var wantedBy: [ControlID] = []
         /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
-        var fresh: [String: any SourceLoader] = [:]
+        var fresh: [String: PluginHost] = [:]
         /// Loaders started only to check the changed sources of a kind whose running plugin stays: checking
         /// configures a plugin, and the running one must not serve options the reload may yet refuse.
-        var checkers: [String: any SourceLoader] = [:]
+        var checkers: [String: PluginHost] = [:]
     }
 
     /// How many control lines may wait for the reload after the running one.
@@ -209,7 +208,7 @@ public final class Engine: Sendable {
         await Self.shutdown(Array(loaders.values))
     }
 
-    private static func shutdown(_ loaders: [any SourceLoader]) async {
+    private static func shutdown(_ loaders: [PluginHost]) async {
         await withTaskGroup(of: Void.self) { group in
             for loader in loaders { group.addTask { await loader.shutdown() } }
         }
@@ -423,7 +422,7 @@ public final class Engine: Sendable {
         }
 
         /// Shuts `loader` down without waiting for it here; the stop waits for it.
-        func retire(_ loader: (any SourceLoader)?) {
+        func retire(_ loader: PluginHost?) {
             guard let loader else { return }
             work.addTask { await loader.shutdown() }
         }
@@ -469,12 +468,12 @@ public final class Engine: Sendable {
         /// The loaders that check `next`'s changed sources, and those sources: the running loaders, a fresh one
         /// for a new kind or a changed plugin command (kept in `reloading.fresh`, to serve if the reload
         /// holds), and a checker of its own for a kind whose sources changed (`reloading.checkers`).
-        func prepareChecking(_ next: LoadedConfiguration) -> ([String: any SourceLoader], [SourceDefinition]) {
+        func prepareChecking(_ next: LoadedConfiguration) -> ([String: PluginHost], [SourceDefinition]) {
             let resolver = PluginResolver(configured: next.configuration.plugins)
             var checking = loaders
             for kind in next.configuration.kinds {
                 let origin = LoaderFactory.origin(of: kind, resolver: resolver)
-                if let host = loaders[kind] as? PluginHost, host.origin == origin { continue }
+                if let host = loaders[kind], host.origin == origin { continue }
                 // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
                 // sources while the running one goes on serving the old.
                 let fresh = LoaderFactory.makeLoader(
@@ -485,7 +484,7 @@ public final class Engine: Sendable {
             let changed = next.configuration.sources.filter { source in
                 current.configuration.sources.first { $0.id == source.id } != source
             }
-            for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] is PluginHost {
+            for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] != nil {
                 let checker = LoaderFactory.makeLoader(
                     kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
                 reloading.checkers[kind] = checker
@@ -614,7 +613,7 @@ public final class Engine: Sendable {
                     actions = core.loadEverySource(failingOnly: failingOnly, now: now)
                 case .templateRulesLearned(let kind):
                     // Only the running plugin's word counts, not a plugin started to check a reload.
-                    if let host = loaders[kind] as? PluginHost, let rules = await host.templateRules {
+                    if let host = loaders[kind], let rules = await host.templateRules {
                         actions = core.learnTemplateRules(rules, for: kind, now: now)
                     } else {
                         actions = []

@@ -5,22 +5,10 @@ import HammockJSON
 import HammockProtocol
 import Synchronization
 
-/// Something that loads the sources of one kind: the host of its plugin (`PluginHost`), in-process or not.
-///
-/// Loaders answer through the engine's inbox (`EngineInput`), never by return value, because a load may
-/// take minutes and a plugin may push new data at any time.
-protocol SourceLoader: Sendable {
-    func start(_ request: LoadRequest) async
-    /// Starts `requests` in order: the loads one turn of the engine decided, handed over in one call.
-    func start(_ requests: [LoadRequest]) async
-    func cancel(source: String, loadID: Int) async
-    /// The source left the configuration: stop watching it, end its command.
-    func remove(source: String) async
-    /// Ends every load and any process the loader started; returns when they are gone.
-    func shutdown() async
-}
-
 /// Everything that can wake the engine.
+///
+/// A plugin host (`PluginHost`) answers its loads through these, never by return value, because a load may
+/// take minutes and a plugin may push new data at any time.
 enum EngineInput: Sendable {
     case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
     /// The answers of one read of a plugin's output, in order: applied in one turn of the engine.

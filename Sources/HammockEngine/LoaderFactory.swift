@@ -8,8 +8,8 @@ enum LoaderFactory {
     static func makeLoaders(
         for configuration: Configuration, resolver: PluginResolver, inbox: EngineInbox, logger: Logger,
         standardError: StandardError
-    ) -> [String: any SourceLoader] {
-        var loaders: [String: any SourceLoader] = [:]
+    ) -> [String: PluginHost] {
+        var loaders: [String: PluginHost] = [:]
         for kind in configuration.kinds {
             loaders[kind] = makeLoader(
                 kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
@@ -25,17 +25,9 @@ enum LoaderFactory {
 
     static func makeLoader(
         kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
-    ) -> (any SourceLoader)? {
-        switch origin(of: kind, resolver: resolver) {
-        case .builtIn?:
-            guard let serve = BuiltInPlugins.serve(kind) else { return nil }
-            return PluginHost(kind: kind, origin: .builtIn, inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets) {
-                InProcessTransport(serve: serve)
-            }
-        case .command(let command)?:
-            return PluginHost(kind: kind, command: command, inbox: inbox, logger: logger, standardError: standardError)
-        case nil:
-            return nil
+    ) -> PluginHost? {
+        origin(of: kind, resolver: resolver).flatMap { origin in
+            PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
         }
     }
 }

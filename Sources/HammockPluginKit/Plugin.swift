@@ -78,13 +78,15 @@ public enum Plugin {
     /// Returns after `shutdown`, the end of `input` or the cancellation of the task serving, once every
     /// source has stopped and `onShutdown` has run.
     public static func serve(
-        kinds: [String], version: String, optionsSchema: [String: JSONValue] = [:], input: AsyncStream<[UInt8]>,
+        kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
+        optionsSchema: [String: JSONValue] = [:], input: AsyncStream<[UInt8]>,
         writeLine: @escaping @Sendable ([UInt8]) -> Void, onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async {
         let output = PluginOutput(writeLine: writeLine)
         let dispatcher = PluginDispatcher(
-            kinds: kinds, version: version, optionsSchema: optionsSchema, output: output, makeSource: makeSource)
+            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema,
+            output: output, makeSource: makeSource)
         // The task's cancellation ends the iteration of `input`, as its end does.
         await serve(input.map { [LineReader.Event.line($0)] }, with: dispatcher)
         await onShutdown()

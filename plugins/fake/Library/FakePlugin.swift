@@ -8,6 +8,10 @@ import HammockPluginKit
 /// Built into hammock: the engine runs it in its own process (`InProcessTransport`), so it has no executable
 /// and is available wherever hammock is.
 public enum FakePlugin {
+    /// The plugin, as its `main.swift` runs it and hammock serves it in process (`BuiltInPlugins`).
+    public static let plugin = PluginDescription(
+        kinds: kinds, version: version, optionsSchema: optionsSchema, makeSource: makeSource)
+
     public static let kinds = ["fake"]
     /// Its options, described for `hammock schema`.
     public static let optionsSchema: [String: JSONValue] = ["fake": FakeOptions.schema]

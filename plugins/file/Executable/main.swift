@@ -2,6 +2,4 @@
 import HammockFilePlugin
 import HammockPluginKit
 
-await Plugin.run(
-    kinds: FilePlugin.kinds, version: FilePlugin.version, optionsSchema: FilePlugin.optionsSchema,
-    makeSource: FilePlugin.makeSource)
+await Plugin.run(FilePlugin.plugin)

@@ -7,6 +7,10 @@ import HammockPluginKit
 /// The `file` kind. A load reads the file now; unless `watch: false`, the plugin also pushes the file's
 /// content whenever it changes (see `FileWatcher` for how changes are noticed).
 public enum FilePlugin {
+    /// The plugin, as its `main.swift` runs it.
+    public static let plugin = PluginDescription(
+        kinds: kinds, version: version, optionsSchema: optionsSchema, makeSource: makeSource)
+
     public static let kinds = ["file"]
     /// Its options, described for `hammock schema`.
     public static let optionsSchema: [String: JSONValue] = ["file": FileOptions.schema]

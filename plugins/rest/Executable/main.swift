@@ -2,7 +2,4 @@
 import HammockPluginKit
 import HammockRESTPlugin
 
-await Plugin.run(
-    kinds: RESTPlugin.kinds, version: RESTPlugin.version, templates: RESTPlugin.templates,
-    optionsSchema: RESTPlugin.optionsSchema, onShutdown: RESTPlugin.shutdown,
-    makeSource: RESTPlugin.makeSource)
+await Plugin.run(RESTPlugin.plugin)

@@ -6,6 +6,10 @@ import HammockPluginKit
 /// client shared by every source of the process: connections are pooled and kept alive across sources and
 /// loads, HTTP/2 is used where the server offers it, and TLS trusts the system's roots.
 public enum RESTPlugin {
+    /// The plugin, as its `main.swift` runs it.
+    public static let plugin = PluginDescription(
+        kinds: kinds, version: version, templates: templates, optionsSchema: optionsSchema, onShutdown: shutdown, makeSource: makeSource)
+
     public static let kinds = ["rest"]
     /// Its options, described for `hammock schema`.
     public static let optionsSchema: [String: JSONValue] = ["rest": RESTOptions.schema]

@@ -2,7 +2,4 @@
 import HammockPluginKit
 import HammockShellPlugin
 
-await Plugin.run(
-    kinds: ShellPlugin.kinds, version: ShellPlugin.version, templates: ShellPlugin.templates,
-    queuesLoads: ShellPlugin.queuesLoads, optionsSchema: ShellPlugin.optionsSchema,
-    makeSource: ShellPlugin.makeSource)
+await Plugin.run(ShellPlugin.plugin)

@@ -6,6 +6,10 @@ import HammockPluginKit
 /// prints into new content (`mode: stream`). Every command runs in a process group of its own, which the
 /// plugin ends as a whole on timeout, cancel, remove and shutdown.
 public enum ShellPlugin {
+    /// The plugin, as its `main.swift` runs it.
+    public static let plugin = PluginDescription(
+        kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema, makeSource: makeSource)
+
     public static let kinds = ["shell"]
     /// Its options, described for `hammock schema`.
     public static let optionsSchema: [String: JSONValue] = ["shell": ShellOptions.schema]
