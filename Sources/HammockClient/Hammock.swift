@@ -2,6 +2,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 
 /// A running hammock engine: launched by the app (`launch`), or one whose pipes the app already has
 /// (`init(attachingTo:output:errors:)`).

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// Something that loads the sources of one kind: the host of its plugin (`PluginHost`), in-process or not.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockProtocol
+import HammockSystem
 
 /// Where `OutputWriter` puts its bytes: stdout in hammock (`DescriptorOutput`), memory in tests, so that a
 /// slow consumer, a consumer that leaves mid-line or a drain timeout is tested in milliseconds.

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockProtocol
 import HammockJSON
+import HammockSystem
 import Logging
 
 /// `--log-format`: how each record on stderr looks.

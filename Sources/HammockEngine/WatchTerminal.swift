@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// `hammock watch`'s terminal: draws `WatchScreen` on stdout and reads keys from stdin.

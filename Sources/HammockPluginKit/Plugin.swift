@@ -5,6 +5,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// Runs a plugin: speaks the protocol on stdin and stdout and calls `makeSource` for each `configure`.

@@ -6,6 +6,7 @@ import HammockCore
 import HammockEngine
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Logging
 
 @main

@@ -2,6 +2,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockSystem
 import Synchronization
 import Testing
 
