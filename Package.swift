@@ -181,6 +181,8 @@ let package = Package(
             dependencies: ["HammockRESTPlugin", "HammockPluginKit"],
             path: "plugins/rest/Executable"
         ),
+        // The system layer against the real kernel: pipes, signals, /proc.
+        .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem"]),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
@@ -240,7 +242,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
-        .testTarget(name: "HammockClientTests", dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockTestSupport"]),
+        .testTarget(
+            name: "HammockClientTests",
+            dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockSystem", "HammockTestSupport"]
+        ),
         // A small app over HammockClient alone, run by HammockClientTests (ClientSignalTests): what a broken pipe
         // does to an app shows only in a process where nothing else (SwiftNIO) has ignored SIGPIPE.
         .executableTarget(name: "hammock-client-probe", dependencies: ["HammockClient"], path: "Tests/HammockClientProbe"),

@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockSystem
 
 /// Writes control lines on the engine's stdin, in the order they are handed over.
 ///
@@ -20,10 +21,13 @@ final class ControlWriter: Sendable {
     /// end says more).
     func write(_ bytes: [UInt8], failed: @escaping @Sendable (String) -> Void) {
         queue.async { [descriptor] in
-            guard let error = writeWithoutBrokenPipeSignal(descriptor, bytes) else { return }
-            // The engine closed its stdin by exiting: its end fails the call, with the stderr tail.
-            if error == EPIPE { return }
-            failed("could not write a control line to hammock: \(String(cString: strerror(error)))")
+            do {
+                try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: descriptor)
+            } catch {
+                // The engine closed its stdin by exiting: its end fails the call, with the stderr tail.
+                if error.code == EPIPE { return }
+                failed("could not write a control line to hammock: \(error)")
+            }
         }
     }
 
@@ -32,38 +36,6 @@ final class ControlWriter: Sendable {
     func close() {
         queue.async { [descriptor] in _ = Glibc.close(descriptor) }
     }
-}
-
-/// Writes `bytes` whole to `descriptor`, blocking; returns the `errno` of a failed write, `nil` when all went.
-///
-/// Writing to a pipe whose reader is gone raises `SIGPIPE`, whose default ends the process. A library must not
-/// change the app's signal disposition, so the signal is blocked on this thread for the write, and one the
-/// write raised (it is sent to the writing thread) is taken off before the mask is restored: the write just
-/// fails with `EPIPE`.
-func writeWithoutBrokenPipeSignal(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32? {
-    var brokenPipe = sigset_t()
-    sigemptyset(&brokenPipe)
-    sigaddset(&brokenPipe, SIGPIPE)
-    var previousMask = sigset_t()
-    pthread_sigmask(SIG_BLOCK, &brokenPipe, &previousMask)
-    defer {
-        // Only when it was not blocked before: one already pending then was not ours to take.
-        if sigismember(&previousMask, SIGPIPE) == 0 {
-            var noWait = timespec()
-            while sigtimedwait(&brokenPipe, nil, &noWait) == SIGPIPE {}
-        }
-        pthread_sigmask(SIG_SETMASK, &previousMask, nil)
-    }
-    var written = 0
-    while written < bytes.count {
-        let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            return errno
-        }
-        written += count
-    }
-    return nil
 }
 
 extension EngineLines {

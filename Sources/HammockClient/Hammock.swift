@@ -221,7 +221,7 @@ public final class Hammock: Sendable {
             if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
         } else {
             // The reading may have ended already (its end of this pipe closed): no SIGPIPE for that.
-            _ = writeWithoutBrokenPipeSignal(stopReading, [1])
+            try? Descriptor.writeAllWithoutBrokenPipeSignal([1], to: stopReading)
         }
         _ = await lines.ended.first { $0 }
     }
@@ -356,7 +356,7 @@ final class StderrTail: Sendable {
             LineReader.read(descriptor: descriptor, maximumLineLength: 64 * 1024) { event in
                 guard case .line(let bytes) = event else { return }
                 // Not `FileHandle.write`, which traps when the app's stderr is closed.
-                if forwarding { _ = writeWithoutBrokenPipeSignal(STDERR_FILENO, bytes + [UInt8(ascii: "\n")]) }
+                if forwarding { try? Descriptor.writeAllWithoutBrokenPipeSignal(bytes + [UInt8(ascii: "\n")], to: STDERR_FILENO) }
                 // This thread is the only writer, so reading the value back and sending the next is safe.
                 let line = String(decoding: bytes.prefix(1000), as: UTF8.self)
                 lines.send(Array((lines.value + [line]).suffix(Self.lineCount)))

@@ -58,18 +58,7 @@ final class DescriptorOutput: OutputTransport {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        while true {
-            let written = Glibc.write(descriptor, bytes.baseAddress!, bytes.count)
-            if written >= 0 { return written }
-            if errno == EINTR { continue }
-            if errno == EAGAIN {
-                // A descriptor someone else made non-blocking: wait for room rather than spin.
-                var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&ready, 1, 100)
-                continue
-            }
-            return nil
-        }
+        try? Descriptor.writeSome(bytes, to: descriptor)
     }
 
     /// The wait polls with a growing pause: `poll` says when one page of a pipe is free, and nothing says

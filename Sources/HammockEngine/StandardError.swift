@@ -235,8 +235,9 @@ final class StandardErrorQueue: @unchecked Sendable {
         if endsLine { line.append(UInt8(ascii: "\n")) }
     }
 
+    /// False once stderr fails (EPIPE: nobody reads it): the writer stops.
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { writeFully(descriptor, $0) }
+        (try? Descriptor.writeAll(bytes, to: descriptor)) != nil
     }
 }
 

@@ -132,7 +132,7 @@ final class WatchTerminal: @unchecked Sendable {
             // Home, each line cleared to its end, then everything below: a stray line on stderr is gone by the
             // next frame.
             let frame = "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"
-            let written = Array(frame.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+            let written = (try? Descriptor.writeAll(Array(frame.utf8), to: STDOUT_FILENO)) != nil
             if !written {
                 quit()  // the terminal is gone (a hung-up ssh): stop as a closed stdout does
                 condition.lock()
@@ -278,6 +278,6 @@ enum TerminalMode {
     }
 
     private static func write(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+        Descriptor.writeOrDrop(Array(text.utf8), to: STDOUT_FILENO)
     }
 }

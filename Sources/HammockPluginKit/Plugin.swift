@@ -182,7 +182,7 @@ enum ParentWatch {
 /// Never fails: once the engine is gone nobody reads stderr, and a plugin that logs its own shutdown then
 /// must go on to stop its commands (`FileHandle.write` traps on a broken pipe, hence `write(2)`).
 public func pluginLog(_ message: String) {
-    writeOrDrop(Array((message + "\n").utf8), to: STDERR_FILENO)
+    Descriptor.writeOrDrop(Array((message + "\n").utf8), to: STDERR_FILENO)
 }
 
 /// Writes protocol lines to stdout, whole lines in the order sent.
@@ -469,16 +469,10 @@ private final class BatchedStandardOutput: @unchecked Sendable {  // all state i
     }
 
     private static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    exit(0)  // the engine is gone: nobody is left to serve
-                }
-                offset += written
-            }
+        do {
+            try Descriptor.writeAll(bytes, to: STDOUT_FILENO)
+        } catch {
+            exit(0)  // the engine is gone: nobody is left to serve
         }
     }
 }
