@@ -159,21 +159,11 @@ enum ParentWatch {
         if parentAtStart == engine { return engine }
         var ancestor = parentAtStart
         for _ in 0..<64 {
-            guard ancestor > 1, let next = parentOf(ancestor) else { break }
+            guard ancestor > 1, let next = ProcessStat(pid: ancestor)?.parent else { break }
             if next == engine { return parentAtStart }
             ancestor = next
         }
         return nil
-    }
-
-    /// Field 4 of /proc/PID/stat; the command before it, in parentheses, may hold spaces and parentheses.
-    private static func parentOf(_ pid: pid_t) -> pid_t? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
-            let close = data.lastIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        let fields = data[(close + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1 else { return nil }
-        return pid_t(String(decoding: fields[1], as: UTF8.self))
     }
 }
 
