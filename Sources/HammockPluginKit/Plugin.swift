@@ -55,10 +55,8 @@ public enum Plugin {
         let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
         LineReader.startBatched(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
-        let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
-        signal(SIGTERM, SIG_IGN)
-        terminate.setEventHandler { inbox.yield([.end]) }
-        terminate.resume()
+        // Caught as the engine catches its signals (at once: a DispatchSource could lose one sent early).
+        SignalCatcher.catchSignals([SIGTERM]) { _ in inbox.yield([.end]) }
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
         // have leaked to another process), the kernel still tells us.
