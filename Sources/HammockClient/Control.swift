@@ -5,12 +5,12 @@ import HammockSystem
 
 /// Writes control lines on the engine's stdin, in the order they are handed over.
 ///
-/// On a serial dispatch queue of its own, not in the actor: a write blocks while the pipe is full (the
-/// engine stops reading stdin while 1,024 commands wait), and blocking one of the few threads of Swift's
-/// concurrency pool would stall every task of the app.
+/// On a `BlockingExecutor` of its own (one thread, writes in order), not in the actor: a write blocks while
+/// the pipe is full (the engine stops reading stdin while 1,024 commands wait), and blocking one of the few
+/// threads of Swift's concurrency pool would stall every task of the app.
 final class ControlWriter: Sendable {
     private let descriptor: Int32
-    private let queue = DispatchQueue(label: "hammock.control")
+    private let queue = BlockingExecutor(name: "hammock.control")
 
     /// Takes ownership of `descriptor`.
     init(descriptor: Int32) {
@@ -20,8 +20,8 @@ final class ControlWriter: Sendable {
     /// Writes `bytes` whole; calls `failed` with the reason if it cannot (except when the engine is gone: its
     /// end says more).
     func write(_ bytes: [UInt8], failed: @escaping @Sendable (String) -> Void) {
-        queue.async { [descriptor] in
-            do {
+        queue.submit { [descriptor] in
+            do throws(SystemCallError) {
                 try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: descriptor)
             } catch {
                 // The engine closed its stdin by exiting: its end fails the call, with the stderr tail.
@@ -34,7 +34,7 @@ final class ControlWriter: Sendable {
     /// Closes the pipe after every write handed over before. `EngineLines` calls it once, at the end, and
     /// hands over no write after it.
     func close() {
-        queue.async { [descriptor] in _ = Glibc.close(descriptor) }
+        queue.submit { [descriptor] in _ = Glibc.close(descriptor) }
     }
 }
 

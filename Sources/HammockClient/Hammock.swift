@@ -161,7 +161,8 @@ public final class Hammock: Sendable {
         // instead of this process buffering a backlog.
         let inFlight = DispatchSemaphore(value: Self.maximumLinesWaiting)
         let maximumLineLength = Self.maximumLineLength
-        let reader = Thread {
+        // A thread of its own for as long as the engine writes: the read blocks for the whole run.
+        OwnThread.start(named: "hammock.stdout") {
             // Content can be large (a whole file, an API's answer); a line beyond this is not one of hammock's.
             // A last line without its newline is one the engine was killed in the middle of: its end says more.
             LineReader.read(
@@ -175,8 +176,6 @@ public final class Hammock: Sendable {
             close(stop.read)
             delivery.finish()
         }
-        reader.name = "hammock.stdout"
-        reader.start()
         Task {
             for await event in events {
                 defer { inFlight.signal() }
@@ -352,7 +351,8 @@ final class StderrTail: Sendable {
     init(descriptor: Int32, forwarding: Bool) {
         let lines = self.lines
         let ended = self.ended
-        let reader = Thread {
+        // A thread of its own for as long as the engine lives: the read blocks for the whole run.
+        OwnThread.start(named: "hammock.stderr") {
             LineReader.read(descriptor: descriptor, maximumLineLength: 64 * 1024) { event in
                 guard case .line(let bytes) = event else { return }
                 // Not `FileHandle.write`, which traps when the app's stderr is closed.
@@ -364,8 +364,6 @@ final class StderrTail: Sendable {
             close(descriptor)
             ended.send(true)
         }
-        reader.name = "hammock.stderr"
-        reader.start()
     }
 
     var text: String { lines.value.joined(separator: "\n") }

@@ -317,7 +317,7 @@ public final class Engine: Sendable {
     private static func readControls(into controls: ControlMailbox, inbox: EngineInbox, clicks: Bool) async {
         let stopping = WakeupPipe()
         await withTaskCancellationHandler {
-            await onOwnThread(named: "hammock.stdin") {
+            await OwnThread.run(named: "hammock.stdin") {
                 LineReader.read(
                     descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
                     stopDescriptor: stopping.readEnd

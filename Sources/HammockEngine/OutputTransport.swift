@@ -152,12 +152,3 @@ struct WakeupPipe: Sendable {
         while read(readEnd, &drained, drained.count) > 0 {}
     }
 }
-
-/// Runs blocking work (a `write` to a consumer that does not read, a `poll`) on a thread of its own and
-/// waits for it without holding one of the cooperative pool's threads (two on this machine), which a
-/// blocked call would take away from every task.
-func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        OwnThread.start(named: name) { continuation.resume(returning: body()) }
-    }
-}

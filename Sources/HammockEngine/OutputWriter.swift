@@ -105,7 +105,7 @@ public final class OutputWriter: @unchecked Sendable {
             writeLines()
             end()
         }
-        async let watching: Void = onOwnThread(named: "hammock.stdout.watch") { [self] in
+        async let watching: Void = OwnThread.run(named: "hammock.stdout.watch") { [self] in
             // Notices a consumer that closed its end while nothing is being written: a failed write notices
             // it too, but an engine with nothing new to say would otherwise run on for nobody.
             if transport.waitForClosedConsumer() { consumerIsGone(unwritten: 0) }
@@ -210,7 +210,7 @@ public final class OutputWriter: @unchecked Sendable {
     public func finish(with last: OutputLine?, deadline timeout: Duration?) async -> Completion {
         if let last { send(last) }
         // The wait is a condition variable's, shared with the writing thread: on a thread of its own.
-        let completion = await onOwnThread(named: "hammock.stdout.finish") { [self] in waitForEnd(timeout) }
+        let completion = await OwnThread.run(named: "hammock.stdout.finish") { [self] in waitForEnd(timeout) }
         end()
         return completion
     }

@@ -210,7 +210,7 @@ extension WatchTerminal: EngineOutput {
         // The drawing thread may be in a write to a terminal that does not read: wait for it up to the
         // deadline, then put the terminal back all the same.
         let timeout = deadline ?? .seconds(2)
-        let done = await onOwnThread(named: "hammock.watch.finish") { [self] in
+        let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in
             let until = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
             condition.lock()
             defer { condition.unlock() }

@@ -412,45 +412,49 @@ extension SourceError.Code {
 ///
 /// A lock and a condition rather than an actor: the writer blocks in `write`, which must not happen on the
 /// concurrency pool's few threads, and `append` must not wait for it.
-private final class BatchedStandardOutput: @unchecked Sendable {  // all state is under `condition`
-    private let condition = ThreadCondition()
-    private var pending: [UInt8] = []
-    private var writing = false
-    private var writerWaits = false
+private final class BatchedStandardOutput: Sendable {
+    private struct State {
+        var pending: [UInt8] = []
+        var writing = false
+        var writerWaits = false
+    }
+
+    private let state = LockedCondition(State())
 
     init() {
+        // A thread of its own for the life of the plugin: it blocks in `write` while the engine does not read.
         OwnThread.start(named: "plugin.stdout") { [self] in run() }
     }
 
     func append(_ line: [UInt8]) {
-        condition.lock()
-        pending.append(contentsOf: line)
+        let wakes = state.withLock { state in
+            state.pending.append(contentsOf: line)
+            return state.writerWaits
+        }
         // A wake-up only when the writer sleeps: one a batch, not one a line. A broadcast, since a `flush`
         // may wait on the same condition.
-        if writerWaits { condition.broadcast() }
-        condition.unlock()
+        if wakes { state.broadcast() }
     }
 
     func flush() {
-        condition.lock()
-        while !pending.isEmpty || writing { condition.wait() }
-        condition.unlock()
+        state.withLock(when: { $0.pending.isEmpty && !$0.writing }) { _ in }
     }
 
     private func run() {
         var batch: [UInt8] = []
         while true {
-            condition.lock()
-            writing = false
-            condition.broadcast()  // for `flush`
-            while pending.isEmpty {
-                writerWaits = true
-                condition.wait()
-                writerWaits = false
+            // Between these two holds of the lock `writerWaits` may say so early: an `append` then wakes
+            // nobody in vain but a flush, which checks again.
+            state.withLock { state in
+                state.writing = false
+                state.writerWaits = state.pending.isEmpty
             }
-            swap(&batch, &pending)
-            writing = true
-            condition.unlock()
+            state.broadcast()  // for `flush`
+            state.withLock(when: { !$0.pending.isEmpty }) { state in
+                state.writerWaits = false
+                swap(&batch, &state.pending)
+                state.writing = true
+            }
             Self.write(batch)
             batch.removeAll(keepingCapacity: true)
         }

@@ -26,6 +26,18 @@ public enum OwnThread {
         precondition(created == 0, "cannot start the thread \(name): \(String(cString: strerror(created)))")
     }
 
+    /// Runs `body` on a new thread named `name` and waits for it without holding one of the cooperative
+    /// pool's threads (two on a small machine), which a blocked call would take away from every task.
+    ///
+    /// For blocking that lasts (stdin's reader, the clock's wait, the watch on a closed consumer) or comes
+    /// once a run (the wait for stdout's end): short work that comes again and again goes to a
+    /// `BlockingExecutor`, not a thread each.
+    public static func run<Value: Sendable>(named name: String, _ body: @escaping @Sendable () -> Value) async -> Value {
+        await withCheckedContinuation { continuation in
+            start(named: name) { continuation.resume(returning: body()) }
+        }
+    }
+
     private final class Work: Sendable {
         let name: String
         let body: @Sendable () -> Void

@@ -47,9 +47,11 @@ public enum Descriptor {
 
     /// Writes all of `bytes`, blocking as long as there is no room.
     public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) throws(SystemCallError) {
-        try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(SystemCallError) in
-            try writeAll(raw, to: descriptor)
+        // `withUnsafeBytes` rethrows untyped errors: the typed one goes through a `Result`.
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemCallError) in try writeAll(raw, to: descriptor) }
         }
+        try result.get()
     }
 
     /// Writes all of `bytes`; at the first failure (`EPIPE`: nobody reads any more) the rest is dropped, since

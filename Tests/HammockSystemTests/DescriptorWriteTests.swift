@@ -19,7 +19,7 @@ struct DescriptorWriteTests {
         OwnThread.start(named: "test.writer") { [write = pipe.write] in
             let start = threadCPUSeconds()
             var failure: SystemCallError?
-            do { try Descriptor.writeAll(payload, to: write) } catch { failure = error }
+            do throws(SystemCallError) { try Descriptor.writeAll(payload, to: write) } catch { failure = error }
             let cpu = threadCPUSeconds() - start
             outcome.withLock { $0 = (failure, cpu) }
             done.signal()
@@ -68,8 +68,14 @@ struct DescriptorWriteTests {
         let writer = Mutex<pthread_t?>(nil)
         let failure = Mutex<SystemCallError?>(nil)
         OwnThread.start(named: "test.writer") { [write = pipe.write] in
+            // A thread inherits its creator's mask, and the test's may be a libdispatch thread, which blocks
+            // signals: let this one in.
+            var usr2 = sigset_t()
+            sigemptyset(&usr2)
+            sigaddset(&usr2, SIGUSR2)
+            pthread_sigmask(SIG_UNBLOCK, &usr2, nil)
             writer.withLock { $0 = pthread_self() }
-            do { try Descriptor.writeAll(payload, to: write) } catch { failure.withLock { $0 = error } }
+            do throws(SystemCallError) { try Descriptor.writeAll(payload, to: write) } catch { failure.withLock { $0 = error } }
             done.signal()
         }
         while writer.withLock({ $0 }) == nil { usleep(1000) }
