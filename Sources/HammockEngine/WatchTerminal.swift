@@ -15,7 +15,8 @@ import Synchronization
 /// `atexit` handler for an `exit` elsewhere.
 ///
 /// A condition variable hands work to the drawing thread, which blocks in `write` (hence `@unchecked
-/// Sendable`: every stored property below `condition` is only touched with it held).
+/// Sendable`: every stored property below `condition` is only touched with it held; moving them into a
+/// `LockedCondition`, as `StandardErrorQueue` does, is a change of its own for this class).
 final class WatchTerminal: @unchecked Sendable {
     private let secrets: Secrets
     private let style: WatchScreen.Style
@@ -115,7 +116,7 @@ final class WatchTerminal: @unchecked Sendable {
                 let now = MonotonicInstant.current
                 let next = throttle.nextFrame(dirty: isDirty, now: now)
                 if next <= now { break }
-                _ = condition.wait(until: Date().addingTimeInterval(Double((next - now).milliseconds) / 1000))
+                _ = condition.wait(until: .after(next - now))
             }
             if isClosing {
                 condition.unlock()
@@ -211,7 +212,7 @@ extension WatchTerminal: EngineOutput {
         // deadline, then put the terminal back all the same.
         let timeout = deadline ?? .seconds(2)
         let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in
-            let until = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
+            let until = MonotonicDeadline.after(timeout)
             condition.lock()
             defer { condition.unlock() }
             while !isEnded { if !condition.wait(until: until) { break } }

@@ -39,7 +39,13 @@ struct ProcessStatTests {
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)
         }
-        let name = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+        // The child carries this process's thread name until its exec is done.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var name = ""
+        while name != "x) S 1 1 (y\n" && ContinuousClock.now < deadline {
+            name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            if name != "x) S 1 1 (y\n" { usleep(1000) }
+        }
         #expect(name == "x) S 1 1 (y\n")
         let stat = try #require(ProcessStat(pid: pid))
         #expect(stat.parent == getpid() && stat.group == getpgrp() && stat.isLive)
