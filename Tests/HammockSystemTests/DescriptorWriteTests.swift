@@ -26,7 +26,7 @@ struct DescriptorWriteTests {
         }
         // The writer meets EAGAIN at once and waits this long for room: spinning would burn most of it.
         usleep(500_000)
-        let received = readExactly(pipe.read, count: filled + payload.count)
+        let received = readExactly(pipe.read, count: filled + payload.count) { outcome.withLock { $0 != nil } }
         #expect(done.wait(timeout: .now() + 10) == .success)
         let result = try #require(outcome.withLock { $0 })
         #expect(result.error == nil)
@@ -67,6 +67,7 @@ struct DescriptorWriteTests {
         let done = DispatchSemaphore(value: 0)
         let writer = Mutex<pthread_t?>(nil)
         let failure = Mutex<SystemCallError?>(nil)
+        let finished = Atomic<Bool>(false)
         OwnThread.start(named: "test.writer") { [write = pipe.write] in
             // A thread inherits its creator's mask, and the test's may be a libdispatch thread, which blocks
             // signals: let this one in.
@@ -76,6 +77,7 @@ struct DescriptorWriteTests {
             pthread_sigmask(SIG_UNBLOCK, &usr2, nil)
             writer.withLock { $0 = pthread_self() }
             do throws(SystemCallError) { try Descriptor.writeAll(payload, to: write) } catch { failure.withLock { $0 = error } }
+            finished.store(true, ordering: .releasing)
             done.signal()
         }
         while writer.withLock({ $0 }) == nil { usleep(1000) }
@@ -85,7 +87,7 @@ struct DescriptorWriteTests {
             pthread_kill(thread, SIGUSR2)
         }
         usleep(100_000)
-        let received = readExactly(pipe.read, count: filled + payload.count)
+        let received = readExactly(pipe.read, count: filled + payload.count) { finished.load(ordering: .acquiring) }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(interruptions.load(ordering: .relaxed) - before >= 3)
         #expect(failure.withLock { $0 } == nil)
@@ -129,14 +131,24 @@ private func fill(_ descriptor: Int32) -> Int {
     }
 }
 
-private func readExactly(_ descriptor: Int32, count: Int) -> [UInt8] {
+/// Reads `count` bytes, or fewer when the writer has given up (`writerEnded`) and nothing more comes: a
+/// writer that failed must fail the test, not hang it.
+private func readExactly(_ descriptor: Int32, count: Int, writerEnded: () -> Bool) -> [UInt8] {
+    setBlocking(descriptor, false)
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while bytes.count < count {
+        let ended = writerEnded()
         let got = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, min($0.count, count - bytes.count)) }
-        if got < 0 && errno == EINTR { continue }
-        if got <= 0 { break }
-        bytes += chunk[0..<got]
+        if got > 0 {
+            bytes += chunk[0..<got]
+        } else if got < 0 && errno == EAGAIN && !ended {
+            usleep(1000)
+        } else if got < 0 && errno == EINTR {
+            continue
+        } else {
+            break  // the writer ended and its bytes are all read, or the pipe failed
+        }
     }
     return bytes
 }
