@@ -8,9 +8,9 @@ import Glibc
 /// hold one are checked `Sendable`. Timed waits run on the monotonic clock: a change of the wall clock
 /// neither ends one early nor makes it last.
 ///
-/// `@unchecked Sendable`, and the one condition variable of hammock: the state is touched only with the
-/// mutex held (every access below takes it), and the pthread objects live at fixed addresses allocated here
-/// for as long as the object does.
+/// `@unchecked Sendable`, so that its holders need not be: the state is touched only with the mutex held
+/// (every access below takes it), and the pthread objects live at fixed addresses allocated here for as long
+/// as the object does. (`ThreadCondition` remains for two classes that have yet to move to this one.)
 public final class LockedCondition<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
