@@ -187,9 +187,9 @@ let package = Package(
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
         .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
-        // The one process harness (HammockProcess), /proc helpers and test files, for every test target that
-        // starts a built executable.
-        .target(name: "HammockTestSupport", dependencies: ["HammockJSON"], path: "Tests/HammockTestSupport"),
+        // The one process harness (HammockProcess), /proc helpers (over HammockSystem's ProcessStat) and test
+        // files, for every test target that starts a built executable.
+        .target(name: "HammockTestSupport", dependencies: ["HammockJSON", "HammockSystem"], path: "Tests/HammockTestSupport"),
         .testTarget(
             name: "HammockPluginTests",
             dependencies: ["HammockTestSupport", "HammockJSON", "HammockProtocol", "HammockCore"]
