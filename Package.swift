@@ -8,8 +8,11 @@ import PackageDescription
 //   HammockCore      source state machine, freshness, views, output and control lines, template rules, and
 //                    EngineCore, which takes inputs with the time and returns actions. Pure, no I/O.
 //   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
+//   HammockSystem    blocking I/O on Linux, one way each: threads of their own, the condition a thread sleeps
+//                    on, the line reader and splitter, the write-everything loop. Glibc and CHammockSystem only,
+//                    so the client builds on it with the traits off.
 //   HammockProtocol  the engine ↔ plugin messages as Codable types (PluginProtocol.swift; the hot `load` and
-//                    `newData` lines hand-written beside them, pinned by tests), and the line splitter.
+//                    `newData` lines hand-written beside them, pinned by tests).
 //   HammockEngine    the edges, as child tasks of one run: stdout writer and stdin reader over transports,
 //                    signals, the clock, the offline cache, and the plugin host over a PluginTransport (a
 //                    process, or a built-in plugin such as HammockFakePlugin run in-process).
@@ -96,18 +99,19 @@ let package = Package(
             ]
         ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
-        .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON", "CHammockSystem"]),
+        .target(name: "HammockSystem", dependencies: ["CHammockSystem"]),
+        .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),
         .target(
             name: "HammockPluginKit",
             dependencies: [
-                "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML", "CHammockSystem",
+                "HammockProtocol", "HammockSystem", "HammockCore", "HammockJSON", "HammockYAML", "CHammockSystem",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),
         .target(
             name: "HammockEngine",
             dependencies: [
-                "HammockCore", "HammockConfig", "HammockProtocol", "HammockJSON", "CHammockSystem",
+                "HammockCore", "HammockConfig", "HammockProtocol", "HammockSystem", "HammockJSON", "CHammockSystem",
                 "HammockPluginKit", "HammockFakePlugin",
                 .product(name: "Logging", package: "swift-log", condition: engine),
                 .product(name: "Subprocess", package: "swift-subprocess", condition: engine),
@@ -120,11 +124,11 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
-        .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol"]),
+        .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem"]),
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol",
+                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
@@ -135,7 +139,8 @@ let package = Package(
         .target(
             name: "HammockShellPlugin",
             dependencies: [
-                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol", "CHammockSystem",
+                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol", "HammockSystem",
+                "CHammockSystem",
             ],
             path: "plugins/shell/Library"
         ),
@@ -176,13 +181,15 @@ let package = Package(
             dependencies: ["HammockRESTPlugin", "HammockPluginKit"],
             path: "plugins/rest/Executable"
         ),
+        // The system layer against the real kernel: pipes, signals, /proc.
+        .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem"]),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
         .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
-        // The one process harness (HammockProcess), /proc helpers and test files, for every test target that
-        // starts a built executable.
-        .target(name: "HammockTestSupport", dependencies: ["HammockJSON"], path: "Tests/HammockTestSupport"),
+        // The one process harness (HammockProcess), /proc helpers (over HammockSystem's ProcessStat) and test
+        // files, for every test target that starts a built executable.
+        .target(name: "HammockTestSupport", dependencies: ["HammockJSON", "HammockSystem"], path: "Tests/HammockTestSupport"),
         .testTarget(
             name: "HammockPluginTests",
             dependencies: ["HammockTestSupport", "HammockJSON", "HammockProtocol", "HammockCore"]
@@ -191,7 +198,10 @@ let package = Package(
         .testTarget(name: "HammockPluginKitTests", dependencies: ["HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockYAML"]),
         .testTarget(
             name: "HammockShellPluginTests",
-            dependencies: ["HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockCore", "HammockJSON", "HammockTestSupport"]
+            dependencies: [
+                "HammockShellPlugin", "HammockPluginKit", "HammockProtocol", "HammockSystem", "HammockCore", "HammockJSON",
+                "HammockTestSupport",
+            ]
         ),
         .testTarget(
             name: "HammockFilePluginTests",
@@ -215,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "HammockEngineTests",
             dependencies: [
-                "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol",
+                "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),
@@ -232,7 +242,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),
-        .testTarget(name: "HammockClientTests", dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockTestSupport"]),
+        .testTarget(
+            name: "HammockClientTests",
+            dependencies: ["HammockClient", "HammockCore", "HammockJSON", "HammockSystem", "HammockTestSupport"]
+        ),
         // A small app over HammockClient alone, run by HammockClientTests (ClientSignalTests): what a broken pipe
         // does to an app shows only in a process where nothing else (SwiftNIO) has ignored SIGPIPE.
         .executableTarget(name: "hammock-client-probe", dependencies: ["HammockClient"], path: "Tests/HammockClientProbe"),

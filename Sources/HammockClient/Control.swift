@@ -1,15 +1,16 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockSystem
 
 /// Writes control lines on the engine's stdin, in the order they are handed over.
 ///
-/// On a serial dispatch queue of its own, not in the actor: a write blocks while the pipe is full (the
-/// engine stops reading stdin while 1,024 commands wait), and blocking one of the few threads of Swift's
-/// concurrency pool would stall every task of the app.
+/// On a `BlockingExecutor` of its own (one thread, writes in order), not in the actor: a write blocks while
+/// the pipe is full (the engine stops reading stdin while 1,024 commands wait), and blocking one of the few
+/// threads of Swift's concurrency pool would stall every task of the app.
 final class ControlWriter: Sendable {
     private let descriptor: Int32
-    private let queue = DispatchQueue(label: "hammock.control")
+    private let queue = BlockingExecutor(name: "hammock.control")
 
     /// Takes ownership of `descriptor`.
     init(descriptor: Int32) {
@@ -19,51 +20,22 @@ final class ControlWriter: Sendable {
     /// Writes `bytes` whole; calls `failed` with the reason if it cannot (except when the engine is gone: its
     /// end says more).
     func write(_ bytes: [UInt8], failed: @escaping @Sendable (String) -> Void) {
-        queue.async { [descriptor] in
-            guard let error = writeWithoutBrokenPipeSignal(descriptor, bytes) else { return }
-            // The engine closed its stdin by exiting: its end fails the call, with the stderr tail.
-            if error == EPIPE { return }
-            failed("could not write a control line to hammock: \(String(cString: strerror(error)))")
+        queue.submit { [descriptor] in
+            do throws(SystemCallError) {
+                try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: descriptor)
+            } catch {
+                // The engine closed its stdin by exiting: its end fails the call, with the stderr tail.
+                if error.code == EPIPE { return }
+                failed("could not write a control line to hammock: \(error)")
+            }
         }
     }
 
     /// Closes the pipe after every write handed over before. `EngineLines` calls it once, at the end, and
     /// hands over no write after it.
     func close() {
-        queue.async { [descriptor] in _ = Glibc.close(descriptor) }
+        queue.submit { [descriptor] in _ = Glibc.close(descriptor) }
     }
-}
-
-/// Writes `bytes` whole to `descriptor`, blocking; returns the `errno` of a failed write, `nil` when all went.
-///
-/// Writing to a pipe whose reader is gone raises `SIGPIPE`, whose default ends the process. A library must not
-/// change the app's signal disposition, so the signal is blocked on this thread for the write, and one the
-/// write raised (it is sent to the writing thread) is taken off before the mask is restored: the write just
-/// fails with `EPIPE`.
-func writeWithoutBrokenPipeSignal(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32? {
-    var brokenPipe = sigset_t()
-    sigemptyset(&brokenPipe)
-    sigaddset(&brokenPipe, SIGPIPE)
-    var previousMask = sigset_t()
-    pthread_sigmask(SIG_BLOCK, &brokenPipe, &previousMask)
-    defer {
-        // Only when it was not blocked before: one already pending then was not ours to take.
-        if sigismember(&previousMask, SIGPIPE) == 0 {
-            var noWait = timespec()
-            while sigtimedwait(&brokenPipe, nil, &noWait) == SIGPIPE {}
-        }
-        pthread_sigmask(SIG_SETMASK, &previousMask, nil)
-    }
-    var written = 0
-    while written < bytes.count {
-        let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            return errno
-        }
-        written += count
-    }
-    return nil
 }
 
 extension EngineLines {

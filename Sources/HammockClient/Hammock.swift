@@ -2,6 +2,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 
 /// A running hammock engine: launched by the app (`launch`), or one whose pipes the app already has
 /// (`init(attachingTo:output:errors:)`).
@@ -160,7 +161,8 @@ public final class Hammock: Sendable {
         // instead of this process buffering a backlog.
         let inFlight = DispatchSemaphore(value: Self.maximumLinesWaiting)
         let maximumLineLength = Self.maximumLineLength
-        let reader = Thread {
+        // A thread of its own for as long as the engine writes: the read blocks for the whole run.
+        OwnThread.start(named: "hammock.stdout") {
             // Content can be large (a whole file, an API's answer); a line beyond this is not one of hammock's.
             // A last line without its newline is one the engine was killed in the middle of: its end says more.
             LineReader.read(
@@ -174,8 +176,6 @@ public final class Hammock: Sendable {
             close(stop.read)
             delivery.finish()
         }
-        reader.name = "hammock.stdout"
-        reader.start()
         Task {
             for await event in events {
                 defer { inFlight.signal() }
@@ -220,7 +220,7 @@ public final class Hammock: Sendable {
             if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
         } else {
             // The reading may have ended already (its end of this pipe closed): no SIGPIPE for that.
-            _ = writeWithoutBrokenPipeSignal(stopReading, [1])
+            try? Descriptor.writeAllWithoutBrokenPipeSignal([1], to: stopReading)
         }
         _ = await lines.ended.first { $0 }
     }
@@ -351,11 +351,12 @@ final class StderrTail: Sendable {
     init(descriptor: Int32, forwarding: Bool) {
         let lines = self.lines
         let ended = self.ended
-        let reader = Thread {
+        // A thread of its own for as long as the engine lives: the read blocks for the whole run.
+        OwnThread.start(named: "hammock.stderr") {
             LineReader.read(descriptor: descriptor, maximumLineLength: 64 * 1024) { event in
                 guard case .line(let bytes) = event else { return }
                 // Not `FileHandle.write`, which traps when the app's stderr is closed.
-                if forwarding { _ = writeWithoutBrokenPipeSignal(STDERR_FILENO, bytes + [UInt8(ascii: "\n")]) }
+                if forwarding { try? Descriptor.writeAllWithoutBrokenPipeSignal(bytes + [UInt8(ascii: "\n")], to: STDERR_FILENO) }
                 // This thread is the only writer, so reading the value back and sending the next is safe.
                 let line = String(decoding: bytes.prefix(1000), as: UTF8.self)
                 lines.send(Array((lines.value + [line]).suffix(Self.lineCount)))
@@ -363,8 +364,6 @@ final class StderrTail: Sendable {
             close(descriptor)
             ended.send(true)
         }
-        reader.name = "hammock.stderr"
-        reader.start()
     }
 
     var text: String { lines.value.joined(separator: "\n") }

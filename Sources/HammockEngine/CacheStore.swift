@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockJSON
+import HammockSystem
 
 /// The offline cache: each `cache: true` source's last content on disk, shown at once at the next start
 /// (with origin `cache`) while the source loads afresh.
@@ -16,6 +17,8 @@ actor CacheStore {
     let directory: URL
     private let secrets: Secrets
     private let warn: @Sendable (String) -> Void
+    /// Where the files are read and written: one thread for every write of a run, not a thread a write.
+    private let blocking = BlockingExecutor(name: "hammock.cache")
     private var pending: [String: JSONValue?] = [:]
     /// Sources whose content could not be stored, said once each on stderr.
     private var warned: Set<String> = []
@@ -50,7 +53,7 @@ actor CacheStore {
 
     /// The cached content of each source that has some. Unreadable files are skipped, never fatal.
     nonisolated func restore(_ sources: [String]) async -> [String: JSONValue] {
-        await onOwnThread(named: "hammock.cache") { [self] in readCacheFiles(sources) }
+        await blocking.run { [self] in readCacheFiles(sources) }
     }
 
     private nonisolated func readCacheFiles(_ sources: [String]) -> [String: JSONValue] {
@@ -107,7 +110,7 @@ actor CacheStore {
     private func writePending() async {
         while let (source, content) = pending.first {
             pending[source] = nil
-            let failure = await onOwnThread(named: "hammock.cache") { [self] in write(source, content) }
+            let failure = await blocking.run { [self] in write(source, content) }
             // Once per source: a disk that stays full would otherwise say it at every change.
             if let failure, warned.insert(source).inserted {
                 warn("the offline cache cannot store source \"\(source)\": \(failure); it will show no cached content at the next start")

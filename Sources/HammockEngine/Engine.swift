@@ -5,6 +5,7 @@ import HammockConfig
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Logging
 import Synchronization
 
@@ -315,7 +316,7 @@ public final class Engine: Sendable {
     private static func readControls(into controls: ControlMailbox, inbox: EngineInbox, clicks: Bool) async {
         let stopping = WakeupPipe()
         await withTaskCancellationHandler {
-            await onOwnThread(named: "hammock.stdin") {
+            await OwnThread.run(named: "hammock.stdin") {
                 LineReader.read(
                     descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
                     stopDescriptor: stopping.readEnd
@@ -729,10 +730,10 @@ final class StopRequest: Sendable {
 
 /// hammock's SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGURG, SIGCONT and SIGWINCH, from the first instruction of a command to its exit.
 ///
-/// They are caught from the moment this is made (see `SignalPipe`), so that none can end hammock before
-/// it has stopped what it started. During start-up (reading the configuration, starting plugins, waiting for
-/// their answers) SIGINT or SIGTERM stops every plugin started so far and exits with the status the command
-/// chose, and a second one exits at once; SIGHUP is kept for the engine, since the file may have changed
+/// They are caught from the moment this is made (see HammockSystem's `SignalCatcher`), so that none can end
+/// hammock before it has stopped what it started. During start-up (reading the configuration, starting
+/// plugins, waiting for their answers) SIGINT or SIGTERM stops every plugin started so far and exits with the
+/// status the command chose, and a second one exits at once; SIGHUP is kept for the engine, since the file may have changed
 /// after it was read. Once the engine runs, signals go where it routes them. SIGPIPE is ignored for good, so
 /// that a closed stdout or stderr is an error to handle, not death.
 public final class SignalRouter: Sendable {
@@ -759,7 +760,7 @@ public final class SignalRouter: Sendable {
     public init(exitStatusDuringStartUp exitStatus: @escaping @Sendable (Int32) -> Int32) {
         signal(SIGPIPE, SIG_IGN)
         self.exitStatus = exitStatus
-        SignalPipe.catchSignals([SIGINT, SIGTERM, SIGHUP] + Self.nonStopping.filter { $0 != SIGHUP }) { [self] number in
+        SignalCatcher.catchSignals([SIGINT, SIGTERM, SIGHUP] + Self.nonStopping.filter { $0 != SIGHUP }) { [self] number in
             received(number)
         }
     }
@@ -861,49 +862,5 @@ extension SignalRouter {
             standardError?.flush(timeout: .milliseconds(500))
             exit(status)
         }
-    }
-}
-
-/// Catches signals with a handler that only writes the signal's number to a pipe, and hands them to Swift
-/// code from a thread that reads it.
-///
-/// Not `DispatchSource.makeSignalSource`: libdispatch installs its handler only once its manager thread has
-/// registered the source, some time after `resume()`, and a signal that comes before is lost (ignored) or
-/// fatal (default); `sigaction` takes effect at once. A write to a pipe is async-signal-safe, and the pipe
-/// is non-blocking, so a flood of signals cannot block the handler (beyond the pipe's room, repeats are
-/// dropped, which changes nothing).
-private enum SignalPipe {
-    /// The pipe's write end, read by the handler; set before any handler is installed, never changed after.
-    nonisolated(unsafe) static var writeEnd: Int32 = -1
-
-    static func catchSignals(_ numbers: [Int32], deliver: @escaping @Sendable (Int32) -> Void) {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            // No pipe (out of descriptors): keep the signals from ending hammock at least.
-            for number in numbers { signal(number, SIG_IGN) }
-            return
-        }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
-        writeEnd = ends[1]
-        let readEnd = ends[0]
-        OwnThread.start(named: "hammock.signals") {
-            var byte: UInt8 = 0
-            while true {
-                let count = read(readEnd, &byte, 1)
-                if count == 1 { deliver(Int32(byte)) } else if count < 0 && errno == EINTR { continue } else { return }
-            }
-        }
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { number in
-            // The thread it interrupted may be about to read `errno`.
-            let saved = errno
-            var byte = UInt8(truncatingIfNeeded: number)
-            _ = write(SignalPipe.writeEnd, &byte, 1)
-            errno = saved
-        }
-        action.sa_flags = SA_RESTART
-        sigemptyset(&action.sa_mask)
-        for number in numbers { sigaction(number, &action, nil) }
     }
 }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockCore
+import HammockSystem
 import Synchronization
 
 /// Wakes the engine loop at the core's next deadline, and tells it when the clocks jumped.
@@ -36,7 +37,7 @@ final class EngineClock: Sendable {
     /// Ticks until cancelled. The wait is `poll`'s, on a thread of its own (see the type's comment).
     func run() async {
         await withTaskCancellationHandler {
-            await onOwnThread(named: "hammock.clock") { [self] in wakeAtDeadlines() }
+            await OwnThread.run(named: "hammock.clock") { [self] in wakeAtDeadlines() }
         } onCancel: {
             cancel()
         }

@@ -1,5 +1,6 @@
 import Glibc
 import HammockProtocol
+import HammockSystem
 
 /// A HammockPluginKit plugin run inside hammock, for the kinds hammock serves itself (`BuiltInPlugins`):
 /// the same protocol as a plugin process, lines in and lines out, through memory instead of pipes.

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// Everything that can wake the engine.
@@ -92,9 +93,8 @@ final class PushMailbox: Sendable {
 /// room: stdin is no longer read and the consumer's writes block, which is how a pipe says "slow down".
 /// The engine never waits for the reader.
 ///
-/// A `ThreadCondition` rather than a `Mutex`: the reader must sleep until the engine makes room (hence
-/// `@unchecked Sendable`; every stored property below `condition` is only touched with it held).
-final class ControlMailbox: @unchecked Sendable {
+/// A `LockedCondition` rather than a `Mutex`: the reader must sleep until the engine makes room.
+final class ControlMailbox: Sendable {
     enum Entry: Sendable {
         /// `ids`: the command's own and those of the waiting commands it replaced, oldest first; each gets
         /// its answer.
@@ -118,15 +118,27 @@ final class ControlMailbox: @unchecked Sendable {
         self.waitForRoomForAnswers = waitForRoomForAnswers
     }
 
-    private let condition = ThreadCondition()
-    private var entries = CoalescingQueue<(entry: Entry, key: String?, cost: Int)>()
-    /// The ids of the waiting command under each key, its replaced commands' included, oldest first; kept
-    /// beside the queue so that a flood of one command costs a constant time per line.
-    private var idsByKey: [String: [ControlID]] = [:]
-    private var bytes = 0
-    /// A `.controls` input waits in the engine's inbox.
-    private var isAnnounced = false
-    private var isClosed = false
+    private struct State {
+        var entries = CoalescingQueue<(entry: Entry, key: String?, cost: Int)>()
+        /// The ids of the waiting command under each key, its replaced commands' included, oldest first; kept
+        /// beside the queue so that a flood of one command costs a constant time per line.
+        var idsByKey: [String: [ControlID]] = [:]
+        var bytes = 0
+        /// A `.controls` input waits in the engine's inbox.
+        var isAnnounced = false
+        var isClosed = false
+
+        /// Whether an entry under `key` that costs `cost` goes in now (always, into an empty mailbox).
+        func fits(key: String?, cost: Int) -> Bool {
+            let replaced = key.flatMap(entries.waiting(forKey:))
+            let count = entries.count - (replaced == nil ? 0 : 1)
+            return entries.isEmpty
+                || (count < ControlMailbox.maximumEntries
+                    && bytes - (replaced?.cost ?? 0) + cost <= ControlMailbox.maximumBytes)
+        }
+    }
+
+    private let state = LockedCondition(State())
 
     /// Puts a command (or an error) in, waiting while the mailbox is full; `cost` is its line's length.
     /// Returns whether the engine must be told (no `.controls` input waits yet).
@@ -135,25 +147,17 @@ final class ControlMailbox: @unchecked Sendable {
     /// `maximumBytes` until the engine takes them: a flood of `load` lines with a new `id` each is bounded
     /// like any other.
     func put(_ entry: Entry, key: String?, cost lineCost: Int) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
         var newIDs: [ControlID] = []
         if case .command(_, let ids) = entry { newIDs = ids }
         let cost = lineCost + newIDs.reduce(0) { $0 + Self.cost(of: $1) }
-        while !isClosed {
-            let replaced = key.flatMap(entries.waiting(forKey:))
-            let count = entries.count - (replaced == nil ? 0 : 1)
-            let fits = count < Self.maximumEntries && bytes - (replaced?.cost ?? 0) + cost <= Self.maximumBytes
-            if entries.isEmpty || fits {
-                if let replaced = entries.append((entry, key, lineCost), key: key) { bytes -= replaced.cost }
-                bytes += cost
-                if let key, !newIDs.isEmpty { idsByKey[key, default: []] += newIDs }
-                defer { isAnnounced = true }
-                return !isAnnounced
-            }
-            condition.wait()
+        return state.withLock(when: { $0.isClosed || $0.fits(key: key, cost: cost) }) { state in
+            guard !state.isClosed else { return false }
+            if let replaced = state.entries.append((entry, key, lineCost), key: key) { state.bytes -= replaced.cost }
+            state.bytes += cost
+            if let key, !newIDs.isEmpty { state.idsByKey[key, default: []] += newIDs }
+            defer { state.isAnnounced = true }
+            return !state.isAnnounced
         }
-        return false
     }
 
     /// What an id costs while it waits: its text and its `ack` line's share.
@@ -206,27 +210,28 @@ final class ControlMailbox: @unchecked Sendable {
 
     /// Everything that waits, oldest first; the next `put` announces itself again.
     func take() -> [Entry] {
-        condition.lock()
-        defer { condition.unlock() }
-        let taken = entries.removeAll().map { waiting in
-            guard case .command(let command, _) = waiting.entry, let key = waiting.key else { return waiting.entry }
-            return .command(command, ids: idsByKey[key] ?? [])
+        let taken = state.withLock { state in
+            let taken = state.entries.removeAll().map { waiting in
+                guard case .command(let command, _) = waiting.entry, let key = waiting.key else { return waiting.entry }
+                return Entry.command(command, ids: state.idsByKey[key] ?? [])
+            }
+            state.idsByKey = [:]
+            state.bytes = 0
+            state.isAnnounced = false
+            return taken
         }
-        idsByKey = [:]
-        bytes = 0
-        isAnnounced = false
-        condition.broadcast()
+        state.broadcast()
         return taken
     }
 
     /// The engine is stopping: drops what waits and lets a waiting reader go (it drops its line too).
     func close() {
-        condition.lock()
-        isClosed = true
-        _ = entries.removeAll()
-        idsByKey = [:]
-        bytes = 0
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { state in
+            state.isClosed = true
+            _ = state.entries.removeAll()
+            state.idsByKey = [:]
+            state.bytes = 0
+        }
+        state.broadcast()
     }
 }

@@ -1,6 +1,7 @@
 import CHammockSystem
 import FoundationEssentials
 import Glibc
+import HammockSystem
 import Synchronization
 
 /// Ends the processes that reach hammock as orphans.
@@ -33,10 +34,10 @@ enum OrphanReaper {
     private static func sweepOnce() -> Int {
         let me = getpid()
         let plugins = LivePlugins.shared.snapshot()
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        guard let pids = ProcessStat.allPIDs() else { return 0 }
         var orphans: [pid_t] = []
-        for entry in entries {
-            guard let pid = pid_t(entry), pid != me, !plugins.guards.contains(pid),
+        for pid in pids {
+            guard pid != me, !plugins.guards.contains(pid),
                 let stat = ProcessStat(pid: pid), stat.parent == me
             else { continue }
             if stat.state == "Z" {

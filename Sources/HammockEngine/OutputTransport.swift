@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockProtocol
+import HammockSystem
 
 /// Where `OutputWriter` puts its bytes: stdout in hammock (`DescriptorOutput`), memory in tests, so that a
 /// slow consumer, a consumer that leaves mid-line or a drain timeout is tested in milliseconds.
@@ -57,18 +58,7 @@ final class DescriptorOutput: OutputTransport {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        while true {
-            let written = Glibc.write(descriptor, bytes.baseAddress!, bytes.count)
-            if written >= 0 { return written }
-            if errno == EINTR { continue }
-            if errno == EAGAIN {
-                // A descriptor someone else made non-blocking: wait for room rather than spin.
-                var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&ready, 1, 100)
-                continue
-            }
-            return nil
-        }
+        try? Descriptor.writeSome(bytes, to: descriptor)
     }
 
     /// The wait polls with a growing pause: `poll` says when one page of a pipe is free, and nothing says
@@ -160,14 +150,5 @@ struct WakeupPipe: Sendable {
     func drain() {
         var drained = [UInt8](repeating: 0, count: 64)
         while read(readEnd, &drained, drained.count) > 0 {}
-    }
-}
-
-/// Runs blocking work (a `write` to a consumer that does not read, a `poll`) on a thread of its own and
-/// waits for it without holding one of the cooperative pool's threads (two on this machine), which a
-/// blocked call would take away from every task.
-func onOwnThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        OwnThread.start(named: name) { continuation.resume(returning: body()) }
     }
 }

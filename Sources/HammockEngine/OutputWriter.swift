@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockProtocol
+import HammockSystem
 
 /// Writes output lines to stdout (any `OutputTransport`) from a thread of its own.
 ///
@@ -12,7 +13,8 @@ import HammockProtocol
 ///
 /// Writing blocks when the pipe is full, which is why it runs on a dedicated thread rather than in the
 /// Swift concurrency pool; a condition variable is the natural hand-off between the two (hence
-/// `@unchecked Sendable`: every stored property below `condition` is only touched with it held).
+/// `@unchecked Sendable`: every stored property below `condition` is only touched with it held; moving
+/// them into a `LockedCondition`, as `StandardErrorQueue` does, is a change of its own for this class).
 ///
 /// A line is never cut in half, even when hammock exits while the consumer is not reading: lines go out in
 /// writes that are atomic on a pipe (whole lines, at most `PIPE_BUF` bytes), and a longer line is written
@@ -104,7 +106,7 @@ public final class OutputWriter: @unchecked Sendable {
             writeLines()
             end()
         }
-        async let watching: Void = onOwnThread(named: "hammock.stdout.watch") { [self] in
+        async let watching: Void = OwnThread.run(named: "hammock.stdout.watch") { [self] in
             // Notices a consumer that closed its end while nothing is being written: a failed write notices
             // it too, but an engine with nothing new to say would otherwise run on for nobody.
             if transport.waitForClosedConsumer() { consumerIsGone(unwritten: 0) }
@@ -209,7 +211,7 @@ public final class OutputWriter: @unchecked Sendable {
     public func finish(with last: OutputLine?, deadline timeout: Duration?) async -> Completion {
         if let last { send(last) }
         // The wait is a condition variable's, shared with the writing thread: on a thread of its own.
-        let completion = await onOwnThread(named: "hammock.stdout.finish") { [self] in waitForEnd(timeout) }
+        let completion = await OwnThread.run(named: "hammock.stdout.finish") { [self] in waitForEnd(timeout) }
         end()
         return completion
     }
@@ -235,8 +237,7 @@ public final class OutputWriter: @unchecked Sendable {
             if let deadline {
                 // A timeout relative to the monotonic clock, recomputed each time round: a stepped wall clock
                 // neither shortens nor stretches the drain.
-                let seconds = Double(max((deadline - now).milliseconds, 10)) / 1000
-                _ = condition.wait(until: Date().addingTimeInterval(seconds))
+                _ = condition.wait(until: .after(max(deadline - now, .milliseconds(10))))
             } else {
                 condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
             }
@@ -277,8 +278,7 @@ public final class OutputWriter: @unchecked Sendable {
                         isRefreshDue = true
                         break
                     }
-                    let seconds = Double(min(left, BarEncoder.refreshInterval).milliseconds) / 1000
-                    _ = condition.wait(until: Date().addingTimeInterval(seconds))
+                    _ = condition.wait(until: .after(min(left, BarEncoder.refreshInterval)))
                 } else {
                     condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
                 }

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 
 /// Drives any plugin through the protocol, as the engine would, and says where it breaks it:
 /// `hammock plugin check -- COMMAND [ARGS...]`.

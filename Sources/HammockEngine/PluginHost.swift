@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Logging
 
 /// Runs the one plugin process that serves a kind, as its `PluginSupervisor` decides.

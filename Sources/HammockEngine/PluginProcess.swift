@@ -2,6 +2,7 @@ import CHammockSystem
 import Glibc
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Subprocess
 import Synchronization
 import SystemPackage

@@ -1,4 +1,5 @@
 import HammockProtocol
+import HammockSystem
 
 /// The plugin host's end of one plugin: lines in, lines out, and how it ended.
 ///

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockProtocol
 import HammockJSON
+import HammockSystem
 import Logging
 
 /// `--log-format`: how each record on stderr looks.
@@ -91,10 +92,9 @@ public struct StandardError: Sendable {
 
 /// The queue and the thread behind `StandardError`.
 ///
-/// A `ThreadCondition` guards the queue: the writer thread must sleep until there is a line, and `flush` until
-/// there is none, which a condition variable expresses directly (hence `@unchecked Sendable`: every stored
-/// property below `condition` is only touched with it held).
-final class StandardErrorQueue: @unchecked Sendable {
+/// A `LockedCondition` guards the queue: the writer thread must sleep until there is a line, and `flush`
+/// until there is none, which a condition variable expresses directly.
+final class StandardErrorQueue: Sendable {
     /// Lines and bytes that may wait; beyond either, new lines are dropped. A plugin's stderr line is at
     /// most 64 KiB, so a full queue is at most about 1 MiB plus one line.
     static let maximumWaitingLines = 1000
@@ -105,15 +105,18 @@ final class StandardErrorQueue: @unchecked Sendable {
 
     private let descriptor: Int32
     private let secrets: Secrets
-    private let condition = ThreadCondition()
-    private var waiting: [[UInt8]] = []
-    private var waitingBytes = 0
-    private var dropped = 0
-    /// The writer has taken lines and not finished writing them.
-    private var isWriting = false
-    /// A write failed (stderr closed): everything from now on is dropped without a word.
-    private var isBroken = false
-    private var isWriterStarted = false
+    private struct State {
+        var waiting: [[UInt8]] = []
+        var waitingBytes = 0
+        var dropped = 0
+        /// The writer has taken lines and not finished writing them.
+        var isWriting = false
+        /// A write failed (stderr closed): everything from now on is dropped without a word.
+        var isBroken = false
+        var isWriterStarted = false
+    }
+
+    private let state = LockedCondition(State())
 
     private let format: LogFormat
 
@@ -124,53 +127,50 @@ final class StandardErrorQueue: @unchecked Sendable {
     }
 
     func append(_ line: [UInt8]) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !isBroken else { return }
-        // One line is always let in, whatever its size, so a long message alone is not lost.
-        let full = waiting.count >= Self.maximumWaitingLines
-            || (!waiting.isEmpty && waitingBytes + line.count > Self.maximumWaitingBytes)
-        if full {
-            dropped += 1
-            return
-        }
-        waiting.append(line)
-        waitingBytes += line.count
-        if !isWriterStarted {
+        let startsWriter = state.withLock { state in
+            guard !state.isBroken else { return false }
+            // One line is always let in, whatever its size, so a long message alone is not lost.
+            let full = state.waiting.count >= Self.maximumWaitingLines
+                || (!state.waiting.isEmpty && state.waitingBytes + line.count > Self.maximumWaitingBytes)
+            if full {
+                state.dropped += 1
+                return false
+            }
+            state.waiting.append(line)
+            state.waitingBytes += line.count
             // Started with the first line: `check` and a quiet run need no thread.
-            isWriterStarted = true
-            OwnThread.start(named: "hammock.stderr") { [self] in run() }
+            defer { state.isWriterStarted = true }
+            return !state.isWriterStarted
         }
-        condition.signal()
+        // A thread of its own for the rest of the run: it blocks in `write` for as long as nobody reads.
+        if startsWriter { OwnThread.start(named: "hammock.stderr") { [self] in run() } }
+        // A broadcast: `flush` sleeps on the same condition, and a single wake-up could go to it alone.
+        state.broadcast()
     }
 
     /// Lines waiting for the writer; tests watch the bound with it.
     var waitingCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return waiting.count
+        state.withLock { $0.waiting.count }
     }
 
     func flush(timeout: Duration) {
-        let deadline = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
-        condition.lock()
-        defer { condition.unlock() }
-        while !isBroken && (!waiting.isEmpty || isWriting || dropped > 0) {
-            if !condition.wait(until: deadline) { return }
-        }
+        state.withLock(
+            when: { $0.isBroken || ($0.waiting.isEmpty && !$0.isWriting && $0.dropped == 0) },
+            before: .after(timeout)
+        ) { _, _ in }
     }
 
     private func run() {
         while true {
-            condition.lock()
-            while waiting.isEmpty && dropped == 0 { condition.wait() }
-            let batch = waiting
-            let droppedBefore = dropped
-            waiting.removeAll(keepingCapacity: true)
-            waitingBytes = 0
-            dropped = 0
-            isWriting = true
-            condition.unlock()
+            let (batch, droppedBefore) = state.withLock(when: { !$0.waiting.isEmpty || $0.dropped > 0 }) { state in
+                defer {
+                    state.waiting.removeAll(keepingCapacity: true)
+                    state.waitingBytes = 0
+                    state.dropped = 0
+                    state.isWriting = true
+                }
+                return (state.waiting, state.dropped)
+            }
 
             // Lines dropped while these waited came after them: the notice goes after the batch, so the gap
             // shows where it was.
@@ -185,15 +185,15 @@ final class StandardErrorQueue: @unchecked Sendable {
             }
             let written = write(lines)
 
-            condition.lock()
-            isWriting = false
-            if !written {
-                isBroken = true
-                waiting.removeAll()
-                dropped = 0
+            state.withLock { state in
+                state.isWriting = false
+                if !written {
+                    state.isBroken = true
+                    state.waiting.removeAll()
+                    state.dropped = 0
+                }
             }
-            condition.broadcast()
-            condition.unlock()
+            state.broadcast()
             if !written { return }
         }
     }
@@ -234,8 +234,9 @@ final class StandardErrorQueue: @unchecked Sendable {
         if endsLine { line.append(UInt8(ascii: "\n")) }
     }
 
+    /// False once stderr fails (EPIPE: nobody reads it): the writer stops.
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { writeFully(descriptor, $0) }
+        (try? Descriptor.writeAll(bytes, to: descriptor)) != nil
     }
 }
 

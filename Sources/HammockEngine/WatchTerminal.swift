@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// `hammock watch`'s terminal: draws `WatchScreen` on stdout and reads keys from stdin.
@@ -14,7 +15,8 @@ import Synchronization
 /// `atexit` handler for an `exit` elsewhere.
 ///
 /// A condition variable hands work to the drawing thread, which blocks in `write` (hence `@unchecked
-/// Sendable`: every stored property below `condition` is only touched with it held).
+/// Sendable`: every stored property below `condition` is only touched with it held; moving them into a
+/// `LockedCondition`, as `StandardErrorQueue` does, is a change of its own for this class).
 final class WatchTerminal: @unchecked Sendable {
     private let secrets: Secrets
     private let style: WatchScreen.Style
@@ -114,7 +116,7 @@ final class WatchTerminal: @unchecked Sendable {
                 let now = MonotonicInstant.current
                 let next = throttle.nextFrame(dirty: isDirty, now: now)
                 if next <= now { break }
-                _ = condition.wait(until: Date().addingTimeInterval(Double((next - now).milliseconds) / 1000))
+                _ = condition.wait(until: .after(next - now))
             }
             if isClosing {
                 condition.unlock()
@@ -131,7 +133,7 @@ final class WatchTerminal: @unchecked Sendable {
             // Home, each line cleared to its end, then everything below: a stray line on stderr is gone by the
             // next frame.
             let frame = "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"
-            let written = Array(frame.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+            let written = (try? Descriptor.writeAll(Array(frame.utf8), to: STDOUT_FILENO)) != nil
             if !written {
                 quit()  // the terminal is gone (a hung-up ssh): stop as a closed stdout does
                 condition.lock()
@@ -209,8 +211,8 @@ extension WatchTerminal: EngineOutput {
         // The drawing thread may be in a write to a terminal that does not read: wait for it up to the
         // deadline, then put the terminal back all the same.
         let timeout = deadline ?? .seconds(2)
-        let done = await onOwnThread(named: "hammock.watch.finish") { [self] in
-            let until = Date().addingTimeInterval(Double(timeout.milliseconds) / 1000)
+        let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in
+            let until = MonotonicDeadline.after(timeout)
             condition.lock()
             defer { condition.unlock() }
             while !isEnded { if !condition.wait(until: until) { break } }
@@ -277,6 +279,6 @@ enum TerminalMode {
     }
 
     private static func write(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { writeFully(STDOUT_FILENO, $0) }
+        Descriptor.writeOrDrop(Array(text.utf8), to: STDOUT_FILENO)
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// Tells watched sources that their file may have changed: at once when a writer has finished with it,

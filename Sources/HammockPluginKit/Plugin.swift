@@ -5,6 +5,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// Runs a plugin: speaks the protocol on stdin and stdout and calls `makeSource` for each `configure`.
@@ -54,10 +55,8 @@ public enum Plugin {
         let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
         LineReader.startBatched(descriptor: STDIN_FILENO, maximumLineLength: 64 << 20, name: "plugin.stdin") { inbox.yield($0) }
 
-        let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
-        signal(SIGTERM, SIG_IGN)
-        terminate.setEventHandler { inbox.yield([.end]) }
-        terminate.resume()
+        // Caught as the engine catches its signals (at once: a DispatchSource could lose one sent early).
+        SignalCatcher.catchSignals([SIGTERM]) { _ in inbox.yield([.end]) }
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
         // have leaked to another process), the kernel still tells us.
@@ -160,21 +159,11 @@ enum ParentWatch {
         if parentAtStart == engine { return engine }
         var ancestor = parentAtStart
         for _ in 0..<64 {
-            guard ancestor > 1, let next = parentOf(ancestor) else { break }
+            guard ancestor > 1, let next = ProcessStat(pid: ancestor)?.parent else { break }
             if next == engine { return parentAtStart }
             ancestor = next
         }
         return nil
-    }
-
-    /// Field 4 of /proc/PID/stat; the command before it, in parentheses, may hold spaces and parentheses.
-    private static func parentOf(_ pid: pid_t) -> pid_t? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
-            let close = data.lastIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        let fields = data[(close + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1 else { return nil }
-        return pid_t(String(decoding: fields[1], as: UTF8.self))
     }
 }
 
@@ -183,7 +172,7 @@ enum ParentWatch {
 /// Never fails: once the engine is gone nobody reads stderr, and a plugin that logs its own shutdown then
 /// must go on to stop its commands (`FileHandle.write` traps on a broken pipe, hence `write(2)`).
 public func pluginLog(_ message: String) {
-    writeOrDrop(Array((message + "\n").utf8), to: STDERR_FILENO)
+    Descriptor.writeOrDrop(Array((message + "\n").utf8), to: STDERR_FILENO)
 }
 
 /// Writes protocol lines to stdout, whole lines in the order sent.
@@ -425,61 +414,59 @@ extension SourceError.Code {
 ///
 /// A lock and a condition rather than an actor: the writer blocks in `write`, which must not happen on the
 /// concurrency pool's few threads, and `append` must not wait for it.
-private final class BatchedStandardOutput: @unchecked Sendable {  // all state is under `condition`
-    private let condition = ThreadCondition()
-    private var pending: [UInt8] = []
-    private var writing = false
-    private var writerWaits = false
+private final class BatchedStandardOutput: Sendable {
+    private struct State {
+        var pending: [UInt8] = []
+        var writing = false
+        var writerWaits = false
+    }
+
+    private let state = LockedCondition(State())
 
     init() {
+        // A thread of its own for the life of the plugin: it blocks in `write` while the engine does not read.
         OwnThread.start(named: "plugin.stdout") { [self] in run() }
     }
 
     func append(_ line: [UInt8]) {
-        condition.lock()
-        pending.append(contentsOf: line)
+        let wakes = state.withLock { state in
+            state.pending.append(contentsOf: line)
+            return state.writerWaits
+        }
         // A wake-up only when the writer sleeps: one a batch, not one a line. A broadcast, since a `flush`
         // may wait on the same condition.
-        if writerWaits { condition.broadcast() }
-        condition.unlock()
+        if wakes { state.broadcast() }
     }
 
     func flush() {
-        condition.lock()
-        while !pending.isEmpty || writing { condition.wait() }
-        condition.unlock()
+        state.withLock(when: { $0.pending.isEmpty && !$0.writing }) { _ in }
     }
 
     private func run() {
         var batch: [UInt8] = []
         while true {
-            condition.lock()
-            writing = false
-            condition.broadcast()  // for `flush`
-            while pending.isEmpty {
-                writerWaits = true
-                condition.wait()
-                writerWaits = false
+            // Between these two holds of the lock `writerWaits` may say so early: an `append` then wakes
+            // nobody in vain but a flush, which checks again.
+            state.withLock { state in
+                state.writing = false
+                state.writerWaits = state.pending.isEmpty
             }
-            swap(&batch, &pending)
-            writing = true
-            condition.unlock()
+            state.broadcast()  // for `flush`
+            state.withLock(when: { !$0.pending.isEmpty }) { state in
+                state.writerWaits = false
+                swap(&batch, &state.pending)
+                state.writing = true
+            }
             Self.write(batch)
             batch.removeAll(keepingCapacity: true)
         }
     }
 
     private static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(STDOUT_FILENO, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    exit(0)  // the engine is gone: nobody is left to serve
-                }
-                offset += written
-            }
+        do {
+            try Descriptor.writeAll(bytes, to: STDOUT_FILENO)
+        } catch {
+            exit(0)  // the engine is gone: nobody is left to serve
         }
     }
 }

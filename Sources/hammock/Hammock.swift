@@ -6,6 +6,7 @@ import HammockCore
 import HammockEngine
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Logging
 
 @main
@@ -300,5 +301,5 @@ struct Check: AsyncParsableCommand {
 
 /// Writes all of `text` to `descriptor` (FoundationEssentials has no FileHandle), or what it can.
 func writeAll(_ text: String, to descriptor: Int32) {
-    writeOrDrop(Array(text.utf8), to: descriptor)
+    Descriptor.writeOrDrop(Array(text.utf8), to: descriptor)
 }

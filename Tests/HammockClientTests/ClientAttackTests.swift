@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockSystem
 import HammockTestSupport
 import Synchronization
 import Testing
@@ -396,15 +397,17 @@ final class FakeEngine: Sendable {
     func write(_ text: String) throws {
         try stdout.withLock { descriptor in
             guard let descriptor else { throw ClientTestFailure("stdout is closed", #_sourceLocation) }
-            if let error = writeWithoutBrokenPipeSignal(descriptor, Array(text.utf8)) {
-                throw ClientTestFailure("write failed: \(String(cString: strerror(error)))", #_sourceLocation)
+            do {
+                try Descriptor.writeAllWithoutBrokenPipeSignal(Array(text.utf8), to: descriptor)
+            } catch {
+                throw ClientTestFailure("write failed: \(error)", #_sourceLocation)
             }
         }
     }
 
     func writeErrors(_ text: String) {
         guard let stderr else { return }
-        _ = writeWithoutBrokenPipeSignal(stderr, Array(text.utf8))
+        try? Descriptor.writeAllWithoutBrokenPipeSignal(Array(text.utf8), to: stderr)
         close(stderr)
     }
 

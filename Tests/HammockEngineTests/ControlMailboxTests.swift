@@ -2,6 +2,7 @@ import Foundation
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Synchronization
 import Testing
 
@@ -119,7 +120,7 @@ struct ControlMailboxTests {
         let mailbox = ControlMailbox()
         let delivered = Mutex(0)
         let reader = Task {
-            await onOwnThread(named: "test.stdin") {
+            await OwnThread.run(named: "test.stdin") {
                 for index in 0..<150_000 {
                     let id = String(repeating: "i", count: 80) + String(index)
                     _ = mailbox.receive(.line(Array(#"{"op":"load","source":"a","id":"\#(id)"}"#.utf8)))
@@ -153,7 +154,7 @@ struct ControlMailboxTests {
         }
         let delivered = Mutex(false)
         let reader = Task {
-            await onOwnThread(named: "test.stdin") {
+            await OwnThread.run(named: "test.stdin") {
                 _ = mailbox.receive(.line(Array(#"{"op":"snapshot"}"#.utf8)))
                 delivered.withLock { $0 = true }
             }
@@ -173,7 +174,7 @@ struct ControlMailboxTests {
             _ = mailbox.receive(.line(Array(#"{"op":"load","source":"s\#(index)"}"#.utf8)))
         }
         let reader = Task {
-            await onOwnThread(named: "test.stdin") { mailbox.receive(.line(Array(#"{"op":"snapshot"}"#.utf8))) }
+            await OwnThread.run(named: "test.stdin") { mailbox.receive(.line(Array(#"{"op":"snapshot"}"#.utf8))) }
         }
         mailbox.close()
         #expect(await reader.value == false)
@@ -194,7 +195,7 @@ struct ControlMailboxTests {
         text += "not json\n"
         let bytes = Array(text.utf8)
         let writeEnd = ends[1]
-        await onOwnThread(named: "test.writer") {
+        await OwnThread.run(named: "test.writer") {
             _ = bytes.withUnsafeBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {
@@ -228,7 +229,7 @@ struct ControlMailboxTests {
         let stopping = WakeupPipe()
         let events = Counter()
         let reading = Task { [ends] in
-            await onOwnThread(named: "test.stdin") {
+            await OwnThread.run(named: "test.stdin") {
                 LineReader.read(descriptor: ends[0], maximumLineLength: 100, stopDescriptor: stopping.readEnd) { event in
                     if case .end = event { events.add() }
                 }

@@ -1,5 +1,6 @@
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Testing
 
 @testable import HammockEngine

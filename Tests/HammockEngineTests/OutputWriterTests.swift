@@ -1,6 +1,7 @@
 import Foundation
 import HammockCore
 import HammockJSON
+import HammockSystem
 import Synchronization
 import Testing
 
@@ -112,7 +113,7 @@ struct OutputWriterTests {
         #expect(writer.writer.waitingCount == 1500)
         let waited = Mutex(false)
         let reader = Task {
-            await onOwnThread(named: "test.stdin") { [writer] in
+            await OwnThread.run(named: "test.stdin") { [writer] in
                 writer.writer.waitForRoomForAnswers()
                 waited.withLock { $0 = true }
             }
@@ -410,7 +411,7 @@ final class MemoryOutput: OutputTransport, @unchecked Sendable {
         Task { [self] in
             try await Task.sleep(for: pause)
             // It blocks as a consumer's read does: on a thread of its own, not the cooperative pool's.
-            return await onOwnThread(named: "test.consumer") { [self] in readUntilStopped() }
+            return await OwnThread.run(named: "test.consumer") { [self] in readUntilStopped() }
         }
     }
 

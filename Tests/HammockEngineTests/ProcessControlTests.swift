@@ -1,22 +1,10 @@
 import Glibc
+import HammockSystem
 import Testing
 
 @testable import HammockEngine
 
 @Suite struct ProcessControlTests {
-    @Test func statFieldsComeAfterTheLastParenthesisOfTheName() throws {
-        let text = "4242 (a (weird) name) S 17 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
-        let stat = try #require(ProcessStat(Array(text.utf8)))
-        #expect(stat == ProcessStat(Array("1 (x) S 17 4242 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 987654 0".utf8)))
-        #expect(stat.state == "S" && stat.parent == 17 && stat.group == 4242 && stat.startTime == 987654)
-        #expect(ProcessStat(Array("4242 (cut short) S 17".utf8)) == nil)
-    }
-
-    @Test func ourOwnStatNamesOurParentAndGroup() throws {
-        let stat = try #require(ProcessStat(pid: getpid()))
-        #expect(stat.parent == getppid() && stat.group == getpgrp() && stat.state != "Z")
-    }
-
     @Test func aKilledChildIsReapedAsItDiesAndALiveOneIsNotWaitedPastTheDeadline() throws {
         var pid: pid_t = 0
         let arguments = ["/bin/sleep", "30"]

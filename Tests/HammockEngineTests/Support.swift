@@ -2,6 +2,7 @@ import Foundation
 @testable import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockSystem
 import Logging
 import Synchronization
 import Testing

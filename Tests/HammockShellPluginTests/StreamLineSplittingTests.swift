@@ -1,4 +1,5 @@
 import HammockProtocol
+import HammockSystem
 import Testing
 
 /// The line splitter as a stream source uses it: every line a value, blank ones included, and a line past

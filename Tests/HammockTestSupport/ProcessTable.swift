@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockSystem
 import Testing
 
 // Helpers for the tests that start processes: reading /proc, finding a fixture, writing files.
@@ -27,19 +28,13 @@ public struct ProcessEntry: Sendable, Hashable, CustomStringConvertible {
 public enum ProcessTable {
     /// The process `pid`, or nil when there is none.
     public static func entry(_ pid: Int32) -> ProcessEntry? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
-        let bytes = [UInt8](data)
-        // The command (field 2) is in parentheses and may hold spaces and parentheses itself; the fields
-        // after the last `)` do not.
-        guard let open = bytes.firstIndex(of: UInt8(ascii: "(")), let close = bytes.lastIndex(of: UInt8(ascii: ")"))
+        // The fields by the system layer's one parser of /proc/PID/stat; the name from /proc/PID/comm, which
+        // holds the same 15 bytes.
+        guard let stat = ProcessStat(pid: pid),
+            let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
         else { return nil }
-        let command = String(decoding: bytes[(open + 1)..<close], as: UTF8.self)
-        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-        // fields[0] is field 3 (state), fields[1] field 4 (ppid), fields[19] field 22 (starttime).
-        guard fields.count > 19, let state = fields[0].first, let parent = Int32(fields[1]),
-            let startTime = UInt64(fields[19])
-        else { return nil }
-        return ProcessEntry(pid: pid, parent: parent, state: state, command: command, startTime: startTime)
+        let command = comm.hasSuffix("\n") ? String(comm.dropLast()) : comm
+        return ProcessEntry(pid: pid, parent: stat.parent, state: stat.state, command: command, startTime: stat.startTime)
     }
 
     /// Every process now.

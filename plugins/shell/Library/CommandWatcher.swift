@@ -1,6 +1,7 @@
 import CHammockSystem
 import Glibc
 import HammockProtocol
+import HammockSystem
 import Synchronization
 
 /// One thread that waits on every running command's pipes and end at once (epoll) and wakes the task that

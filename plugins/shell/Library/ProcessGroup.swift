@@ -1,4 +1,5 @@
 import Glibc
+import HammockSystem
 import Synchronization
 
 /// Why a command was ended before it finished by itself; the first reason given is the one reported.
@@ -124,33 +125,10 @@ private func waitUntilGroupIsGone(_ groupID: pid_t, within limit: Duration) asyn
 /// reaper, and orphans wait for init, which in a container may never reap them.
 func groupHasLiveMembers(_ groupID: pid_t) -> Bool {
     if killpg(groupID, 0) != 0 && errno == ESRCH { return false }
-    guard let directory = opendir("/proc") else { return true }
-    defer { closedir(directory) }
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        guard let first = name.utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { continue }
-        if let (state, group) = processStateAndGroup(name), group == groupID, state != "Z", state != "X" {
-            return true
-        }
+    // Unreadable /proc: assume it lives, as the caller then waits out its grace and sends SIGKILL.
+    guard let pids = ProcessStat.allPIDs() else { return true }
+    return pids.contains { pid in
+        guard let stat = ProcessStat(pid: pid) else { return false }
+        return stat.group == groupID && stat.isLive
     }
-    return false
-}
-
-/// The state letter and process group of a process, from `/proc/<pid>/stat`.
-private func processStateAndGroup(_ pid: String) -> (Character, pid_t)? {
-    let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { return nil }
-    defer { close(descriptor) }
-    var buffer = [UInt8](repeating: 0, count: 1024)
-    let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-    guard count > 0 else { return nil }
-    // The command name (field 2) may hold spaces and parentheses; the fields after the last `)` do not.
-    guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-    let fields = buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
-    guard fields.count >= 3, let state = fields[0].first, let group = pid_t(String(decoding: fields[2], as: UTF8.self)) else {
-        return nil
-    }
-    return (Character(UnicodeScalar(state)), group)
 }

@@ -2,6 +2,7 @@ import HammockCore
 import HammockJSON
 import HammockPluginKit
 import HammockProtocol
+import HammockSystem
 
 /// `mode: stream`: one long-running command whose every stdout line is new content.
 ///

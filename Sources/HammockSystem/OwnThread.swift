@@ -26,6 +26,18 @@ public enum OwnThread {
         precondition(created == 0, "cannot start the thread \(name): \(String(cString: strerror(created)))")
     }
 
+    /// Runs `body` on a new thread named `name` and waits for it without holding one of the cooperative
+    /// pool's threads (two on a small machine), which a blocked call would take away from every task.
+    ///
+    /// For blocking that lasts (stdin's reader, the clock's wait, the watch on a closed consumer) or comes
+    /// once a run (the wait for stdout's end): short work that comes again and again goes to a
+    /// `BlockingExecutor`, not a thread each.
+    public static func run<Value: Sendable>(named name: String, _ body: @escaping @Sendable () -> Value) async -> Value {
+        await withCheckedContinuation { continuation in
+            start(named: name) { continuation.resume(returning: body()) }
+        }
+    }
+
     private final class Work: Sendable {
         let name: String
         let body: @Sendable () -> Void
@@ -36,9 +48,11 @@ public enum OwnThread {
     }
 }
 
-/// A mutex and a condition variable, for a thread that must sleep until another hands it work: Foundation's
-/// `NSCondition`, with the same calls, for FoundationEssentials, which has none. `wait(until:)` reads the
-/// wall clock, as NSCondition's does.
+/// A mutex and a condition variable with `NSCondition`'s calls (`lock`, `wait`, `broadcast`), for the two
+/// classes whose state is too spread out to move into a `LockedCondition` in one step: `OutputWriter` and
+/// `WatchTerminal` (each says so). New code uses `LockedCondition`, which keeps the state behind the lock
+/// so that its holder is checked `Sendable`. `wait(until:)` runs on the monotonic clock, as
+/// `LockedCondition`'s does.
 ///
 /// `@unchecked Sendable`: the pthread objects are made for use from many threads; they live at fixed
 /// addresses (allocated here) for as long as the object does.
@@ -48,7 +62,11 @@ public final class ThreadCondition: @unchecked Sendable {
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -66,11 +84,8 @@ public final class ThreadCondition: @unchecked Sendable {
     public func wait() { pthread_cond_wait(condition, mutex) }
 
     /// With the lock held: as `wait()`, but returns false once `deadline` has passed.
-    public func wait(until deadline: Date) -> Bool {
-        let seconds = deadline.timeIntervalSince1970
-        guard seconds.isFinite else { wait(); return true }
-        let whole = seconds.rounded(.down)
-        var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1_000_000_000))
+    public func wait(until deadline: MonotonicDeadline) -> Bool {
+        var time = deadline.timespec
         return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
     }
 

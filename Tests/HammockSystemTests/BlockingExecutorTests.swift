@@ -1,0 +1,79 @@
+import Dispatch
+import Glibc
+import HammockSystem
+import Synchronization
+import Testing
+
+/// `BlockingExecutor` and `LockedCondition` with real threads.
+@Suite(.timeLimit(.minutes(1)))
+struct BlockingExecutorTests {
+    @Test("many calls, from many tasks at once, run one after another on one thread")
+    func oneThreadForManyCalls() async {
+        let executor = BlockingExecutor(name: "test.blocking")
+        let threads = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<50 {
+                group.addTask { await executor.run { currentThreadID() } }
+            }
+            var threads = Set<String>()
+            for await thread in group { threads.insert(thread) }
+            return threads
+        }
+        #expect(threads.count == 1)
+    }
+
+    @Test("jobs run in the order they were handed over")
+    func jobsKeepTheirOrder() async {
+        let executor = BlockingExecutor(name: "test.blocking")
+        let order = Mutex<[Int]>([])
+        for index in 0..<200 { executor.submit { order.withLock { $0.append(index) } } }
+        await executor.run {}
+        #expect(order.withLock { $0 } == Array(0..<200))
+    }
+
+    @Test("the thread ends once the executor is gone and its last job has run")
+    func threadEndsWithTheExecutor() async throws {
+        var executor: BlockingExecutor? = BlockingExecutor(name: "test.blocking")
+        let thread = await executor!.run { currentThreadID() }
+        #expect(access("/proc/self/task/\(thread)", F_OK) == 0)
+        executor = nil
+        let deadline = ContinuousClock.now + .seconds(10)
+        while access("/proc/self/task/\(thread)", F_OK) == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(access("/proc/self/task/\(thread)", F_OK) != 0, "thread \(thread) still runs")
+    }
+
+    @Test("a condition's sleeper wakes when another thread makes its state ready")
+    func conditionWakesWhenReady() {
+        let condition = LockedCondition(0)
+        let done = DispatchSemaphore(value: 0)
+        OwnThread.start(named: "test.setter") {
+            usleep(50_000)
+            condition.withLock { $0 = 7 }
+            condition.broadcast()
+            done.signal()
+        }
+        let value = condition.withLock(when: { $0 != 0 }) { $0 }
+        #expect(value == 7)
+        _ = done.wait(timeout: .now() + 10)
+    }
+
+    @Test("a timed sleep lasts until its monotonic deadline, no less, and says the state is not ready")
+    func timedWaitEndsAtItsDeadline() {
+        let condition = LockedCondition(false)
+        let start = ContinuousClock.now
+        let ready = condition.withLock(when: { $0 }, before: .after(.milliseconds(200))) { _, ready in ready }
+        let waited = ContinuousClock.now - start
+        #expect(!ready)
+        #expect(waited >= .milliseconds(190) && waited < .seconds(10), "waited \(waited)")
+    }
+}
+
+/// The kernel's id of the calling thread, from /proc/thread-self (→ "PID/task/TID").
+private func currentThreadID() -> String {
+    var buffer = [CChar](repeating: 0, count: 64)
+    let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+    guard count > 0 else { return "?" }
+    let link = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return String(link.split(separator: "/").last ?? "?")
+}
