@@ -348,7 +348,7 @@ struct MetricsTests {
     /// (quadratic). Now they cost about what the sources cost anyway. Best of 3 each, so that a loaded
     /// machine's pauses do not count. The old code took 4 times as long with `--metrics` at 1,500 sources
     /// (a loaded machine, debug build: 1.9 s without, 7.6 s with; 4,000 sources 12 s and 286 s).
-    @Test("2,000 sources reach hello with --metrics in under twice the time they take without it (best of 3)")
+    @Test("2,000 sources reach hello with --metrics in under three times the time they take without it, and a second (best of 3)")
     func startWithManySourcesIsLinear() async throws {
         let count = 2000
         // Each run with --metrics beside one without, so that both see the same load of the machine (other
@@ -359,6 +359,8 @@ struct MetricsTests {
             without = min(without, try await Self.timeToHello(sources: count, arguments: []))
             with = min(with, try await Self.timeToHello(sources: count, arguments: ["--metrics", "127.0.0.1:0"]))
         }
-        #expect(with < without * 2 + .milliseconds(500), "\(count) sources: hello after \(with) with --metrics, \(without) without")
+        // Three times and a second: a full suite on 2 cores once gave 1.98 s against 0.44 s (both 0.5 s alone),
+        // while the quadratic registry took four times as long at 1,500 sources, and grows with their square.
+        #expect(with < without * 3 + .seconds(1), "\(count) sources: hello after \(with) with --metrics, \(without) without")
     }
 }
