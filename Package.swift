@@ -225,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "HammockEngineTests",
             dependencies: [
-                "HammockEngine", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
+                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),

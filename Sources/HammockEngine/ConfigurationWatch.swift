@@ -30,7 +30,7 @@ struct ConfigurationWatch {
 
     /// Watches exactly `files` (the union of the given sets): new paths are watched before old ones are let
     /// go, so a file that stays is never unwatched in between.
-    mutating func follow(_ files: ConfigurationFiles...) {
+    mutating func follow(_ files: [ConfigurationFiles]) {
         var wanted = Set<Watched>()
         for set in files {
             wanted.formUnion(set.files.map { Watched(path: Self.absolute($0), isDirectory: false) })

@@ -44,7 +44,9 @@ public struct RunOptions: Sendable {
 }
 
 /// The running engine: one loop that owns the core, feeds it every input with the current time, and
-/// carries out what it asks for. All state lives in `EngineCore`; this type only does I/O.
+/// carries out what it asks for. The decisions are pure values' (`EngineCore` for sources, views and
+/// output, `ReloadStateMachine` for the reload protocol); the loop holds the I/O objects they name (the
+/// loaders, the writer, the cache) and does the I/O.
 public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
     /// Where `loaded` came from; a reload reads it again.
@@ -171,24 +173,22 @@ public final class Engine: Sendable {
         case refused(ConfigurationError, PluginValidation)
     }
 
-    /// What the loop knows of the reload under way.
-    private struct Reloading {
-        var isRunning = false
-        /// Another reload was asked for while one ran: one more runs after it, however many were asked for.
-        var isWanted = false
-        /// The control lines the running reload answers: acknowledged once it is in force, refused with it.
-        var replyingTo: [ControlID] = []
-        /// Those the reload after it answers.
-        var wantedBy: [ControlID] = []
-        /// Loaders made for the new configuration (a new kind, a changed plugin command), in use once it is.
-        var fresh: [String: PluginHost] = [:]
-        /// Loaders started only to check the changed sources of a kind whose running plugin stays: checking
-        /// configures a plugin, and the running one must not serve options the reload may yet refuse.
-        var checkers: [String: PluginHost] = [:]
+    /// What would start each kind of the configuration that read (all of it, or the part of a failed one),
+    /// for the kinds whose plugin is found: looking for a plugin's executable is I/O, so the loop does it
+    /// for `ReloadStateMachine`.
+    private static func origins(of read: Result<LoadedConfiguration, ConfigurationError>) -> [String: PluginOrigin] {
+        let configuration: LoadedConfiguration
+        switch read {
+        case .success(let next): configuration = next
+        case .failure(let error):
+            guard let partial = error.partial else { return [:] }
+            configuration = partial
+        }
+        let resolver = PluginResolver(configured: configuration.configuration.plugins)
+        var origins: [String: PluginOrigin] = [:]
+        for kind in configuration.configuration.kinds { origins[kind] = LoaderFactory.origin(of: kind, resolver: resolver) }
+        return origins
     }
-
-    /// How many control lines may wait for the reload after the running one.
-    static let maximumWaitingReloadAnswers = 1000
 
     #if DEBUG
         /// A test seam, compiled in debug builds only: `HAMMOCK_TEST_LOOP_STALL_MS=N` has the engine's loop stop
@@ -197,12 +197,6 @@ public final class Engine: Sendable {
         static let testLoopStall: Duration? = ProcessInfo.processInfo.environment["HAMMOCK_TEST_LOOP_STALL_MS"]
             .flatMap { Int($0) }.map { .milliseconds($0) }
     #endif
-
-    private func rejectionActions(_ error: ConfigurationError, replyingTo ids: [ControlID]) -> [EngineAction] {
-        for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
-        let message = "reload failed, the running configuration goes on:\n\(error.description)"
-        return OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
-    }
 
     /// Stops every plugin (and every command they run); returns when they are gone.
     public func shutdownLoaders() async {
@@ -352,11 +346,13 @@ public final class Engine: Sendable {
         for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: self.loaders) {
             _ = core.learnTemplateRules(rules, for: kind, now: .current)
         }
-        var current = loaded
+        // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
         var loaders = self.loaders
-        var reloading = Reloading()
+        var fresh: [String: PluginHost] = [:]
+        var checkers: [String: PluginHost] = [:]
+        var reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
         var configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: inbox, logger: logger) : nil
-        configurationWatch?.follow(loaded.files)
+        configurationWatch?.follow([loaded.files])
 
         var exitStatus: Int32 = 0
         var isFinished = false
@@ -398,7 +394,8 @@ public final class Engine: Sendable {
                 case .persist(let source, let content):
                     await cache.save(source, content: content)
                 case .reload(let ids):
-                    startReload(replyingTo: ids)
+                    // A reload line over the bound is refused at once.
+                    for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids)) { writer.send(line) }
                 case .startLoad(let request):
                     if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
                         loadsToStart[index].requests.append(request)
@@ -428,131 +425,69 @@ public final class Engine: Sendable {
             work.addTask { await loader.shutdown() }
         }
 
-        /// `inForce`: the sources of the configuration now in force; nil when the reload was refused.
-        func reloadEnded(inForce sources: [SourceDefinition]?) {
-            notify(notifier?.reloadEnded(sources: sources))
-            options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
-            // The series of sources the reload removed leave the scrape (a stale failure count would keep
-            // an alert firing for a source that no longer exists).
-            if let sources { sourceMetrics?.configured(sources.map(\.id)) }
-            let next = reloading.isWanted ? reloading.wantedBy : nil
-            reloading = Reloading()
-            if let next { startReload(replyingTo: next) }
-        }
-
-        func startReload(replyingTo ids: [ControlID] = []) {
-            guard !reloading.isRunning else {
-                reloading.isWanted = true
-                // Answers wait for the reload after the running one: bounded, so that a flood of reload lines
-                // with an id each cannot grow them while a plugin takes its time.
-                let room = max(0, Self.maximumWaitingReloadAnswers - reloading.wantedBy.count)
-                reloading.wantedBy += ids.prefix(room)
-                for id in ids.dropFirst(room) {
-                    writer.send(.error(message: "reload refused: \(Self.maximumWaitingReloadAnswers) reload requests already wait for the running reload; send it again once it is answered", id: id))
+        /// Carries out what the reload protocol decided; returns what goes through `perform` after it (the
+        /// core's actions, acks and refusals), in order.
+        func carryOut(_ reloadActions: [ReloadStateMachine.Action]) -> [EngineAction] {
+            var actions: [EngineAction] = []
+            for action in reloadActions {
+                switch action {
+                case .notifyStarted:
+                    notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
+                case .read:
+                    let source = source
+                    work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
+                case .addSecrets(let secrets):
+                    standardError.secrets.add(secrets)
+                case .watch(let files):
+                    configurationWatch?.follow(files)
+                case .makeLoader(let kind, let origin, let role):
+                    let loader = PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
+                    if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
+                case .check(let sources, let configuration, let roles, let outcome):
+                    var checking: [String: PluginHost] = [:]
+                    for (kind, role) in roles {
+                        switch role {
+                        case .running: checking[kind] = loaders[kind]
+                        case .fresh: checking[kind] = fresh[kind]
+                        case .checker: checking[kind] = checkers[kind]
+                        }
+                    }
+                    work.addTask { [checking] in
+                        let validation = await Self.validate(sources, of: configuration, with: checking)
+                        switch outcome {
+                        case .refuse(let error):
+                            inbox.yield(.reloadStep(.refused(error, validation)))
+                        case .commitUnlessRefused:
+                            let rules = await Self.templateRules(for: configuration.configuration, from: checking)
+                            inbox.yield(.reloadStep(.validated(configuration, rules, validation)))
+                        }
+                    }
+                case .retire(let kind, .running): retire(loaders.removeValue(forKey: kind))
+                case .retire(let kind, .fresh): retire(fresh.removeValue(forKey: kind))
+                case .retire(let kind, .checker): retire(checkers.removeValue(forKey: kind))
+                case .promote(let kind):
+                    loaders[kind] = fresh.removeValue(forKey: kind)
+                case .logReloaded(let file):
+                    logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
+                case .reconfigure(let next, let rules, let replacedKinds):
+                    writer.viewsReloaded(next.configuration.views)
+                    for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: .current) }
+                    actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
+                case .acknowledge(let ids):
+                    actions += ids.map { .emit(.ack(id: $0)) }
+                case .logRefusal(let error):
+                    for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
+                case .refuse(let ids, let message):
+                    actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
+                case .ended(let sources):
+                    notify(notifier?.reloadEnded(sources: sources))
+                    options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
+                    // The series of sources the reload removed leave the scrape (a stale failure count would
+                    // keep an alert firing for a source that no longer exists).
+                    if let sources { sourceMetrics?.configured(sources.map(\.id)) }
                 }
-                return
             }
-            reloading.isRunning = true
-            reloading.replyingTo = ids
-            notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
-            let source = source
-            work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
-        }
-
-        func rejectReload(_ error: ConfigurationError) -> [EngineAction] {
-            for loader in Array(reloading.fresh.values) + Array(reloading.checkers.values) { retire(loader) }
-            let refused = reloading.replyingTo
-            reloadEnded(inForce: nil)
-            return rejectionActions(error, replyingTo: refused)
-        }
-
-        /// The loaders that check `next`'s changed sources, and those sources: the running loaders, a fresh one
-        /// for a new kind or a changed plugin command (kept in `reloading.fresh`, to serve if the reload
-        /// holds), and a checker of its own for a kind whose sources changed (`reloading.checkers`).
-        func prepareChecking(_ next: LoadedConfiguration) -> ([String: PluginHost], [SourceDefinition]) {
-            let resolver = PluginResolver(configured: next.configuration.plugins)
-            var checking = loaders
-            for kind in next.configuration.kinds {
-                let origin = LoaderFactory.origin(of: kind, resolver: resolver)
-                if let host = loaders[kind], host.origin == origin { continue }
-                // A new kind, or a kind whose plugin command changed: a fresh loader checks the new
-                // sources while the running one goes on serving the old.
-                let fresh = LoaderFactory.makeLoader(
-                    kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
-                reloading.fresh[kind] = fresh
-                checking[kind] = fresh
-            }
-            let changed = next.configuration.sources.filter { source in
-                current.configuration.sources.first { $0.id == source.id } != source
-            }
-            for kind in Set(changed.map(\.kind)) where reloading.fresh[kind] == nil && checking[kind] != nil {
-                let checker = LoaderFactory.makeLoader(
-                    kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
-                reloading.checkers[kind] = checker
-                checking[kind] = checker
-            }
-            return (checking, changed)
-        }
-
-        /// Reads the configuration again (SIGHUP, `{"op":"reload"}`) one step at a time. The new configuration
-        /// must pass the same checks as at start, plugins' included, or it is reported with its lines and
-        /// columns and the running one goes on untouched.
-        func continueReload(_ step: ReloadStep) -> [EngineAction] {
-            switch step {
-            case .read(.failure(let error)):
-                standardError.secrets.add(error.secrets)
-                // Still the running configuration's files, and those of the bad edit: its fix reloads.
-                configurationWatch?.follow(current.files, error.readFrom)
-                // The part that read is checked by its plugins too, so that one refusal reports every problem,
-                // the plugins' own with the file's, as `hammock run` does at start.
-                guard let partial = error.partial else { return rejectReload(error) }
-                let (checking, changed) = prepareChecking(partial)
-                work.addTask { [checking] in
-                    let validation = await Self.validate(changed, of: partial, with: checking)
-                    inbox.yield(.reloadStep(.refused(error, validation)))
-                }
-                return []
-            case .refused(let error, let validation):
-                return rejectReload(error.adding(pluginProblems: validation.optionProblems))
-            case .read(.success(let next)):
-                // From now on, before anything (a plugin's complaint, a log line) can quote one of them.
-                standardError.secrets.add(next.configuration.secrets)
-                let (checking, changed) = prepareChecking(next)
-                work.addTask { [checking] in
-                    let validation = await Self.validate(changed, of: next, with: checking)
-                    let rules = await Self.templateRules(for: next.configuration, from: checking)
-                    inbox.yield(.reloadStep(.validated(next, rules, validation)))
-                }
-                return []
-            case .validated(let next, let rules, let validation):
-                if !validation.optionProblems.isEmpty {
-                    configurationWatch?.follow(current.files, next.files)
-                    return rejectReload(ConfigurationError(file: next.file, diagnostics: validation.optionProblems))
-                }
-                logger.notice("configuration reloaded", metadata: ["file": "\(next.file)"])
-                for checker in reloading.checkers.values { retire(checker) }
-                reloading.checkers = [:]
-                for (kind, fresh) in reloading.fresh {
-                    retire(loaders[kind])
-                    loaders[kind] = fresh
-                }
-                let replacedKinds = Set(reloading.fresh.keys)
-                reloading.fresh = [:]
-                current = next
-                configurationWatch?.follow(next.files)
-                writer.viewsReloaded(next.configuration.views)
-                // The rules first, so that the new configuration's templated sources load at once.
-                var actions: [EngineAction] = []
-                for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: .current) }
-                actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
-                for kind in Array(loaders.keys) where !next.configuration.kinds.contains(kind) {
-                    retire(loaders.removeValue(forKey: kind))
-                }
-                // After `removed` and `reloaded`: a consumer that reads the ack has read what the reload did.
-                actions += reloading.replyingTo.map { .emit(.ack(id: $0)) }
-                reloadEnded(inForce: next.configuration.sources)
-                return actions
-            }
+            return actions
         }
 
         let restored = await cache.restore(core.cachedSourceIDs)
@@ -608,8 +543,7 @@ public final class Engine: Sendable {
                     logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
                     actions = core.clockJumped(now: now)
                 case .reload:
-                    startReload()
-                    actions = []
+                    actions = carryOut(reloads.requested())
                 case .loadEverySource(let failingOnly):
                     actions = core.loadEverySource(failingOnly: failingOnly, now: now)
                 case .templateRulesLearned(let kind):
@@ -619,8 +553,12 @@ public final class Engine: Sendable {
                     } else {
                         actions = []
                     }
-                case .reloadStep(let step):
-                    actions = continueReload(step)
+                case .reloadStep(.read(let result)):
+                    actions = carryOut(reloads.read(result, origins: Self.origins(of: result)))
+                case .reloadStep(.validated(let next, let rules, let validation)):
+                    actions = carryOut(reloads.checked(next, rules: rules, validation: validation))
+                case .reloadStep(.refused(let error, let validation)):
+                    actions = carryOut(reloads.checkedRefusal(error, validation: validation))
                 case .watchdog:
                     watchdogAsked.store(false, ordering: .releasing)
                     notify("WATCHDOG=1")
@@ -644,7 +582,7 @@ public final class Engine: Sendable {
         }
         let stopped = stop.current
         await clickCommands.endAll()
-        await Self.shutdown(Array(loaders.values) + Array(reloading.fresh.values) + Array(reloading.checkers.values))
+        await Self.shutdown(Array(loaders.values) + Array(fresh.values) + Array(checkers.values))
         // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
         await work.waitForAll()
         OrphanReaper.sweep()
