@@ -50,7 +50,11 @@ import Testing
         let watcher = FileWatcher(log: { message in problems.withLock { $0.append(message) } })
         var plugin = Served(FilePlugin.plugin(watcher: watcher))
         plugin.send(.hello(protocol: pluginProtocolVersion))
-        #expect(try await plugin.next() == .hello(protocol: pluginProtocolVersion, kinds: ["file"], version: FilePlugin.version))
+        #expect(
+            try await plugin.next()
+                == .hello(
+                    protocol: pluginProtocolVersion, kinds: ["file"], version: FilePlugin.version,
+                    optionsSchema: FilePlugin.optionsSchema))
         plugin.send(.configure(source: "status", options: ["path": .string(file.path), "debounce": "50ms"]))
         #expect(try await plugin.next() == .configured(source: "status"))
 
