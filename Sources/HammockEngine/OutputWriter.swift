@@ -213,7 +213,10 @@ public final class OutputWriter: Sendable {
     }
 
     private func waitForEnd(_ timeout: Duration?) -> Completion {
+        // The writer's (in the core's milliseconds), and this wait's, counted in nanoseconds from now so
+        // that the wait lasts the whole timeout, not up to a millisecond less.
         let deadline = timeout.map { MonotonicInstant.current + $0 }
+        let waitEnds = timeout.map { (MonotonicDeadline.after($0), MonotonicDeadline.after($0 + Self.midLineGrace)) }
         state.withLock { state in
             state.isClosing = true
             state.stopStartingAt = deadline
@@ -225,7 +228,7 @@ public final class OutputWriter: Sendable {
         // shortens nor stretches the drain.
         return state.withLock(
             when: { $0.isInterrupted || $0.isDone },
-            before: { state in deadline.map { MonotonicDeadline(state.isMidLine ? $0 + Self.midLineGrace : $0) } }
+            before: { state in waitEnds.map { state.isMidLine ? $0.1 : $0.0 } }
         ) { state, _ in
             if state.isInterrupted { return .interrupted }
             if state.isDone { return state.unwritten == 0 ? .complete : .incomplete(unwritten: state.unwritten) }
