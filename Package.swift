@@ -205,7 +205,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HammockFilePluginTests",
-            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport"]
+            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockProtocol", "HammockTestSupport"]
         ),
         .testTarget(
             name: "HammockFakePluginTests",

@@ -119,6 +119,15 @@ extension MonotonicInstant {
     static var current: MonotonicInstant { MonotonicInstant(milliseconds: readClock(CLOCK_MONOTONIC)) }
 }
 
+extension MonotonicDeadline {
+    /// The same point of CLOCK_MONOTONIC, for a thread that waits until the core's instant: once this has
+    /// passed, `MonotonicInstant.current` has reached `instant` (saturates rather than trapping).
+    init(_ instant: MonotonicInstant) {
+        let (nanoseconds, overflow) = instant.milliseconds.multipliedReportingOverflow(by: 1_000_000)
+        self.init(nanoseconds: overflow ? (instant.milliseconds < 0 ? 0 : .max) : max(0, nanoseconds))
+    }
+}
+
 extension EngineTime {
     /// Both clocks, read only at the edge of the engine.
     static var current: EngineTime {

@@ -12,47 +12,72 @@ import HammockSystem
 /// leave, so numbers are strictly increasing in the order the consumer reads them.
 ///
 /// Writing blocks when the pipe is full, which is why it runs on a dedicated thread rather than in the
-/// Swift concurrency pool; a condition variable is the natural hand-off between the two (hence
-/// `@unchecked Sendable`: every stored property below `condition` is only touched with it held; moving
-/// them into a `LockedCondition`, as `StandardErrorQueue` does, is a change of its own for this class).
+/// Swift concurrency pool; a condition variable is the natural hand-off between the two: the queue and
+/// everything the threads share is a `State` in a `LockedCondition`, reached only with its lock held.
 ///
 /// A line is never cut in half, even when hammock exits while the consumer is not reading: lines go out in
 /// writes that are atomic on a pipe (whole lines, at most `PIPE_BUF` bytes), and a longer line is written
 /// only once the pipe has room to take it whole beside what is unread (`OutputTransport.waitForRoom`). So
 /// whenever the writer waits for the consumer, what is in the pipe ends at a line's end, and exiting then
 /// loses whole lines only.
-public final class OutputWriter: @unchecked Sendable {
+public final class OutputWriter: Sendable {
     private let transport: any OutputTransport
     private let secrets: Secrets
-    /// `--format waybar|polybar|text`: what the bar shows instead of the protocol's lines. Used by the
-    /// writing thread only.
-    private var bar: BarEncoder?
-    private let condition = ThreadCondition()
-    // Everything below is guarded by `condition`.
-    private var pending = CoalescingQueue<OutputLine>()
-    /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
-    private var uncoalescedCount = 0
-    private var droppedErrorLines = 0
-    private var isClosing = false
-    private var isDone = false
-    /// After this, no new write is begun (`finish`'s deadline); `nil`: none.
-    private var stopStartingAt: MonotonicInstant?
-    /// `interrupt()`: stop at once.
-    private var isInterrupted = false
-    /// Lines that were queued and will never be written (the consumer left, or the deadline passed).
-    private var unwritten = 0
-    /// The writer is inside a write that may already have put part of a line in the pipe.
-    private var isMidLine = false
-    /// The writer has taken lines out of the queue and not finished writing them.
-    private var holdsBatch = false
-    private var onClosed: (@Sendable () -> Void)?
-    /// The writer is done, or `finish` gave up on it: `run()` returns.
-    private var isEnded = false
-    private var endWaiter: CheckedContinuation<Void, Never>?
-    /// i3bar hid the bar (its stop_signal): lines wait, coalescing as ever, until `resume`.
-    private var isPaused = false
-    /// A reload's view definitions, for `bar` to take before its next batch.
-    private var reloadedViews: [ViewDefinition]?
+    /// `--format waybar|polybar|text`: what the bar shows instead of the protocol's lines. The writing
+    /// thread takes it and keeps it (a bar remembers what it last showed).
+    private let bar: BarEncoder?
+
+    /// What the engine's tasks, the writing thread and `finish`'s wait share.
+    private struct State {
+        var pending = CoalescingQueue<OutputLine>()
+        /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
+        var uncoalescedCount = 0
+        var droppedErrorLines = 0
+        var isClosing = false
+        var isDone = false
+        /// After this, no new write is begun (`finish`'s deadline); `nil`: none.
+        var stopStartingAt: MonotonicInstant?
+        /// `interrupt()`: stop at once.
+        var isInterrupted = false
+        /// Lines that were queued and will never be written (the consumer left, or the deadline passed).
+        var unwritten = 0
+        /// The writer is inside a write that may already have put part of a line in the pipe.
+        var isMidLine = false
+        /// The writer has taken lines out of the queue and not finished writing them.
+        var holdsBatch = false
+        var onClosed: (@Sendable () -> Void)?
+        /// The writer is done, or `finish` gave up on it: `run()` returns.
+        var isEnded = false
+        var endWaiter: CheckedContinuation<Void, Never>?
+        /// i3bar hid the bar (its stop_signal): lines wait, coalescing as ever, until `resume`.
+        var isPaused = false
+        /// A reload's view definitions, for `bar` to take before its next batch.
+        var reloadedViews: [ViewDefinition]?
+
+        /// Puts `line` in the queue; false when it was dropped.
+        mutating func enqueue(_ line: OutputLine, metrics: EngineMetrics?) -> Bool {
+            guard !isClosing else { return false }
+            let key = line.coalescingKey
+            if key == nil {
+                if case .error(_, nil) = line, uncoalescedCount >= OutputWriter.maximumWaitingUncoalescedLines {
+                    droppedErrorLines += 1
+                    return false
+                }
+                uncoalescedCount += 1
+            }
+            // The newer state replaces the waiting one and moves to the back of the queue, so lines keep the
+            // order in which the states arose (a source's line before the view line it changed). An answer to a
+            // control line is a barrier: whoever reads it has read the newest state of what its op changed.
+            if line.isAnswer {
+                pending.appendBarrier(line)
+            } else if pending.append(line, key: key) != nil {
+                metrics?.linesCoalesced.increment()
+            }
+            return true
+        }
+    }
+
+    private let state: LockedCondition<State>
     /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
     private let metrics: EngineMetrics?
     /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
@@ -87,14 +112,12 @@ public final class OutputWriter: @unchecked Sendable {
         self.bar = bar
         self.metrics = metrics
         self.reportProblem = reportProblem
-        self.onClosed = onClosed
+        state = LockedCondition(State(onClosed: onClosed))
     }
 
     /// A reload is in force: the bar renders the selected views with their new templates from now on.
     public func viewsReloaded(_ views: [ViewDefinition]) {
-        condition.lock()
-        reloadedViews = views
-        condition.unlock()
+        state.withLock { $0.reloadedViews = views }
     }
 
     /// Writes lines as they come until `finish` is done with them or the consumer is gone.
@@ -112,74 +135,49 @@ public final class OutputWriter: @unchecked Sendable {
             if transport.waitForClosedConsumer() { consumerIsGone(unwritten: 0) }
         }
         await withCheckedContinuation { continuation in
-            condition.lock()
-            if isEnded { continuation.resume() } else { endWaiter = continuation }
-            condition.unlock()
+            let hasEnded = state.withLock { state in
+                if !state.isEnded { state.endWaiter = continuation }
+                return state.isEnded
+            }
+            if hasEnded { continuation.resume() }
         }
         transport.stopWatching()
         await watching
     }
 
     private func end() {
-        condition.lock()
-        isEnded = true
-        let waiter = endWaiter
-        endWaiter = nil
-        condition.unlock()
+        let waiter = state.withLock { state in
+            state.isEnded = true
+            defer { state.endWaiter = nil }
+            return state.endWaiter
+        }
         waiter?.resume()
     }
     /// Writes nothing from now until `resume` (a hidden i3bar); a stop writes what waits all the same.
     public func pause() {
-        condition.lock()
-        isPaused = true
-        condition.unlock()
+        state.withLock { $0.isPaused = true }
     }
 
     /// Writes what waited while paused, at once.
     public func resume() {
-        condition.lock()
-        isPaused = false
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { $0.isPaused = false }
+        state.broadcast()
     }
 
     public func send(_ line: OutputLine) {
-        condition.lock()
-        defer { condition.unlock() }
-        if enqueue(line) { condition.signal() }
+        if state.withLock({ $0.enqueue(line, metrics: metrics) }) { state.signal() }
     }
 
     /// Queues `lines` in order with one wake-up of the writer: the lines of one turn of the engine (a
     /// thousand answers of one read) cost the writer one wake-up, not one each.
     public func send(contentsOf lines: [OutputLine]) {
         guard !lines.isEmpty else { return }
-        condition.lock()
-        defer { condition.unlock() }
-        var queued = false
-        for line in lines where enqueue(line) { queued = true }
-        if queued { condition.signal() }
-    }
-
-    /// Puts `line` in the queue; false when it was dropped. Called with `condition` held.
-    private func enqueue(_ line: OutputLine) -> Bool {
-        guard !isClosing else { return false }
-        let key = line.coalescingKey
-        if key == nil {
-            if case .error(_, nil) = line, uncoalescedCount >= Self.maximumWaitingUncoalescedLines {
-                droppedErrorLines += 1
-                return false
-            }
-            uncoalescedCount += 1
+        let queued = state.withLock { state in
+            var queued = false
+            for line in lines where state.enqueue(line, metrics: metrics) { queued = true }
+            return queued
         }
-        // The newer state replaces the waiting one and moves to the back of the queue, so lines keep the
-        // order in which the states arose (a source's line before the view line it changed). An answer to a
-        // control line is a barrier: whoever reads it has read the newest state of what its op changed.
-        if line.isAnswer {
-            pending.appendBarrier(line)
-        } else if pending.append(line, key: key) != nil {
-            metrics?.linesCoalesced.increment()
-        }
-        return true
+        if queued { state.signal() }
     }
 
     /// Blocks the calling thread (stdin's reader, about to hand over a control line with an `id`) while
@@ -187,9 +185,7 @@ public final class OutputWriter: @unchecked Sendable {
     /// answers are never dropped, so a line that will need one waits here instead, then in stdin's pipe,
     /// and the consumer's writes block. Returns once the writer has taken what waits, or is closing.
     func waitForRoomForAnswers() {
-        condition.lock()
-        defer { condition.unlock() }
-        while uncoalescedCount >= Self.maximumWaitingUncoalescedLines && !isClosing { condition.wait() }
+        state.withLock(when: { $0.uncoalescedCount < Self.maximumWaitingUncoalescedLines || $0.isClosing }) { _ in }
     }
 
     /// How `finish` ended.
@@ -217,112 +213,100 @@ public final class OutputWriter: @unchecked Sendable {
     }
 
     private func waitForEnd(_ timeout: Duration?) -> Completion {
-        condition.lock()
-        defer { condition.unlock() }
-        isClosing = true
+        // The writer's (in the core's milliseconds), and this wait's, counted in nanoseconds from now so
+        // that the wait lasts the whole timeout, not up to a millisecond less.
         let deadline = timeout.map { MonotonicInstant.current + $0 }
-        stopStartingAt = deadline
-        condition.broadcast()
-        while true {
-            if isInterrupted { return .interrupted }
-            if isDone { return unwritten == 0 ? .complete : .incomplete(unwritten: unwritten) }
-            let now = MonotonicInstant.current
-            // A write that has begun a line may end it within the grace; after that, the deadline holds
-            // whatever the consumer does (only a consumer that reads nothing can keep a write going).
-            if let deadline, now >= deadline, !isMidLine || now >= deadline + Self.midLineGrace {
-                // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
-                // those after it are lost whole.
-                return .incomplete(unwritten: unwritten + pending.count + 1)
-            }
-            if let deadline {
-                // A timeout relative to the monotonic clock, recomputed each time round: a stepped wall clock
-                // neither shortens nor stretches the drain.
-                _ = condition.wait(until: .after(max(deadline - now, .milliseconds(10))))
-            } else {
-                condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
-            }
+        let waitEnds = timeout.map { (MonotonicDeadline.after($0), MonotonicDeadline.after($0 + Self.midLineGrace)) }
+        state.withLock { state in
+            state.isClosing = true
+            state.stopStartingAt = deadline
+        }
+        state.broadcast()
+        // On the monotonic clock, and asked again at each wake-up: a write that has begun a line may end it
+        // within the grace (its end wakes this wait); after that, the deadline holds whatever the consumer
+        // does (only a consumer that reads nothing can keep a write going). A stepped wall clock neither
+        // shortens nor stretches the drain.
+        return state.withLock(
+            when: { $0.isInterrupted || $0.isDone },
+            before: { state in waitEnds.map { state.isMidLine ? $0.1 : $0.0 } }
+        ) { state, _ in
+            if state.isInterrupted { return .interrupted }
+            if state.isDone { return state.unwritten == 0 ? .complete : .incomplete(unwritten: state.unwritten) }
+            // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
+            // those after it are lost whole.
+            return .incomplete(unwritten: state.unwritten + state.pending.count + 1)
         }
     }
 
     /// Ends `finish`'s wait at once (a second signal while hammock waits for its consumer).
     public func interrupt() {
-        condition.lock()
-        isInterrupted = true
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { $0.isInterrupted = true }
+        state.broadcast()
     }
 
     /// How many lines wait to be written; tests and benchmarks watch it stay bounded.
     public var waitingCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return pending.count
+        state.withLock { $0.pending.count }
     }
 
     private func writeLines() {
+        var bar = self.bar
         var seq = 0
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var ends: [Int] = []
         // A bar whose templates use `ago` is rendered again each `BarEncoder.refreshInterval`, though no
-        // state changed: the time of the next such render, when one is due. Monotonic, and the wait is cut
-        // into steps of at most that interval, so that a stepped wall clock cannot stretch it for long.
+        // state changed: the time of the next such render, when one is due, on the monotonic clock (which a
+        // stepped wall clock does not move); a pause puts it off until `resume`.
         var nextRefresh: MonotonicInstant?
         while true {
-            condition.lock()
-            var isRefreshDue = false
-            while (pending.isEmpty || isPaused) && !isClosing {
-                if let due = nextRefresh, !isPaused {
-                    let left = due - MonotonicInstant.current
-                    if left <= .zero {
-                        isRefreshDue = true
-                        break
-                    }
-                    _ = condition.wait(until: .after(min(left, BarEncoder.refreshInterval)))
-                } else {
-                    condition.wait()  // not `wait(until: .distantFuture)`, which traps on Linux
+            // Take everything that waits (or learn that nothing will), then encode and write it outside the
+            // lock, with as few system calls as possible.
+            let taken = state.withLock(
+                when: { (!$0.pending.isEmpty && !$0.isPaused) || $0.isClosing },
+                before: { state in state.isPaused ? nil : nextRefresh.map(MonotonicDeadline.init) }
+            ) { state, isReady -> (batch: [OutputLine], reloaded: [ViewDefinition]?, isRefreshDue: Bool)? in
+                if state.pending.isEmpty && state.isClosing {
+                    state.isDone = true
+                    return nil
                 }
+                var batch: [OutputLine] = []
+                if state.droppedErrorLines > 0 {
+                    batch.append(.error(message: "\(state.droppedErrorLines) error lines were dropped because stdout was not read"))
+                    state.droppedErrorLines = 0
+                }
+                batch += state.pending.removeAll()
+                let reloaded = state.reloadedViews
+                state.reloadedViews = nil
+                state.uncoalescedCount = 0
+                state.holdsBatch = true
+                // Not ready: the refresh's time came first.
+                return (batch, reloaded, !isReady)
             }
-            if pending.isEmpty && isClosing {
-                isDone = true
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
-            // Take everything that waits, then encode and write it outside the lock, with as few system
-            // calls as possible.
-            var batch: [OutputLine] = []
-            if droppedErrorLines > 0 {
-                batch.append(.error(message: "\(droppedErrorLines) error lines were dropped because stdout was not read"))
-                droppedErrorLines = 0
-            }
-            batch += pending.removeAll()
-            let reloaded = reloadedViews
-            reloadedViews = nil
-            uncoalescedCount = 0
-            holdsBatch = true
-            condition.broadcast()  // stdin's reader may wait for room for answers
-            condition.unlock()
+            // `finish` may wait for the end, stdin's reader for room for answers.
+            state.broadcast()
+            guard let taken else { return }
+            let (batch, reloaded, isRefreshDue) = taken
 
             buffer.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
             let redactor = secrets.redactor
-            if var bar {
+            if var encoder = bar {
                 // Lines the bar has nothing to show for are not lines at all: no `seq`, nothing to write.
-                if let reloaded { bar.update(reloaded) }
+                if let reloaded { encoder.update(reloaded) }
                 let now = EngineTime.current.wall
                 for line in batch {
-                    guard let text = bar.encode(line, now: now, redactor: redactor) else { continue }
+                    guard let text = encoder.encode(line, now: now, redactor: redactor) else { continue }
                     buffer.append(contentsOf: text.utf8)
                     ends.append(buffer.count)
                 }
-                if isRefreshDue, let text = bar.refresh(now: now, redactor: redactor) {
+                if isRefreshDue, let text = encoder.refresh(now: now, redactor: redactor) {
                     buffer.append(contentsOf: text.utf8)
                     ends.append(buffer.count)
                 }
-                nextRefresh = bar.dependsOnTime ? MonotonicInstant.current + BarEncoder.refreshInterval : nil
-                for problem in bar.takeProblems() { reportProblem(problem) }
-                self.bar = bar
+                nextRefresh = encoder.dependsOnTime ? MonotonicInstant.current + BarEncoder.refreshInterval : nil
+                for problem in encoder.takeProblems() { reportProblem(problem) }
+                bar = encoder
             } else {
                 for line in batch {
                     seq += 1
@@ -333,9 +317,7 @@ public final class OutputWriter: @unchecked Sendable {
             switch write(buffer, lineEnds: ends) {
             case .written:
                 if let metrics, !ends.isEmpty { metrics.linesWritten.increment(by: ends.count) }
-                condition.lock()
-                holdsBatch = false
-                condition.unlock()
+                state.withLock { $0.holdsBatch = false }
             case .stopped(let remaining):
                 stop(unwritten: remaining)
                 return
@@ -382,46 +364,44 @@ public final class OutputWriter: @unchecked Sendable {
     }
 
     private func shouldStop() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if isInterrupted { return true }
-        if let stopStartingAt, MonotonicInstant.current >= stopStartingAt { return true }
-        return false
+        state.withLock { state in
+            if state.isInterrupted { return true }
+            if let stopStartingAt = state.stopStartingAt, MonotonicInstant.current >= stopStartingAt { return true }
+            return false
+        }
     }
 
     private func setMidLine(_ value: Bool) {
-        condition.lock()
-        isMidLine = value
-        if !value { condition.broadcast() }
-        condition.unlock()
+        state.withLock { $0.isMidLine = value }
+        if !value { state.broadcast() }  // `finish`'s wait may give the line its grace
     }
 
     /// The deadline passed: the lines not begun are given up.
     private func stop(unwritten remaining: Int) {
-        condition.lock()
-        unwritten += remaining + pending.count
-        _ = pending.removeAll()
-        uncoalescedCount = 0
-        holdsBatch = false
-        isDone = true
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { state in
+            state.unwritten += remaining + state.pending.count
+            _ = state.pending.removeAll()
+            state.uncoalescedCount = 0
+            state.holdsBatch = false
+            state.isDone = true
+        }
+        state.broadcast()
     }
 
     /// Drops whatever waits, stops accepting lines and tells the engine, once. While the writer holds lines,
     /// it is the one to say it is done (its next write fails), so that they are counted as unwritten.
     private func consumerIsGone(unwritten remaining: Int, byWriter: Bool = false) {
-        condition.lock()
-        isClosing = true
-        if byWriter { holdsBatch = false }
-        if !holdsBatch { isDone = true }
-        unwritten += remaining + pending.count
-        _ = pending.removeAll()
-        uncoalescedCount = 0
-        condition.broadcast()
-        let notify = onClosed
-        onClosed = nil
-        condition.unlock()
+        let notify = state.withLock { state in
+            state.isClosing = true
+            if byWriter { state.holdsBatch = false }
+            if !state.holdsBatch { state.isDone = true }
+            state.unwritten += remaining + state.pending.count
+            _ = state.pending.removeAll()
+            state.uncoalescedCount = 0
+            defer { state.onClosed = nil }
+            return state.onClosed
+        }
+        state.broadcast()
         notify?()
     }
 }

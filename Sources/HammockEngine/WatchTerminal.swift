@@ -14,10 +14,9 @@ import Synchronization
 /// The terminal is put back (cbreak mode off, main screen, cursor shown) on every way out: `finish`, and an
 /// `atexit` handler for an `exit` elsewhere.
 ///
-/// A condition variable hands work to the drawing thread, which blocks in `write` (hence `@unchecked
-/// Sendable`: every stored property below `condition` is only touched with it held; moving them into a
-/// `LockedCondition`, as `StandardErrorQueue` does, is a change of its own for this class).
-final class WatchTerminal: @unchecked Sendable {
+/// A condition variable hands work to the drawing thread, which blocks in `write`: the screen's model and
+/// what the threads share is a `State` in a `LockedCondition`, reached only with its lock held.
+final class WatchTerminal: Sendable {
     private let secrets: Secrets
     private let style: WatchScreen.Style
     /// A key's command for the engine (`r`, `l`).
@@ -26,21 +25,24 @@ final class WatchTerminal: @unchecked Sendable {
     private let quit: @Sendable () -> Void
     private let stopReading = WakeupPipe()
 
-    private let condition = ThreadCondition()
-    private var screen: WatchScreen
-    private var isDirty = true
-    private var isClosing = false
-    /// `run` switched the terminal and started drawing.
-    private var hasStarted = false
-    private var isEnded = false
-    private var endWaiter: CheckedContinuation<Void, Never>?
+    /// What the engine's task, the key reader, the drawing thread and `finish`'s wait share.
+    private struct State {
+        var screen: WatchScreen
+        var isDirty = true
+        var isClosing = false
+        /// `run` switched the terminal and started drawing.
+        var hasStarted = false
+        var isEnded = false
+        var endWaiter: CheckedContinuation<Void, Never>?
+    }
 
+    private let state: LockedCondition<State>
 
     init(
         title: String, sources: [String], views: [ViewDefinition], secrets: Secrets,
         act: @escaping @Sendable (ControlCommand) -> Void, quit: @escaping @Sendable () -> Void
     ) {
-        screen = WatchScreen(title: title, sources: sources, views: views)
+        state = LockedCondition(State(screen: WatchScreen(title: title, sources: sources, views: views)))
         self.secrets = secrets
         self.act = act
         self.quit = quit
@@ -73,62 +75,61 @@ final class WatchTerminal: @unchecked Sendable {
         }
         OwnThread.start(named: "hammock.watch.keys") { [self] in readKeys() }
         await withCheckedContinuation { continuation in
-            condition.lock()
-            if isEnded { continuation.resume() } else { endWaiter = continuation }
-            condition.unlock()
+            let hasEnded = state.withLock { state in
+                if !state.isEnded { state.endWaiter = continuation }
+                return state.isEnded
+            }
+            if hasEnded { continuation.resume() }
         }
     }
 
     /// Switches the terminal, unless the end came first.
     private func startDrawing() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !isClosing && !isEnded else { return false }
-        TerminalMode.enter()
-        hasStarted = true
-        return true
+        state.withLock { state in
+            guard !state.isClosing && !state.isEnded else { return false }
+            TerminalMode.enter()
+            state.hasStarted = true
+            return true
+        }
     }
 
     private func end() {
         stopReading.wake()
-        condition.lock()
-        isEnded = true
-        let waiter = endWaiter
-        endWaiter = nil
-        condition.broadcast()
-        condition.unlock()
+        let waiter = state.withLock { state in
+            state.isEnded = true
+            defer { state.endWaiter = nil }
+            return state.endWaiter
+        }
+        state.broadcast()
         waiter?.resume()
     }
 
     private func changed(_ change: (inout WatchScreen) -> Void) {
-        condition.lock()
-        change(&screen)
-        isDirty = true
-        condition.signal()
-        condition.unlock()
+        state.withLock { state in
+            change(&state.screen)
+            state.isDirty = true
+        }
+        state.signal()
     }
 
     private func drawFrames() {
         var throttle = FrameThrottle()
         while true {
-            condition.lock()
-            while !isClosing {
-                let now = MonotonicInstant.current
-                let next = throttle.nextFrame(dirty: isDirty, now: now)
-                if next <= now { break }
-                _ = condition.wait(until: .after(next - now))
+            // Sleeps until the next frame is due (asked again at each wake-up: a change brings it nearer),
+            // then composes it with the lock held.
+            let composed = state.withLock(
+                when: { $0.isClosing || throttle.nextFrame(dirty: $0.isDirty, now: .current) <= .current },
+                before: { MonotonicDeadline(throttle.nextFrame(dirty: $0.isDirty, now: .current)) }
+            ) { state, _ -> [String]? in
+                if state.isClosing { return nil }
+                state.isDirty = false
+                var size = (columns: Int32(80), rows: Int32(24))
+                _ = hammock_terminal_size(STDOUT_FILENO, &size.columns, &size.rows)
+                return state.screen.lines(
+                    width: Int(size.columns), height: Int(size.rows), now: EngineTime.current.wall, style: style,
+                    redactor: secrets.redactor)
             }
-            if isClosing {
-                condition.unlock()
-                return
-            }
-            isDirty = false
-            var size = (columns: Int32(80), rows: Int32(24))
-            _ = hammock_terminal_size(STDOUT_FILENO, &size.columns, &size.rows)
-            let lines = screen.lines(
-                width: Int(size.columns), height: Int(size.rows), now: EngineTime.current.wall, style: style,
-                redactor: secrets.redactor)
-            condition.unlock()
+            guard let lines = composed else { return }
             throttle.drew(at: MonotonicInstant.current)
             // Home, each line cleared to its end, then everything below: a stray line on stderr is gone by the
             // next frame.
@@ -136,9 +137,7 @@ final class WatchTerminal: @unchecked Sendable {
             let written = (try? Descriptor.writeAll(Array(frame.utf8), to: STDOUT_FILENO)) != nil
             if !written {
                 quit()  // the terminal is gone (a hung-up ssh): stop as a closed stdout does
-                condition.lock()
-                while !isClosing { condition.wait() }
-                condition.unlock()
+                state.withLock(when: { $0.isClosing }) { _ in }
             }
         }
     }
@@ -165,9 +164,7 @@ final class WatchTerminal: @unchecked Sendable {
         case .up: changed { $0.move(by: -1) }
         case .down: changed { $0.move(by: 1) }
         case .retry, .load:
-            condition.lock()
-            let target = screen.selected?.target
-            condition.unlock()
+            let target = state.withLock { $0.screen.selected?.target }
             if let target { act(key == .retry ? .retry(target) : .load(target)) }
         case .quit:
             quit()
@@ -179,13 +176,13 @@ final class WatchTerminal: @unchecked Sendable {
     /// Ctrl-Z: the shell's prompt gets the terminal as it was; `fg` gives the screen back, redrawn. Only
     /// hammock stops: its plugins go on, and their answers wait in the pipes.
     private func suspend() {
-        condition.lock()  // no frame is composed meanwhile
-        TerminalMode.restore()
-        raise(SIGSTOP)
-        TerminalMode.enter()
-        isDirty = true
-        condition.signal()
-        condition.unlock()
+        state.withLock { state in  // no frame is composed meanwhile
+            TerminalMode.restore()
+            raise(SIGSTOP)
+            TerminalMode.enter()
+            state.isDirty = true
+        }
+        state.signal()
     }
 }
 
@@ -212,11 +209,7 @@ extension WatchTerminal: EngineOutput {
         // deadline, then put the terminal back all the same.
         let timeout = deadline ?? .seconds(2)
         let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in
-            let until = MonotonicDeadline.after(timeout)
-            condition.lock()
-            defer { condition.unlock() }
-            while !isEnded { if !condition.wait(until: until) { break } }
-            return isEnded
+            state.withLock(when: { $0.isEnded }, before: .after(timeout)) { _, isEnded in isEnded }
         }
         if !done {
             TerminalMode.restore()
@@ -227,11 +220,11 @@ extension WatchTerminal: EngineOutput {
 
     /// No drawing starts from now on; returns whether it had started.
     private func beginClosing() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        isClosing = true
-        condition.broadcast()
-        return hasStarted
+        defer { state.broadcast() }
+        return state.withLock { state in
+            state.isClosing = true
+            return state.hasStarted
+        }
     }
 
     func interrupt() {

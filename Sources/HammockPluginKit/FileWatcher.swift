@@ -22,12 +22,10 @@ import Synchronization
 /// written, as hammock's `--watch-config` watches an included conf.d for its `*.yaml` files.
 ///
 /// The thread blocks in `poll` on the inotify descriptor, with a timeout only while some debounce deadline
-/// is pending, so an idle process costs no CPU. Shared by the file plugin and by hammock itself (here in the
-/// kit, which both use).
+/// is pending, so an idle process costs no CPU. Used by the file plugin and by hammock itself (here in the
+/// kit, which both use), each with an instance of its own: no process-wide one, so that a test makes its
+/// own and starts from nothing. Its thread starts with the first watch.
 public final class FileWatcher: Sendable {
-    /// The file plugin's, logging as a plugin does.
-    public static let shared = FileWatcher(log: pluginLog)
-
     /// A `Mutex`: the inotify thread and the sources' tasks each hold it for a few map updates, and the
     /// thread, blocked in `poll`, cannot await an actor.
     private let state: Mutex<State>

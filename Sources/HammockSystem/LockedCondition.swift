@@ -10,7 +10,7 @@ import Glibc
 ///
 /// `@unchecked Sendable`, so that its holders need not be: the state is touched only with the mutex held
 /// (every access below takes it), and the pthread objects live at fixed addresses allocated here for as long
-/// as the object does. (`ThreadCondition` remains for two classes that have yet to move to this one.)
+/// as the object does.
 public final class LockedCondition<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -56,13 +56,28 @@ public final class LockedCondition<State>: @unchecked Sendable {
     public func withLock<Result>(
         when isReady: (State) -> Bool, before deadline: MonotonicDeadline, _ body: (inout State, Bool) throws -> Result
     ) rethrows -> Result {
+        try withLock(when: isReady, before: { _ in deadline }, body)
+    }
+
+    /// As `withLock(when:before:_:)`, for a deadline that moves with the state: `deadline` is asked with the
+    /// lock held, at first and after every wake-up, and `nil` means none (sleep until a signal). For a wait
+    /// whose end the state decides: a bar's next refresh, which a pause puts off; the grace that a write
+    /// begun before a drain's deadline earns. `body` is told whether `isReady` held (false: the deadline as
+    /// last asked came first).
+    public func withLock<Result>(
+        when isReady: (State) -> Bool, before deadline: (State) -> MonotonicDeadline?,
+        _ body: (inout State, Bool) throws -> Result
+    ) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        var time = deadline.timespec
         while !isReady(state) {
-            if deadline.hasPassed || pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT {
-                return try body(&state, isReady(state))
+            guard let deadline = deadline(state) else {
+                pthread_cond_wait(condition, mutex)
+                continue
             }
+            if deadline.hasPassed { return try body(&state, false) }
+            var time = deadline.timespec
+            pthread_cond_timedwait(condition, mutex, &time)
         }
         return try body(&state, true)
     }

@@ -9,8 +9,17 @@ import Testing
 
 /// A poll source in-process: real commands, no plugin process and no protocol in between.
 @Suite struct PollSourceTests {
+    /// What `ShellPlugin.plugin` gives its sources, made for this suite: one watcher for every command, and
+    /// the slots `HAMMOCK_SHELL_CONCURRENCY` (else the default) allows.
+    private static let watcher = CommandWatcher()
+    private static let slots = ShellPlugin.configuredSlots()
+
+    private func pollSource(_ options: ShellOptions) -> PollSource {
+        PollSource(options: options, slots: Self.slots, watcher: Self.watcher)
+    }
+
     private func load(_ options: JSONValue, timeout: Duration? = nil) async throws -> PluginLoadResult {
-        let source = PollSource(options: try ShellOptions(options))
+        let source = pollSource(try ShellOptions(options))
         let result = await source.load(PluginLoadRequest(id: 1, timeout: timeout))
         await source.stop()
         return result
@@ -72,7 +81,7 @@ import Testing
 
     /// The watcher's thread sleeps until the nearest deadline; one that comes later but falls sooner must wake it.
     @Test func aShorterTimeoutThatComesLaterIsKept() async throws {
-        let long = PollSource(options: try ShellOptions(["command": ["sleep", "60"]]))
+        let long = pollSource(try ShellOptions(["command": ["sleep", "60"]]))
         let waiting = Task { await long.load(PluginLoadRequest(id: 1, timeout: .seconds(30))) }
         try await Task.sleep(for: .milliseconds(300))  // the thread now sleeps until the 30 s deadline
         let started = ContinuousClock.now
@@ -91,7 +100,7 @@ import Testing
     }
 
     @Test func aStoppedSourceRunsNothing() async throws {
-        let source = PollSource(options: try ShellOptions(["command": ["echo", "hi"]]))
+        let source = pollSource(try ShellOptions(["command": ["echo", "hi"]]))
         await source.stop()
         guard case .error(let error) = await source.load(PluginLoadRequest(id: 1)) else {
             Issue.record("a stopped source ran its command")
@@ -145,7 +154,7 @@ import Testing
                     // while this run goes on.
                     default: ["script": .string("printf \(n); exec >&-; sleep 0.05")]
                     }
-                let source = PollSource(options: try! ShellOptions(options), slots: slots)
+                let source = PollSource(options: try! ShellOptions(options), slots: slots, watcher: Self.watcher)
                 let result = await source.load(PluginLoadRequest(id: n, timeout: .seconds(30)))
                 await source.stop()
                 results.map.withLock { $0[n] = result }

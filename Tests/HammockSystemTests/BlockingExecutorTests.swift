@@ -67,6 +67,30 @@ struct BlockingExecutorTests {
         #expect(!ready)
         #expect(waited >= .milliseconds(190) && waited < .seconds(10), "waited \(waited)")
     }
+
+    /// As the stdout writer's wait for its next bar refresh (none while paused) and `finish`'s for a
+    /// line's grace: the deadline is asked of the state again after each wake-up.
+    @Test("a sleep without a deadline ends at the one the state gives it later, not ready")
+    func aDeadlineThatTheStateGivesLaterEndsTheSleep() {
+        struct State {
+            var isReady = false
+            var deadline: MonotonicDeadline?
+        }
+        let condition = LockedCondition(State())
+        let done = DispatchSemaphore(value: 0)
+        OwnThread.start(named: "test.setter") {
+            usleep(50_000)
+            condition.withLock { $0.deadline = .after(.milliseconds(100)) }
+            condition.broadcast()
+            done.signal()
+        }
+        let start = ContinuousClock.now
+        let ready = condition.withLock(when: \.isReady, before: \.deadline) { _, ready in ready }
+        let waited = ContinuousClock.now - start
+        #expect(!ready)
+        #expect(waited >= .milliseconds(140) && waited < .seconds(10), "waited \(waited)")
+        _ = done.wait(timeout: .now() + 10)
+    }
 }
 
 /// The kernel's id of the calling thread, from /proc/thread-self (→ "PID/task/TID").

@@ -8,12 +8,15 @@ import HammockPluginKit
 final class FileSource: PluginSource {
     let options: FileOptions
     private let reader: ChangeFilter
+    /// The plugin's, shared by all its sources (one inotify instance and thread for the process).
+    private let watcher: FileWatcher
     private let watchToken: Int?
     private let changes: AsyncStream<Void>.Continuation?
     private let pump: Task<Void, Never>?
 
-    init(options: FileOptions, push: PushChannel) {
+    init(options: FileOptions, push: PushChannel, watcher: FileWatcher) {
         self.options = options
+        self.watcher = watcher
         let reader = ChangeFilter(options: options)
         self.reader = reader
         guard options.watch else {
@@ -25,7 +28,7 @@ final class FileSource: PluginSource {
         // Holding one pending signal is enough: whatever happened, the file is read once more, as it is then.
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         changes = continuation
-        watchToken = FileWatcher.shared.watch(path: options.path, debounce: options.debounce) { continuation.yield() }
+        watchToken = watcher.watch(path: options.path, debounce: options.debounce) { continuation.yield() }
         pump = Task {
             for await _ in stream {
                 switch await reader.readIfChanged() {
@@ -42,7 +45,7 @@ final class FileSource: PluginSource {
     }
 
     func stop() async {
-        if let watchToken { FileWatcher.shared.unwatch(watchToken) }
+        if let watchToken { watcher.unwatch(watchToken) }
         changes?.finish()
         await pump?.value
     }

@@ -2,8 +2,8 @@ import AsyncHTTPClient
 import NIOCore
 import Synchronization
 
-/// The one HTTP client of the process, made at the first request and shut down when the plugin stops (an
-/// HTTPClient must be shut down before it goes away).
+/// The one HTTP client of a plugin (`RESTPlugin.plugin` makes it), made at the first request and shut down
+/// when the plugin stops (an HTTPClient must be shut down before it goes away).
 final class SharedHTTPClient: Sendable {
     private let state = Mutex<HTTPClient?>(nil)
 

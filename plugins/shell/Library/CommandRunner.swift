@@ -3,8 +3,9 @@ import Glibc
 import HammockCore
 import HammockPluginKit
 
-/// Starts a command and feeds its stdout to `consume` until it returns false or the output ends. A command
-/// that runs past `timeout` is ended (`EndReason.timeout`).
+/// Starts a command and feeds its stdout to `consume` until it returns false or the output ends, `watcher`
+/// waking it when the command has something to read or has ended. A command that runs past `timeout` is
+/// ended (`EndReason.timeout`).
 ///
 /// The run is never cancelled from outside: ending it goes through `handle`, so that the whole process
 /// group is ended the same way whatever the cause (timeout, cancel, stop, too much output), and so that
@@ -12,7 +13,8 @@ import HammockPluginKit
 /// both reached their end and the command has ended: a background job that keeps a pipe open keeps the
 /// run going until the group is ended.
 func runCommand(
-    _ plan: CommandPlan, handle: ProcessGroupHandle, timeout: Duration? = nil, consume: ([UInt8]) async -> Bool
+    _ plan: CommandPlan, handle: ProcessGroupHandle, watcher: CommandWatcher, timeout: Duration? = nil,
+    consume: ([UInt8]) async -> Bool
 ) async -> CommandResult {
     let deadline = timeout.map { ContinuousClock.now + $0 }
     let command: SpawnedCommand
@@ -25,7 +27,6 @@ func runCommand(
     handle.attach(command.pid)
 
     let wakeup = Wakeup()
-    let watcher = CommandWatcher.shared
     let token = watcher.watch([command.stdout, command.stderr, command.pidfd], wakeup: wakeup, deadline: deadline)
     var timedOut = false
     var stdout: Int32? = command.stdout

@@ -12,8 +12,10 @@ import Synchronization
 /// process holding the Swift runtime (the child's share alone was a third of the command's CPU), and about
 /// six hand-offs between threads (the spawn on a thread of its own, each pipe and the exit on others). Here
 /// a command is a vfork from the load's own task and, when it answers, one hand-off to this thread and back.
+///
+/// One per plugin (`ShellPlugin.plugin`), given to its sources: no process-wide one, so that a test runs
+/// its commands through a watcher of its own.
 final class CommandWatcher: Sendable {
-    static let shared = CommandWatcher()
 
     private let epoll: Int32
     /// Made readable to wake the thread when a deadline comes before the one it sleeps until.
@@ -33,7 +35,7 @@ final class CommandWatcher: Sendable {
     /// event for it that was already on its way is dropped.
     private let registry = Mutex(Registry())
 
-    private init() {
+    init() {
         epoll = hammock_epoll_create()
         rethink = hammock_event_create()
         precondition(epoll >= 0 && rethink >= 0, "epoll or eventfd failed: \(String(cString: strerror(errno)))")

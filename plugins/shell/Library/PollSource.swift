@@ -8,6 +8,8 @@ final class PollSource: PluginSource {
     private let plan: CommandPlan
     /// Shared by every poll source of the plugin: how many commands may run at once.
     private let slots: CommandSlots
+    /// The plugin's, shared by all its sources.
+    private let watcher: CommandWatcher
     private struct State {
         var running: [ObjectIdentifier: ProcessGroupHandle] = [:]
         var stopped = false
@@ -15,9 +17,10 @@ final class PollSource: PluginSource {
     /// A `Mutex`: `load`, `cancel` and `stop` touch it for a dictionary update each, from any task.
     private let state = Mutex(State())
 
-    init(options: ShellOptions, slots: CommandSlots = ShellPlugin.commandSlots) {
+    init(options: ShellOptions, slots: CommandSlots, watcher: CommandWatcher) {
         self.options = options
         self.slots = slots
+        self.watcher = watcher
         plan = CommandPlan(options)
     }
 
@@ -37,9 +40,9 @@ final class PollSource: PluginSource {
         // A cancelled load ends the process group through the handle; the run goes on until the command is
         // reaped (it awaits nothing that cancellation cuts short), so no process of it is left when the load
         // returns. The timeout counts from here, in the engine (`started`) as in the run.
-        let (options, plan) = (self.options, self.plan)
+        let (options, plan, watcher) = (self.options, self.plan, self.watcher)
         return await withTaskCancellationHandler {
-            await Self.run(options, plan, handle: handle, timeout: request.timeout)
+            await Self.run(options, plan, handle: handle, watcher: watcher, timeout: request.timeout)
         } onCancel: {
             handle.endSoon(.cancelled)
         }
@@ -56,10 +59,11 @@ final class PollSource: PluginSource {
     }
 
     private static func run(
-        _ options: ShellOptions, _ plan: CommandPlan, handle: ProcessGroupHandle, timeout: Duration?
+        _ options: ShellOptions, _ plan: CommandPlan, handle: ProcessGroupHandle, watcher: CommandWatcher,
+        timeout: Duration?
     ) async -> PluginLoadResult {
         var output: [UInt8] = []
-        let result = await runCommand(plan, handle: handle, timeout: timeout) { bytes in
+        let result = await runCommand(plan, handle: handle, watcher: watcher, timeout: timeout) { bytes in
             guard output.count + bytes.count <= options.maxBytes else {
                 handle.endSoon(.outputTooLarge)
                 return false

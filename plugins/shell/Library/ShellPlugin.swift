@@ -6,9 +6,19 @@ import HammockPluginKit
 /// prints into new content (`mode: stream`). Every command runs in a process group of its own, which the
 /// plugin ends as a whole on timeout, cancel, remove and shutdown.
 public enum ShellPlugin {
-    /// The plugin, as its `main.swift` runs it.
-    public static let plugin = PluginDescription(
-        kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema, makeSource: makeSource)
+    /// The plugin, as its `main.swift` runs it: a command watcher of its own, and as many command slots as
+    /// `HAMMOCK_SHELL_CONCURRENCY` says.
+    public static var plugin: PluginDescription { plugin(watcher: CommandWatcher(), slots: configuredSlots()) }
+
+    /// The plugin, its sources running commands through `watcher`, at most `slots` polls at once (a test's
+    /// own, to run the plugin in its process).
+    static func plugin(watcher: CommandWatcher, slots: CommandSlots) -> PluginDescription {
+        PluginDescription(
+            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema
+        ) { setup throws(OptionProblems) in
+            try makeSource(setup, watcher: watcher, slots: slots)
+        }
+    }
 
     public static let kinds = ["shell"]
     /// Its options, described for `hammock schema`.
@@ -17,11 +27,11 @@ public enum ShellPlugin {
     public static let queuesLoads = true
     /// How many poll commands run at once (`HAMMOCK_SHELL_CONCURRENCY`, else `CommandSlots.defaultLimit`).
     /// Streams take none: each is one long-lived command per source, which a slot would hold for ever.
-    static let commandSlots: CommandSlots = {
+    static func configuredSlots() -> CommandSlots {
         let (limit, problem) = CommandSlots.configuredLimit()
         if let problem { pluginLog(problem) }
         return CommandSlots(limit: limit)
-    }()
+    }
     public static let version = "0.1.0"
     /// A value filled into a script's text could change the script, so `script:` holds no template (the
     /// engine says so at the template's line and column); `command: [...]` passes each value as one argument.
@@ -32,11 +42,13 @@ public enum ShellPlugin {
         ])
     ]
 
-    public static func makeSource(_ setup: SourceSetup) throws(OptionProblems) -> any PluginSource {
+    static func makeSource(
+        _ setup: SourceSetup, watcher: CommandWatcher, slots: CommandSlots
+    ) throws(OptionProblems) -> any PluginSource {
         let options = try ShellOptions(setup.options)
         switch options.mode {
-        case .poll: return PollSource(options: options)
-        case .stream: return StreamSource(options: options, push: setup.push)
+        case .poll: return PollSource(options: options, slots: slots, watcher: watcher)
+        case .stream: return StreamSource(options: options, push: setup.push, watcher: watcher)
         }
     }
 }

@@ -15,6 +15,8 @@ actor StreamSource: PluginSource {
     let options: ShellOptions
     private let plan: CommandPlan
     let push: PushChannel
+    /// The plugin's, shared by all its sources.
+    private let watcher: CommandWatcher
 
     private struct Waiter {
         var continuation: CheckedContinuation<PluginLoadResult, Never>
@@ -37,9 +39,10 @@ actor StreamSource: PluginSource {
     /// A run this long counts as healthy: the next restart waits the initial delay again.
     static let healthyRun: Duration = .seconds(30)
 
-    init(options: ShellOptions, push: PushChannel) {
+    init(options: ShellOptions, push: PushChannel, watcher: CommandWatcher) {
         self.options = options
         self.push = push
+        self.watcher = watcher
         plan = CommandPlan(options)
     }
 
@@ -90,7 +93,7 @@ actor StreamSource: PluginSource {
             guard await begin(handle) else { return }
             let started = ContinuousClock.now
             var splitter = LineSplitter(maximumLineLength: options.maxBytes, keepsEmptyLines: true)
-            let result = await runCommand(plan, handle: handle) { bytes in
+            let result = await runCommand(plan, handle: handle, watcher: watcher) { bytes in
                 // The lines before a too-long one are passed on; the command is ended at once, without
                 // waiting for the end of a line it may never finish.
                 var lines: [[UInt8]] = []
