@@ -3,41 +3,29 @@
 /// it wraps (`RawRepresentable`'s `Codable`), so no line on the wire changes; string literals make them in
 /// tests and configuration code.
 
+/// A name of the configuration, typed by what it names (`Tag`): `SourceID`, `ViewID`, `Kind`.
+public struct Name<Tag>: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+    public var description: String { rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What each `Name` names; never made, only written in a type.
+public enum SourceName {}
+public enum ViewName {}
+public enum KindName {}
+
 /// A source's `id` in the configuration.
-public struct SourceID: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
-    CustomStringConvertible
-{
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public var description: String { rawValue }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-}
-
+public typealias SourceID = Name<SourceName>
 /// A view's `id` in the configuration.
-public struct ViewID: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
-    CustomStringConvertible
-{
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public var description: String { rawValue }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-}
-
+public typealias ViewID = Name<ViewName>
 /// A source's `kind`: which loader (a plugin, or the built-in `fake`) loads it.
-public struct Kind: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
-    CustomStringConvertible
-{
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public var description: String { rawValue }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-}
+public typealias Kind = Name<KindName>
 
 /// One load of one source, numbered by the core from 1 in the order it sends them; a loader's answer names
 /// it, so an answer to a load that was cancelled or timed out is known as such.

@@ -42,14 +42,21 @@ public enum Plugin {
         onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async -> Never {
+        await run(
+            PluginDescription(
+                kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads,
+                optionsSchema: optionsSchema, onShutdown: onShutdown, makeSource: makeSource))
+    }
+
+    /// Runs `plugin` as this process: the protocol on stdin and stdout, until `shutdown`, the end of stdin,
+    /// SIGTERM or the engine's death (see above).
+    public static func run(_ plugin: PluginDescription) async -> Never {
         let parentAtStart = getppid()
         // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         let output = PluginOutput()
-        let dispatcher = PluginDispatcher(
-            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema,
-            output: output, makeSource: makeSource)
+        let dispatcher = PluginDispatcher(plugin, output: output)
         // A read's worth of lines at a time: one wake-up of the serving task for the many loads a write of the
         // engine can hold.
         let (messages, inbox) = AsyncStream.makeStream(of: [LineReader.Event].self)
@@ -66,7 +73,7 @@ public enum Plugin {
         }
 
         await serve(messages, with: dispatcher)
-        await onShutdown()
+        await plugin.onShutdown()
         output.flush()
         withExtendedLifetime(parentWatch) { exit(0) }
     }
@@ -82,13 +89,21 @@ public enum Plugin {
         writeLine: @escaping @Sendable ([UInt8]) -> Void, onShutdown: @escaping @Sendable () async -> Void = {},
         makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     ) async {
-        let output = PluginOutput(writeLine: writeLine)
-        let dispatcher = PluginDispatcher(
-            kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads, optionsSchema: optionsSchema,
-            output: output, makeSource: makeSource)
+        await serve(
+            PluginDescription(
+                kinds: kinds, version: version, templates: templates, queuesLoads: queuesLoads,
+                optionsSchema: optionsSchema, onShutdown: onShutdown, makeSource: makeSource),
+            input: input, writeLine: writeLine)
+    }
+
+    /// Serves `plugin` inside the calling process (see `serve(kinds:version:...)`).
+    public static func serve(
+        _ plugin: PluginDescription, input: AsyncStream<[UInt8]>, writeLine: @escaping @Sendable ([UInt8]) -> Void
+    ) async {
+        let dispatcher = PluginDispatcher(plugin, output: PluginOutput(writeLine: writeLine))
         // The task's cancellation ends the iteration of `input`, as its end does.
         await serve(input.map { [LineReader.Event.line($0)] }, with: dispatcher)
-        await onShutdown()
+        await plugin.onShutdown()
     }
 
     /// Hands each line from the engine to `dispatcher` until `shutdown` or the end of `messages`, then stops
@@ -245,13 +260,8 @@ final class PluginOutput: Sendable {
 
 /// Keeps the configured sources and the loads in flight, and answers each load exactly once.
 actor PluginDispatcher {
-    let kinds: [String]
-    let version: String
-    let templates: [String: TemplateRules]
-    let queuesLoads: Bool
-    let optionsSchema: [String: JSONValue]
+    let plugin: PluginDescription
     let output: PluginOutput
-    let makeSource: @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
     private var sources: [String: any PluginSource] = [:]
     private var loads: [Int: (source: String, task: Task<Void, Never>)] = [:]
     /// How many of `loads` each source has: asked at every answer and push, so counted rather than searched
@@ -267,18 +277,9 @@ actor PluginDispatcher {
     static let burstWorthTrimming = 256
     private var peakLoads = 0
 
-    init(
-        kinds: [String], version: String, templates: [String: TemplateRules] = [:], queuesLoads: Bool = false,
-        optionsSchema: [String: JSONValue] = [:], output: PluginOutput,
-        makeSource: @escaping @Sendable (SourceSetup) async throws(OptionProblems) -> any PluginSource
-    ) {
-        self.kinds = kinds
-        self.version = version
-        self.templates = templates
-        self.queuesLoads = queuesLoads
-        self.optionsSchema = optionsSchema
+    init(_ plugin: PluginDescription, output: PluginOutput) {
+        self.plugin = plugin
         self.output = output
-        self.makeSource = makeSource
     }
 
     func handle(_ message: EngineMessage) async {
@@ -286,13 +287,13 @@ actor PluginDispatcher {
         case .hello:
             output.send(
                 .hello(
-                    protocol: pluginProtocolVersion, kinds: kinds, version: version, templates: templates,
-                    queuesLoads: queuesLoads, optionsSchema: optionsSchema))
+                    protocol: pluginProtocolVersion, kinds: plugin.kinds, version: plugin.version,
+                    templates: plugin.templates, queuesLoads: plugin.queuesLoads, optionsSchema: plugin.optionsSchema))
         case .configure(let id, let options):
             if let old = sources.removeValue(forKey: id) { await old.stop() }
             do throws(OptionProblems) {
                 let setup = SourceSetup(id: id, options: options, push: PushChannel(source: id, dispatcher: self))
-                sources[id] = try await makeSource(setup)
+                sources[id] = try await plugin.makeSource(setup)
                 output.send(.configured(source: id))
             } catch {
                 output.send(.invalid(source: id, errors: error.problems))
@@ -305,7 +306,7 @@ actor PluginDispatcher {
             var request = PluginLoadRequest(
                 id: loadID, etag: etag, lastModified: lastModified,
                 timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
-            if queuesLoads {
+            if plugin.queuesLoads {
                 // Sent from the load's own task, without a hop through this actor: it always goes before
                 // the answer, which that task sends after `load` returns.
                 let once = StartSignal()

@@ -39,23 +39,3 @@ public struct PluginDescription: Sendable {
         self.makeSource = makeSource
     }
 }
-
-extension Plugin {
-    /// Runs `plugin` as this process: the protocol on stdin and stdout (see `run(kinds:version:...)`).
-    public static func run(_ plugin: PluginDescription) async -> Never {
-        await run(
-            kinds: plugin.kinds, version: plugin.version, templates: plugin.templates, queuesLoads: plugin.queuesLoads,
-            optionsSchema: plugin.optionsSchema, onShutdown: plugin.onShutdown, makeSource: plugin.makeSource)
-    }
-
-    /// Serves `plugin` inside the calling process, for a plugin hammock runs as a part of itself (see
-    /// `serve(kinds:version:...)`).
-    public static func serve(
-        _ plugin: PluginDescription, input: AsyncStream<[UInt8]>, writeLine: @escaping @Sendable ([UInt8]) -> Void
-    ) async {
-        await serve(
-            kinds: plugin.kinds, version: plugin.version, templates: plugin.templates, queuesLoads: plugin.queuesLoads,
-            optionsSchema: plugin.optionsSchema, input: input, writeLine: writeLine, onShutdown: plugin.onShutdown,
-            makeSource: plugin.makeSource)
-    }
-}

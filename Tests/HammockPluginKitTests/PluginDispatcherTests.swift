@@ -37,13 +37,13 @@ import Testing
     private func dispatcher(
         _ wire: Wire, made: Made = Made(), source: @escaping @Sendable (SourceSetup) -> any PluginSource = { Answering($0) }
     ) -> PluginDispatcher {
-        PluginDispatcher(kinds: ["test"], version: "1.2.3", output: wire.output) { (setup) throws(OptionProblems) in
+        PluginDispatcher(PluginDescription(kinds: ["test"], version: "1.2.3") { (setup) throws(OptionProblems) in
             var reader = OptionReader(setup.options, known: ["answer"], kind: "test")
             _ = reader.string("answer")
             try reader.finish()
             made.setups.withLock { $0[setup.id] = setup }
             return source(setup)
-        }
+        }, output: wire.output)
     }
 
     private func load(_ source: String, id: Int) -> EngineMessage {
@@ -72,9 +72,9 @@ import Testing
 
     @Test func aPluginThatQueuesLoadsSaysSoAndSendsStartedOncePerLoadBeforeItsAnswer() async throws {
         var wire = Wire()
-        let dispatcher = PluginDispatcher(kinds: ["test"], version: "1", queuesLoads: true, output: wire.output) { _ in
+        let dispatcher = PluginDispatcher(PluginDescription(kinds: ["test"], version: "1", queuesLoads: true) { _ in
             StartingTwice()
-        }
+        }, output: wire.output)
         await dispatcher.handle(.hello(protocol: 1))
         #expect(try await wire.next() == .hello(protocol: 1, kinds: ["test"], version: "1", queuesLoads: true))
         await dispatcher.handle(.configure(source: "s", options: [:]))
@@ -86,7 +86,7 @@ import Testing
 
     @Test func aPluginThatDoesNotQueueLoadsNeverSendsStarted() async throws {
         var wire = Wire()
-        let dispatcher = PluginDispatcher(kinds: ["test"], version: "1", output: wire.output) { _ in StartingTwice() }
+        let dispatcher = PluginDispatcher(PluginDescription(kinds: ["test"], version: "1") { _ in StartingTwice() }, output: wire.output)
         await dispatcher.handle(.configure(source: "s", options: [:]))
         #expect(try await wire.next() == .configured(source: "s"))
         await dispatcher.handle(load("s", id: 3))

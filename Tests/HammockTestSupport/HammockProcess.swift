@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockSystem
 import Synchronization
 import Testing
 
@@ -654,26 +655,12 @@ public final class HammockProcess: Sendable {
     private func write(_ bytes: [UInt8]) -> String? {
         stdinDescriptor.withLock { descriptor in
             guard let descriptor else { return "stdin is already closed" }
-            // Writing to a process that has ended raises SIGPIPE, which would end the whole test run: block
-            // it on this thread for the write, and consume it if the write raised it.
-            var sigpipe = sigset_t()
-            sigemptyset(&sigpipe)
-            sigaddset(&sigpipe, SIGPIPE)
-            var previousMask = sigset_t()
-            pthread_sigmask(SIG_BLOCK, &sigpipe, &previousMask)
-            defer {
-                var noWait = timespec()
-                while sigtimedwait(&sigpipe, nil, &noWait) == SIGPIPE {}
-                pthread_sigmask(SIG_SETMASK, &previousMask, nil)
-            }
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return "write to stdin failed: \(String(cString: strerror(errno)))"
-                }
-                offset += written
+            // Writing to a process that has ended raises SIGPIPE, which would end the whole test run: the
+            // system layer's write blocks it on this thread for the write.
+            do {
+                try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: descriptor)
+            } catch {
+                return "write to stdin failed: \(error)"
             }
             return nil
         }
