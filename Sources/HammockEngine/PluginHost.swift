@@ -31,18 +31,9 @@ actor PluginHost {
     private var supervision = Supervision()
     private var supervisor: PluginSupervisor
 
-    static let handshakeTimeout = PluginSupervisor.handshakeTimeout
-    static let configureTimeout = PluginSupervisor.configureTimeout
     static let shutdownGrace: Duration = .seconds(2)
     /// How long the guard gets to end a plugin it was told to end, before its group is killed outright.
     static let killGrace: Duration = .seconds(3)
-    static let maximumCrashes = PluginSupervisor.maximumCrashes
-    static let crashWindow = PluginSupervisor.crashWindow
-    static let maximumLineLength = PluginSupervisor.maximumLineLength
-
-    static func restartDelay(afterCrashes crashes: Int) -> Duration {
-        PluginSupervisor.restartDelay(afterCrashes: crashes)
-    }
 
     typealias ValidationAnswer = PluginSupervisor.ValidationAnswer
 
@@ -153,7 +144,7 @@ actor PluginHost {
     /// Configures each source with its options as written and reports what the plugin thinks of them.
     ///
     /// Every `configure` goes out at once, in order, and each answer is waited for at most
-    /// `configureTimeout` (counted from the plugin's last answer to one while it works through them).
+    /// `PluginSupervisor.configureTimeout` (counted from the plugin's last answer to one while it works through them).
     func validate(_ sources: [(id: String, options: JSONValue)]) async -> [String: ValidationAnswer] {
         for source in sources { supervisor.want(source.id, options: source.options) }
         if let failure = await ready() {

@@ -35,7 +35,7 @@ struct ProcessTransport: PluginTransport {
     }
 
     init(
-        command: [String], maximumLineLength: Int = PluginHost.maximumLineLength, reapsOrphans: Bool,
+        command: [String], maximumLineLength: Int = PluginSupervisor.maximumLineLength, reapsOrphans: Bool,
         environment: [String: String] = [:], standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
     ) {
         self.command = command

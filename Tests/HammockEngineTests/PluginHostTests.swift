@@ -48,12 +48,12 @@ import Testing
         await harness.host.start(harness.request("a", id: 1))
         let plugin = try await harness.nextPlugin()
         _ = await plugin.expect("hello")
-        harness.clock.advance(by: PluginHost.handshakeTimeout - .milliseconds(1))
+        harness.clock.advance(by: PluginSupervisor.handshakeTimeout - .milliseconds(1))
         #expect(await harness.inbox.staysEmpty(for: .milliseconds(50)))
         #expect(plugin.killCount == 0)
         harness.clock.advance(by: .milliseconds(1))
         let message = try #require(HostHarness.errorMessage(try await harness.loadOutcome("a", id: 1)))
-        #expect(message == "the test plugin did not answer hello within \(PluginHost.handshakeTimeout.humanReadable)")
+        #expect(message == "the test plugin did not answer hello within \(PluginSupervisor.handshakeTimeout.humanReadable)")
         #expect(plugin.killCount == 1)
         await harness.finish()
     }
@@ -63,9 +63,9 @@ import Testing
         await harness.host.start(harness.request("a", id: 1))
         let plugin = try await harness.nextPlugin()
         _ = await plugin.expect("hello")
-        plugin.write(bytes: [UInt8](repeating: UInt8(ascii: "x"), count: PluginHost.maximumLineLength + 1) + [10])
+        plugin.write(bytes: [UInt8](repeating: UInt8(ascii: "x"), count: PluginSupervisor.maximumLineLength + 1) + [10])
         let message = try #require(HostHarness.errorMessage(try await harness.loadOutcome("a", id: 1)))
-        #expect(message.contains("over the limit of \(PluginHost.maximumLineLength), before answering hello"))
+        #expect(message.contains("over the limit of \(PluginSupervisor.maximumLineLength), before answering hello"))
         await harness.finish()
     }
 
@@ -122,7 +122,7 @@ import Testing
         #expect(message.hasSuffix(": {garbage"))
         #expect(plugin.killCount == 1)
         // The restart comes after its backoff; the source is configured again and loads.
-        harness.clock.advance(by: PluginHost.restartDelay(afterCrashes: 1))
+        harness.clock.advance(by: PluginSupervisor.restartDelay(afterCrashes: 1))
         let second = try await harness.nextPlugin()
         await second.shakeHands()
         #expect(try #require(await second.expect("configure"))["source"] == "a")
@@ -153,10 +153,10 @@ import Testing
     @Test func anAnswerOverTheLimitFailsItsLoadAndThePluginGoesOn() async throws {
         let harness = HostHarness()
         let plugin = try await harness.startReady("a", id: 1)
-        let bulk = String(repeating: "x", count: PluginHost.maximumLineLength)
+        let bulk = String(repeating: "x", count: PluginSupervisor.maximumLineLength)
         plugin.say(#"{"type":"newData","id":1,"content":""# + bulk + #""}"#)
         let message = try #require(HostHarness.errorMessage(try await harness.loadOutcome("a", id: 1)))
-        #expect(message.contains("wrote a \"newData\" line of \(PluginHost.maximumLineLength + 38) bytes"))
+        #expect(message.contains("wrote a \"newData\" line of \(PluginSupervisor.maximumLineLength + 38) bytes"))
         #expect(message.hasSuffix("it was skipped"))
         // A push over the limit fails its source.
         plugin.say(#"{"type":"newData","source":"a","content":""# + bulk + #""}"#)
@@ -204,7 +204,7 @@ import Testing
         for crash in 1...4 {
             plugin.exit(.exited(1))
             _ = try await harness.loadOutcome("a", id: crash)
-            let delay = PluginHost.restartDelay(afterCrashes: crash)
+            let delay = PluginSupervisor.restartDelay(afterCrashes: crash)
             #expect(delay == .milliseconds(250 << (crash - 1)))
             harness.clock.advance(by: delay - .milliseconds(1))
             #expect(await harness.launches.staysEmpty(for: .milliseconds(30)), "restarted before \(delay)")
@@ -224,21 +224,21 @@ import Testing
         #expect(await harness.launches.staysEmpty(for: .milliseconds(30)))
         await harness.host.start(harness.request("a", id: 6))
         let gaveUp = try #require(HostHarness.errorMessage(try await harness.loadOutcome("a", id: 6)))
-        #expect(gaveUp.hasSuffix("gave up after 5 failures within \(PluginHost.crashWindow.humanReadable)"))
+        #expect(gaveUp.hasSuffix("gave up after 5 failures within \(PluginSupervisor.crashWindow.humanReadable)"))
         await harness.finish()
     }
 
     @Test func crashesFartherApartThanTheWindowAreForgiven() async throws {
-        #expect(PluginHost.restartDelay(afterCrashes: 1) == .milliseconds(250))
-        #expect(PluginHost.restartDelay(afterCrashes: 8) == .seconds(32))
-        #expect(PluginHost.restartDelay(afterCrashes: 30) == .seconds(32))
+        #expect(PluginSupervisor.restartDelay(afterCrashes: 1) == .milliseconds(250))
+        #expect(PluginSupervisor.restartDelay(afterCrashes: 8) == .seconds(32))
+        #expect(PluginSupervisor.restartDelay(afterCrashes: 30) == .seconds(32))
         let harness = HostHarness()
         var plugin = try await harness.startReady("a", id: 1)
         for crash in 1...6 {
             plugin.exit(.exited(1))
             _ = try await harness.loadOutcome("a", id: crash)
             // Each crash a minute after the one before: always the first in its window.
-            harness.clock.advance(by: PluginHost.crashWindow)
+            harness.clock.advance(by: PluginSupervisor.crashWindow)
             plugin = try await harness.nextPlugin()
             await plugin.shakeHands()
             _ = await plugin.expect("configure")
@@ -257,15 +257,15 @@ import Testing
         await harness.host.start(harness.request("b", id: 2, options: ["stuck": true]))
         _ = await plugin.expect("configure")
         _ = await plugin.expect("load")
-        harness.clock.advance(by: PluginHost.configureTimeout - .milliseconds(1))
+        harness.clock.advance(by: PluginSupervisor.configureTimeout - .milliseconds(1))
         #expect(await harness.inbox.staysEmpty(for: .milliseconds(50)))
         harness.clock.advance(by: .milliseconds(1))
-        let reason = "the test plugin did not answer `configure` for source \"b\" within \(PluginHost.configureTimeout.humanReadable)"
+        let reason = "the test plugin did not answer `configure` for source \"b\" within \(PluginSupervisor.configureTimeout.humanReadable)"
         // Both loads in flight end with the plugin, which was killed over b's configure.
         #expect(HostHarness.errorMessage(try await harness.loadOutcome("a", id: 1)) == reason)
         #expect(HostHarness.errorMessage(try await harness.loadOutcome("b", id: 2)) == reason)
         #expect(plugin.killCount == 1)
-        harness.clock.advance(by: PluginHost.restartDelay(afterCrashes: 1))
+        harness.clock.advance(by: PluginSupervisor.restartDelay(afterCrashes: 1))
         let second = try await harness.nextPlugin()
         await second.shakeHands()
         // Restarted without b: only a is configured, and b's loads fail at once while its options stay.

@@ -36,7 +36,7 @@ final class EmbeddedPlugin: PluginTransport {
     // MARK: The host's side
 
     func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
-        var splitter = LineSplitter(maximumLineLength: PluginHost.maximumLineLength, headLength: pluginLineHeadLength)
+        var splitter = LineSplitter(maximumLineLength: PluginSupervisor.maximumLineLength, headLength: pluginLineHeadLength)
         for await event in output.stream {
             switch event {
             case .bytes(let bytes):
