@@ -151,7 +151,7 @@ let package = Package(
         ),
         .target(
             name: "HammockFilePlugin",
-            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol"],
+            dependencies: ["HammockPluginKit", "HammockCore", "HammockJSON", "HammockYAML", "HammockProtocol", "HammockSystem"],
             path: "plugins/file/Library"
         ),
         .executableTarget(
@@ -205,7 +205,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HammockFilePluginTests",
-            dependencies: ["HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockProtocol", "HammockTestSupport"]
+            dependencies: [
+                "HammockFilePlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
+                "HammockTestSupport",
+            ]
         ),
         .testTarget(
             name: "HammockFakePluginTests",

@@ -1,12 +1,12 @@
 import FoundationEssentials
 import HammockConfig
-import HammockPluginKit
+import HammockSystem
 import Logging
 
 /// `hammock run --watch-config`: a change to any file the configuration was read from asks for a reload,
 /// exactly as SIGHUP does.
 ///
-/// Each file is watched through its parent directory and matched by name (the file plugin's `FileWatcher`),
+/// Each file is watched through its parent directory and matched by name (HammockSystem's `FileWatcher`),
 /// so an editor's atomic save (a temporary file renamed over the old one) is seen; an included directory is
 /// watched for its `*.yaml` files coming, going and changing. A burst of events (an editor writes, renames
 /// and touches) is one reload: the watcher waits for quiet, and a reload asked for while one runs is run

@@ -3,6 +3,7 @@ import HammockCore
 import HammockJSON
 import HammockPluginKit
 import HammockProtocol
+import HammockSystem
 import Synchronization
 import Testing
 

@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockPluginKit
+import HammockSystem
 
 /// The `file` kind. A load reads the file now; unless `watch: false`, the plugin also pushes the file's
 /// content whenever it changes (see `FileWatcher` for how changes are noticed).

@@ -1,6 +1,7 @@
 import HammockCore
 import HammockJSON
 import HammockPluginKit
+import HammockSystem
 
 /// One configured file. Watching starts at configure time rather than at the first load, so a change made
 /// between the two is not lost; the first push still waits for a change, because the engine loads every

@@ -1,6 +1,4 @@
 import Glibc
-import HammockProtocol
-import HammockSystem
 import Synchronization
 
 /// Tells watched sources that their file may have changed: at once when a writer has finished with it,
@@ -23,7 +21,7 @@ import Synchronization
 ///
 /// The thread blocks in `poll` on the inotify descriptor, with a timeout only while some debounce deadline
 /// is pending, so an idle process costs no CPU. Used by the file plugin and by hammock itself (here in the
-/// kit, which both use), each with an instance of its own: no process-wide one, so that a test makes its
+/// system layer, which both use: Glibc and `OwnThread` are all it needs), each with an instance of its own: no process-wide one, so that a test makes its
 /// own and starts from nothing. Its thread starts with the first watch.
 public final class FileWatcher: Sendable {
     /// A `Mutex`: the inotify thread and the sources' tasks each hold it for a few map updates, and the
