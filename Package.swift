@@ -116,7 +116,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: engine),
                 .product(name: "Subprocess", package: "swift-subprocess", condition: engine),
                 .product(name: "SystemPackage", package: "swift-system", condition: engine),
-                // --metrics: swift-metrics instruments over a Prometheus registry, served over NIO's HTTP/1.
+            ]
+        ),
+        // --metrics, a feature the engine knows only as an `EngineObserver`: swift-metrics instruments over a
+        // Prometheus registry, served over NIO's HTTP/1.
+        .target(
+            name: "HammockMetrics",
+            dependencies: [
+                "HammockEngine", "HammockCore",
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: engine),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: engine),
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
@@ -128,7 +135,8 @@ let package = Package(
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
+                "HammockEngine", "HammockMetrics", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol",
+                "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
@@ -232,6 +240,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),
+        // --metrics' own parts: its address, the server's limits, the per-source table.
+        .testTarget(name: "HammockMetricsTests", dependencies: ["HammockMetrics"]),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockTestSupport", "HammockJSON"]

@@ -22,15 +22,16 @@ public struct RunOptions: Sendable {
     public var views: [String]
     /// systemd's notify socket (`Type=notify`), when hammock runs under it.
     public var notifySocket: NotifySocket?
-    /// `--metrics`: what the engine counts about itself; nil costs one branch per line written.
-    public var metrics: EngineMetrics?
+    /// `--metrics`: what counts what the engine does (HammockMetrics' `EngineMetrics`); nil costs one branch per line
+    /// written.
+    public var metrics: (any EngineObserver)?
     /// `--watch-config`: a change to a file of the configuration reloads it (`ConfigurationWatch`).
     public var watchConfiguration: Bool
 
     public init(
         once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
         format: StdoutFormat = .json, views: [String] = [], notifySocket: NotifySocket? = nil,
-        metrics: EngineMetrics? = nil, watchConfiguration: Bool = false
+        metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false
     ) {
         self.once = once
         self.onceDeadline = onceDeadline
@@ -364,7 +365,7 @@ public final class Engine: Sendable {
         // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
         let notifySocket = options.notifySocket
         var notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
-        var sourceMetrics = options.metrics.map { SourceMetricsObserver(metrics: $0, sources: loaded.configuration.sources.map(\.id)) }
+        var sourceMetrics = options.metrics.map { $0.lineObserver(sources: loaded.configuration.sources.map(\.id)) }
         func notify(_ message: String?) {
             if let message { notifySocket?.send(message) }
         }
@@ -481,7 +482,7 @@ public final class Engine: Sendable {
                     actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
                 case .ended(let sources):
                     notify(notifier?.reloadEnded(sources: sources))
-                    options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
+                    options.metrics?.reloadEnded(succeeded: sources != nil)
                     // The series of sources the reload removed leave the scrape (a stale failure count would
                     // keep an alert firing for a source that no longer exists).
                     if let sources { sourceMetrics?.configured(sources.map(\.id)) }

@@ -55,7 +55,7 @@ public final class OutputWriter: Sendable {
         var reloadedViews: [ViewDefinition]?
 
         /// Puts `line` in the queue; false when it was dropped.
-        mutating func enqueue(_ line: OutputLine, metrics: EngineMetrics?) -> Bool {
+        mutating func enqueue(_ line: OutputLine, metrics: (any EngineObserver)?) -> Bool {
             guard !isClosing else { return false }
             let key = line.coalescingKey
             if key == nil {
@@ -71,7 +71,7 @@ public final class OutputWriter: Sendable {
             if line.isAnswer {
                 pending.appendBarrier(line)
             } else if pending.append(line, key: key) != nil {
-                metrics?.linesCoalesced.increment()
+                metrics?.coalescedLine()
             }
             return true
         }
@@ -79,7 +79,7 @@ public final class OutputWriter: Sendable {
 
     private let state: LockedCondition<State>
     /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
-    private let metrics: EngineMetrics?
+    private let metrics: (any EngineObserver)?
     /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
     private let reportProblem: @Sendable (String) -> Void
 
@@ -95,7 +95,7 @@ public final class OutputWriter: Sendable {
     /// - Parameter bar: encodes for a status bar instead of writing JSON lines; `nil` for the protocol.
     /// - Parameter reportProblem: told each render problem of `bar` once per change of its wording.
     public convenience init(
-        descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
+        descriptor: Int32 = STDOUT_FILENO, secrets: Secrets, bar: BarEncoder? = nil, metrics: (any EngineObserver)? = nil,
         reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
         self.init(
@@ -104,7 +104,7 @@ public final class OutputWriter: Sendable {
     }
 
     init(
-        transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: EngineMetrics? = nil,
+        transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: (any EngineObserver)? = nil,
         reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
         self.transport = transport
@@ -316,7 +316,7 @@ public final class OutputWriter: Sendable {
             }
             switch write(buffer, lineEnds: ends) {
             case .written:
-                if let metrics, !ends.isEmpty { metrics.linesWritten.increment(by: ends.count) }
+                if let metrics, !ends.isEmpty { metrics.wroteLines(ends.count) }
                 state.withLock { $0.holdsBatch = false }
             case .stopped(let remaining):
                 stop(unwritten: remaining)

@@ -232,7 +232,7 @@ actor PluginHost {
             case .log(let level, let message, let metadata):
                 logger.log(level: level, "\(message)", metadata: metadata.isEmpty ? nil : metadata.mapValues { .string($0) })
             case .countRestart:
-                EngineMetrics.installed.withLock { $0 }?.pluginRestarts(kind: kind).increment()
+                InstalledEngineObserver.current.withLock { $0 }?.pluginRestarted(kind: kind)
             }
         }
     }

@@ -109,7 +109,7 @@ struct PluginSupervisor: Sendable {
         /// Call `timerFired(timer, now:)` at `deadline`.
         case setTimer(Timer, deadline: Instant)
         case log(Logger.Level, String, metadata: [String: String] = [:])
-        /// The plugin restarts: count it (`EngineMetrics.pluginRestarts`).
+        /// The plugin restarts: count it (`EngineObserver.pluginRestarted`).
         case countRestart
     }
 

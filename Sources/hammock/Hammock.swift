@@ -5,6 +5,7 @@ import HammockConfig
 import HammockCore
 import HammockEngine
 import HammockJSON
+import HammockMetrics
 import HammockProtocol
 import HammockSystem
 import Logging

@@ -2,6 +2,7 @@ import ArgumentParser
 import HammockCore
 import HammockEngine
 import HammockJSON
+import HammockMetrics
 
 /// A value of an option that swift-argument-parser reads (`ExpressibleByArgument`, so `--help` lists the
 /// values of an enumeration and shell completions offer them) and that says, when a text spells none, why.

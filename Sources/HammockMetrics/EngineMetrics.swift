@@ -2,6 +2,7 @@ import CoreMetrics
 import FoundationEssentials
 import Glibc
 import HammockCore
+import HammockEngine
 import Prometheus
 import Synchronization
 
@@ -12,6 +13,9 @@ import Synchronization
 /// help text to give, and `promtool check metrics` wants one), then wrapped as a swift-metrics `Counter`,
 /// `Meter` or `Timer`. Without `--metrics` none of this exists: the engine and the stdout writer hold `nil`
 /// and skip every count with one branch.
+///
+/// The engine knows it only as an `EngineObserver` (a protocol the engine defines), so this module, with
+/// swift-metrics, swift-prometheus and SwiftNIO, is linked by the `hammock` executable alone.
 public final class EngineMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -22,10 +26,6 @@ public final class EngineMetrics: Sendable {
     /// Instruments made so far, by name and labels: the registry fails on a family made twice with other
     /// help, and a scrape must not pay for making them again.
     private let made = Mutex<[String: any Sendable]>([:])
-
-    /// The metrics of this process, for the plugin hosts, which the engine makes and remakes on reloads
-    /// without a path for them: set once, when `--metrics` is given; read only when a plugin restarts.
-    static let installed = Mutex<EngineMetrics?>(nil)
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -52,10 +52,10 @@ public final class EngineMetrics: Sendable {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
-    /// Makes these the process's metrics: plugin restarts count from now on, and anything else that speaks
-    /// swift-metrics lands in the same registry.
+    /// Makes these the process's metrics: plugin restarts count from now on (`InstalledEngineObserver`), and
+    /// anything else that speaks swift-metrics lands in the same registry.
     public func install() {
-        Self.installed.withLock { $0 = self }
+        InstalledEngineObserver.install(self)
         MetricsSystem.bootstrap(factory)
     }
 
@@ -93,6 +93,20 @@ public final class EngineMetrics: Sendable {
         var buffer = registry.emitToBuffer()
         sourceSeries.render(into: &buffer)
         return buffer
+    }
+}
+
+extension EngineMetrics: EngineObserver {
+    public func wroteLines(_ count: Int) { linesWritten.increment(by: count) }
+
+    public func coalescedLine() { linesCoalesced.increment() }
+
+    public func reloadEnded(succeeded: Bool) { reloads(outcome: succeeded ? "success" : "failure").increment() }
+
+    public func pluginRestarted(kind: String) { pluginRestarts(kind: kind).increment() }
+
+    public func lineObserver(sources: [String]) -> any EngineLineObserver {
+        SourceMetricsObserver(metrics: self, sources: sources)
     }
 }
 
@@ -203,7 +217,7 @@ final class SourceSeriesTable: Sendable {
 }
 
 /// The per-source side of the metrics, fed from the lines the engine writes; owned by the engine's loop.
-struct SourceMetricsObserver {
+struct SourceMetricsObserver: EngineLineObserver {
     let metrics: EngineMetrics
     private var sources: [String: SourceSeriesTable.Series]
     private var requestedAt: [String: ContinuousClock.Instant] = [:]

@@ -1,4 +1,4 @@
-import HammockEngine
+import HammockMetrics
 import Testing
 
 /// `--metrics HOST:PORT`, read once on the command line.

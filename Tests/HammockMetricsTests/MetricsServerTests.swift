@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HammockEngine
+@testable import HammockMetrics
 
 /// The numbers docs/service.md quotes for `--metrics`' server; the end-to-end `MetricsTests` hold what they do.
 @Suite("Metrics server")
