@@ -1,33 +1,48 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Module map (each line: what it holds, what it may touch):
+// Module map (each line: what it holds, what it may touch). Features that a run may go without are modules
+// of their own that the `hammock` executable links, as Hummingbird's are: the engine defines the protocol
+// a feature plugs into (`EngineObserver` for --metrics) and imports none of the feature's packages.
 //   HammockJSON      JSON values that keep key order and number text, parser, writer, pointers, and Codable
 //                    coders over JSONValue. Pure.
 //   HammockYAML      YAML → positioned node tree, over the system's libyaml (CYAML).
-//   HammockCore      source state machine, freshness, views, output and control lines, template rules, and
-//                    EngineCore, which takes inputs with the time and returns actions. Pure, no I/O.
+//   HammockCore      source state machine, load phases, freshness, views, output and control lines, option
+//                    templates and template rules, parsed render templates (configuration, not rendering),
+//                    and EngineCore, which takes inputs with the time and returns actions. Pure, no I/O.
+//   HammockRendering turning state into text: render templates evaluated (filters, RenderContext), a view's
+//                    RenderedBlock, the bar encoders (StdoutFormat, BarEncoder), hammock watch's screen and
+//                    keys. Over HammockCore, which renders nothing. Pure.
 //   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
 //   HammockSystem    blocking I/O on Linux, one way each: threads of their own, the condition a thread sleeps
-//                    on, the line reader and splitter, the write-everything loop. Glibc and CHammockSystem only,
+//                    on, the line reader and splitter, the write-everything loop, signals, /proc, the inotify
+//                    FileWatcher (hammock's --watch-config and the file plugin). Glibc and CHammockSystem only,
 //                    so the client builds on it with the traits off.
 //   HammockProtocol  the engine ↔ plugin messages as Codable types (PluginProtocol.swift; the hot `load` and
 //                    `newData` lines hand-written beside them, pinned by tests).
 //   HammockEngine    the edges, as child tasks of one run: stdout writer and stdin reader over transports,
-//                    signals, the clock, the offline cache, and the plugin host over a PluginTransport (a
-//                    process, or a built-in plugin such as HammockFakePlugin run in-process).
+//                    signals, the clock, the offline cache, systemd's notify socket, the watch terminal,
+//                    `hammock plugin check`'s conformance run, and the plugin host over a PluginTransport (a
+//                    process through swift-subprocess, or a built-in plugin such as HammockFakePlugin run
+//                    in-process). EngineObserver: what a feature such as --metrics is told.
+//   HammockMetrics   --metrics: swift-metrics instruments over a Prometheus registry (EngineMetrics, an
+//                    EngineObserver), the per-source series, and the HTTP server over SwiftNIO (MetricsServer).
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   HammockClient    the consumer's side: runs `hammock run` (or attaches to its pipes), keeps the latest
 //                    state of each source and view, decodes content into the app's types, acknowledged
 //                    control. Uses HammockCore's view rules for client-side groups; no I/O of the engine's.
-//   hammock          the command-line interface.
+//   hammock          the command-line interface (swift-argument-parser): links the engine and its features.
 //   hammock-guard    the process each plugin runs below, which no process it started outlives. C, libc alone.
+//   hammock-dashboard  Examples/Dashboard: a page of code over HammockClient alone.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
 //                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
 //                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it in its own process.
+//   CYAML, CHammockSystem  C: libyaml's headers; epoll, spawning, reaping and subreaping, thread names, the
+//                    terminal's size, for HammockSystem and the engine.
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
-//                    /proc helpers, test files, RunSlots.
+//                    /proc helpers, test files, RunSlots. hammock-client-probe (Tests/): an app over
+//                    HammockClient alone, for ClientSignalTests.
 
 // The trait `Engine` (on by default) gates every package that only the engine, its plugins and its tests use.
 // HammockClient needs swift-collections alone, so an app that depends on hammock for the client turns the
@@ -98,6 +113,14 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // Turning state into text: templates rendered, bar encoders, the watch screen. Above the core, which
+        // holds the parsed templates (configuration) and renders nothing.
+        .target(
+            name: "HammockRendering",
+            dependencies: [
+                "HammockCore", "HammockJSON", .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
         .target(name: "HammockConfig", dependencies: ["HammockCore", "HammockJSON", "HammockYAML"]),
         .target(name: "HammockSystem", dependencies: ["CHammockSystem"]),
         .target(name: "HammockProtocol", dependencies: ["HammockCore", "HammockJSON"]),
@@ -111,8 +134,8 @@ let package = Package(
         .target(
             name: "HammockEngine",
             dependencies: [
-                "HammockCore", "HammockConfig", "HammockProtocol", "HammockSystem", "HammockJSON", "CHammockSystem",
-                "HammockPluginKit", "HammockFakePlugin",
+                "HammockCore", "HammockRendering", "HammockConfig", "HammockProtocol", "HammockSystem", "HammockJSON",
+                "CHammockSystem", "HammockPluginKit", "HammockFakePlugin",
                 .product(name: "Logging", package: "swift-log", condition: engine),
                 .product(name: "Subprocess", package: "swift-subprocess", condition: engine),
                 .product(name: "SystemPackage", package: "swift-system", condition: engine),
@@ -135,8 +158,8 @@ let package = Package(
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockMetrics", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol",
-                "HammockSystem",
+                "HammockEngine", "HammockMetrics", "HammockRendering", "HammockConfig", "HammockCore", "HammockJSON",
+                "HammockProtocol", "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
@@ -193,8 +216,8 @@ let package = Package(
         .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem"]),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
-        .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockJSON"]),
-        .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockJSON"]),
+        .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockRendering", "HammockJSON"]),
+        .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockRendering", "HammockJSON"]),
         // The one process harness (HammockProcess), /proc helpers (over HammockSystem's ProcessStat) and test
         // files, for every test target that starts a built executable.
         .target(name: "HammockTestSupport", dependencies: ["HammockJSON", "HammockSystem"], path: "Tests/HammockTestSupport"),
@@ -241,7 +264,7 @@ let package = Package(
             ]
         ),
         // --metrics' own parts: its address, the server's limits, the per-source table.
-        .testTarget(name: "HammockMetricsTests", dependencies: ["HammockMetrics"]),
+        .testTarget(name: "HammockMetricsTests", dependencies: ["HammockMetrics", "HammockEngine"]),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockTestSupport", "HammockJSON"]

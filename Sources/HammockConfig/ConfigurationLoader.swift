@@ -648,12 +648,12 @@ struct ConfigurationReader {
                 problem(mark, "\(what): \(error.message)")
                 continue
             }
-            let known = sources + RenderContext.reservedNames
+            let known = sources + ViewRender.reservedNames
             for reference in template.references where !known.contains(reference.source) {
                 let hint = didYouMean(reference.source, among: known)
                 problem(
                     node.mark,
-                    "\(what): {{ \(reference) }} names neither a source of the view nor \(RenderContext.reservedNames.joined(separator: ", "))\(hint)"
+                    "\(what): {{ \(reference) }} names neither a source of the view nor \(ViewRender.reservedNames.joined(separator: ", "))\(hint)"
                 )
             }
             templates[field] = template

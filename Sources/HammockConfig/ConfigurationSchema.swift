@@ -208,7 +208,7 @@ public enum ConfigurationSchema {
         var render: JSONObject = [
             "type": "object",
             "description": .string(
-                "What a bar shows for the view: each field a template over its sources (and \(RenderContext.reservedNames.joined(separator: ", "))), and the same fields under loading, error and idle for that status."),
+                "What a bar shows for the view: each field a template over its sources (and \(ViewRender.reservedNames.joined(separator: ", "))), and the same fields under loading, error and idle for that status."),
         ]
         var renderProperties = renderFields.objectValue ?? [:]
         for status in ViewRender.overridableStatuses {

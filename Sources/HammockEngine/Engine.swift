@@ -5,6 +5,7 @@ import HammockConfig
 import HammockCore
 import HammockJSON
 import HammockProtocol
+import HammockRendering
 import HammockSystem
 import Logging
 import Synchronization

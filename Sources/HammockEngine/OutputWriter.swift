@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockProtocol
+import HammockRendering
 import HammockSystem
 
 /// Writes output lines to stdout (any `OutputTransport`) from a thread of its own.

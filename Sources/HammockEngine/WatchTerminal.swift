@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockProtocol
+import HammockRendering
 import HammockSystem
 import Synchronization
 

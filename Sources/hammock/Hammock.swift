@@ -7,6 +7,7 @@ import HammockEngine
 import HammockJSON
 import HammockMetrics
 import HammockProtocol
+import HammockRendering
 import HammockSystem
 import Logging
 

@@ -3,6 +3,7 @@ import HammockCore
 import HammockEngine
 import HammockJSON
 import HammockMetrics
+import HammockRendering
 
 /// A value of an option that swift-argument-parser reads (`ExpressibleByArgument`, so `--help` lists the
 /// values of an enumeration and shell completions offer them) and that says, when a text spells none, why.

@@ -1,6 +1,7 @@
 import HammockConfig
 import HammockCore
 import HammockJSON
+import HammockRendering
 import Testing
 
 /// Broken configurations: every diagnostic at the exact line and column, with its message.

@@ -2,6 +2,7 @@ import Foundation
 import HammockConfig
 import HammockCore
 import HammockJSON
+import HammockRendering
 import Testing
 
 @Suite struct ValidConfigurations {

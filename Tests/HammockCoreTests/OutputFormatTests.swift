@@ -1,5 +1,6 @@
 import HammockCore
 import HammockJSON
+import HammockRendering
 import Testing
 #if canImport(Glibc)
 import Glibc

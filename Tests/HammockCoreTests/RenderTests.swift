@@ -1,5 +1,6 @@
 import HammockCore
 import HammockJSON
+import HammockRendering
 import Testing
 
 /// Renders `template` over a view of `load` and `repo` whose content is `content`.

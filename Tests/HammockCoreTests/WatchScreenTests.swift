@@ -1,5 +1,6 @@
 @testable import HammockCore
 import HammockJSON
+@testable import HammockRendering
 import Testing
 
 private let now = Timestamp(millisecondsSince1970: 1_700_000_000_000)

@@ -1,3 +1,4 @@
+import HammockCore
 import HammockJSON
 
 /// What `hammock run --format` writes on stdout. docs/formats.md.

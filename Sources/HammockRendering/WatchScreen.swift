@@ -1,3 +1,4 @@
+import HammockCore
 import HammockJSON
 
 /// `hammock watch`'s screen as a value: the latest state of every source and view, which row is selected,
@@ -276,10 +277,7 @@ extension String {
 
 /// Text from a source or a server, made safe to draw: control characters (an escape sequence could move the
 /// cursor or recolor the terminal; a line break would break the row) become spaces.
-private func sanitized(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: \.isControlCharacter) else { return text }
-    return String(String.UnicodeScalarView(text.unicodeScalars.map { $0.isControlCharacter ? " " : $0 }))
-}
+private func sanitized(_ text: String) -> String { text.controlCharactersAsSpaces }
 
 /// `text` cut to `width` display columns, ending with an ellipsis when cut.
 private func fit(_ text: String, width: Int, marks: Marks) -> String {
