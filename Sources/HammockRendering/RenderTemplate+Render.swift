@@ -45,7 +45,7 @@ extension RenderExpression {
 /// What a render template reads: the view's source contents by id, and its status, error and retry state.
 public struct RenderContext: Sendable {
     public var roots: JSONObject
-    /// For `ago`: the core reads no clock.
+    /// For `ago`: rendering reads no clock.
     public var now: Timestamp
 
     public init(roots: JSONObject, now: Timestamp) {
@@ -53,7 +53,8 @@ public struct RenderContext: Sendable {
         self.now = now
     }
 
-    /// The view's context: each source's content (`null` until it has some), then the reserved names.
+    /// The view's context: each source's content (`null` until it has some), then the reserved names
+    /// (`ViewRender.reservedNames`, which the configuration checks references against).
     /// Every string is redacted first, so no filter can reshape a secret past the redactor.
     public init(view: ViewDefinition, state: ViewState, now: Timestamp, redactor: Redactor = .none) {
         var roots = JSONObject()
