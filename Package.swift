@@ -226,6 +226,8 @@ let package = Package(
             name: "HammockEngineTests",
             dependencies: [
                 "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
+                // EmbeddedEngine's test plugins are HammockPluginKit plugins, as the built-in fake is.
+                "HammockPluginKit",
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),
