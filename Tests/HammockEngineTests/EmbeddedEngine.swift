@@ -647,6 +647,18 @@ final class Tally: Sendable {
     var count: Int { value.load(ordering: .acquiring) }
 }
 
+/// Holds a test plugin's answer back until the test opens it: each `open()` lets one `wait()` through,
+/// so that a test sees the lines before the answer (a real plugin's answer takes the time of a process).
+final class Gate: Sendable {
+    private let openings = AsyncStream.makeStream(of: Void.self)
+
+    func open() { openings.continuation.yield() }
+
+    func wait() async {
+        for await _ in openings.stream { return }
+    }
+}
+
 /// A switch that test plugins' closures share.
 final class Flag: Sendable {
     private let value = Atomic(false)

@@ -108,13 +108,15 @@ struct EngineClickAndPluginTests {
     func retryOfASource() async throws {
         let isThere = Flag()
         let healthyLoads = Tally()
+        let answer = Gate()
         let plugin = TestPlugin.answering { source, _ in
             switch source {
             case "flaky":
-                isThere.isSet
-                    ? .newData("here now") : .error(SourceError(message: "cat: appears-later.txt: No such file", exitStatus: 1))
+                guard isThere.isSet else { return .error(SourceError(message: "cat: appears-later.txt: No such file", exitStatus: 1)) }
+                await answer.wait()
+                return .newData("here now")
             default:
-                .newData(.string("uuid-\(healthyLoads.next())"))
+                return .newData(.string("uuid-\(healthyLoads.next())"))
             }
         }
         let config = """
@@ -137,6 +139,7 @@ struct EngineClickAndPluginTests {
             hammock.send(controlLine: #"{"op":"retry","source":"flaky"}"#)
             let requested = try await hammock.waitFor(type: "source", id: "flaky")
             #expect(requested.event == "requested", "\(requested)")
+            answer.open()
             let loaded = try await hammock.waitFor(type: "source", id: "flaky")
             #expect(loaded.event == "newData" && loaded.content == "here now", "\(loaded)")
 
