@@ -44,9 +44,11 @@ public struct RunOptions: Sendable {
 }
 
 /// The running engine: one loop that owns the core, feeds it every input with the current time, and
-/// carries out what it asks for. The decisions are pure values' (`EngineCore` for sources, views and
-/// output, `ReloadStateMachine` for the reload protocol); the loop holds the I/O objects they name (the
-/// loaders, the writer, the cache) and does the I/O.
+/// carries out what it asks for. The decisions are pure values' (`EngineCore` for sources, views, output,
+/// clicks and the cache's restore, `ReloadStateMachine` for the reload protocol, `EngineStop` for the stop's
+/// order and exit status); the loop holds the I/O objects they name (the loaders, the writer, the cache) and
+/// does the I/O. Everything it reaches outside itself comes from its `EngineEnvironment`, so a test runs a
+/// whole engine in memory (`EmbeddedEngine` in `Tests/HammockEngineTests`).
 public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
     /// What the loop reaches outside itself: the clocks, the configuration a reload reads, the plugins,
