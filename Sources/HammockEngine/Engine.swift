@@ -387,244 +387,27 @@ public final class Engine: Sendable {
         writer: any EngineOutput, controls: ControlMailbox, clock: any EngineDeadlines, stop: StopRequest,
         whenStopping: @Sendable () -> Void, work: inout TaskGroup<Void>
     ) async -> Int32 {
-        let inbox = inbox
-        let logger = logger
-        let standardError = standardError
-        let environment = environment
-        let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
-        var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+        let loop = Loop(engine: self, writer: writer, controls: controls, stop: stop)
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
-        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: self.loaders) {
-            _ = core.learnTemplateRules(rules, for: kind, now: environment.now())
+        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders) {
+            _ = loop.core.learnTemplateRules(rules, for: kind, now: environment.now())
         }
-        // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
-        var loaders = self.loaders
-        var fresh: [String: PluginHost] = [:]
-        var checkers: [String: PluginHost] = [:]
-        var reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
-        var configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: inbox, logger: logger) : nil
-        configurationWatch?.follow([loaded.files])
-
-        var exitStatus: Int32 = 0
-        var isFinished = false
-        let cache = CacheStore(
-            configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") },
-            environment: environment.cacheEnvironment)
         // A child of the loop's own task: the stop waits for it to write what waits.
+        let cache = loop.cache
         async let caching: Void = cache.run()
-        let clickCommands = environment.makeClickCommands(logger, standardError)
-        // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
-        let notifySocket = options.notifySocket
-        var notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
-        var sourceMetrics = options.metrics.map { SourceMetricsObserver(metrics: $0, sources: loaded.configuration.sources.map(\.id)) }
-        func notify(_ message: String?) {
-            if let message { notifySocket?.send(message) }
-        }
-        func perform(_ actions: [EngineAction]) async -> Bool {
-            // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
-            // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
-            // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
-            // what was decided before it.
-            var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
-            var lines: [OutputLine] = []
-            func handOver() async {
-                writer.send(contentsOf: lines)
-                lines.removeAll()
-                for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
-                loadsToStart.removeAll()
-            }
-            for action in actions {
-                switch action {
-                case .startLoad, .emit, .persist, .runClickCommand: break
-                case .cancelLoad, .removeSource, .reload, .finish: await handOver()
-                }
-                switch action {
-                case .emit(let line):
-                    lines.append(line)
-                    if notifier != nil { notify(notifier!.observe(line)) }
-                    sourceMetrics?.observe(line)
-                case .persist(let source, let content):
-                    await cache.save(source, content: content)
-                case .reload(let ids):
-                    // A reload line over the bound is refused at once.
-                    for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids)) { writer.send(line) }
-                case .startLoad(let request):
-                    if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
-                        loadsToStart[index].requests.append(request)
-                    } else {
-                        loadsToStart.append((request.kind, [request]))
-                    }
-                case .cancelLoad(let source, let kind, let loadID):
-                    await loaders[kind]?.cancel(source: source, loadID: loadID.rawValue)
-                case .removeSource(let source, let kind):
-                    await loaders[kind]?.remove(source: source)
-                case .runClickCommand(let click):
-                    work.addTask { await clickCommands.run(click) }
-                case .finish(let status):
-                    notify(notifier?.finished())
-                    exitStatus = status
-                    isFinished = true
-                    return false
-                }
-            }
-            await handOver()
-            return true
-        }
-
-        /// Shuts `loader` down without waiting for it here; the stop waits for it.
-        func retire(_ loader: PluginHost?) {
-            guard let loader else { return }
-            work.addTask { await loader.shutdown() }
-        }
-
-        /// Carries out what the reload protocol decided; returns what goes through `perform` after it (the
-        /// core's actions, acks and refusals), in order.
-        func carryOut(_ reloadActions: [ReloadStateMachine.Action]) -> [EngineAction] {
-            var actions: [EngineAction] = []
-            for action in reloadActions {
-                switch action {
-                case .notifyStarted:
-                    notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
-                case .read:
-                    let read = environment.readConfiguration
-                    work.addTask { inbox.yield(.reloadStep(.read(read()))) }
-                case .addSecrets(let secrets):
-                    standardError.secrets.add(secrets)
-                case .watch(let files):
-                    configurationWatch?.follow(files)
-                case .makeLoader(let kind, let origin, let role):
-                    let loader = environment.plugins.makeHost(kind, origin, inbox, logger, standardError)
-                    if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
-                case .check(let sources, let configuration, let roles, let outcome):
-                    var checking: [String: PluginHost] = [:]
-                    for (kind, role) in roles {
-                        switch role {
-                        case .running: checking[kind] = loaders[kind]
-                        case .fresh: checking[kind] = fresh[kind]
-                        case .checker: checking[kind] = checkers[kind]
-                        }
-                    }
-                    work.addTask { [checking] in
-                        let validation = await Self.validate(sources, of: configuration, with: checking)
-                        switch outcome {
-                        case .refuse(let error):
-                            inbox.yield(.reloadStep(.refused(error, validation)))
-                        case .commitUnlessRefused:
-                            let rules = await Self.templateRules(for: configuration.configuration, from: checking)
-                            inbox.yield(.reloadStep(.validated(configuration, rules, validation)))
-                        }
-                    }
-                case .retire(let kind, .running): retire(loaders.removeValue(forKey: kind))
-                case .retire(let kind, .fresh): retire(fresh.removeValue(forKey: kind))
-                case .retire(let kind, .checker): retire(checkers.removeValue(forKey: kind))
-                case .promote(let kind):
-                    loaders[kind] = fresh.removeValue(forKey: kind)
-                case .logReloaded(let file):
-                    logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
-                case .reconfigure(let next, let rules, let replacedKinds):
-                    writer.viewsReloaded(next.configuration.views)
-                    for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: environment.now()) }
-                    actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: environment.now())
-                case .acknowledge(let ids):
-                    actions += ids.map { .emit(.ack(id: $0)) }
-                case .logRefusal(let error):
-                    for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
-                case .refuse(let ids, let message):
-                    actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
-                case .ended(let sources):
-                    notify(notifier?.reloadEnded(sources: sources))
-                    options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
-                    // The series of sources the reload removed leave the scrape (a stale failure count would
-                    // keep an alert firing for a source that no longer exists).
-                    if let sources { sourceMetrics?.configured(sources.map(\.id)) }
-                }
-            }
-            return actions
-        }
-
-        /// The control lines that wait, each carried out in order; false when the run is to end. A stop goes
-        /// before the control lines that came ahead of it.
-        func takeControls() async -> Bool {
-            #if DEBUG
-                if let stall = Self.testLoopStall { try? await Task.sleep(for: stall) }
-            #endif
-            for entry in controls.take() {
-                if stop.isRequested { return false }
-                let now = environment.now()
-                switch entry {
-                case .invalid(let message, nil) where options.format == .i3bar:
-                    logger.warning("stdin: \(message)")  // the bar shows no error lines
-                case .invalid(let message, let id):
-                    guard await perform([.emit(.error(message: message, id: id))]) else { return false }
-                case .click(let click):
-                    guard let clicked = core.clicked(click, now: now) else {
-                        logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
-                        continue
-                    }
-                    guard await perform(clicked) else { return false }
-                case .command(let command, let ids):
-                    guard await perform(core.handle(command, replyingTo: ids, now: now)) else { return false }
-                }
-            }
-            return true
-        }
-
-        /// What the core (or the reload machine) decides about `input`.
-        func decide(_ input: EngineInput, now: EngineTime) async -> [EngineAction] {
-            switch input {
-            case .loadFinished(let source, let loadID, let outcome):
-                return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
-            case .loadsFinished(let answers):
-                return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
-            case .loadQueued(let source, let loadID):
-                return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
-            case .loadStarted(let source, let loadID):
-                return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
-            case .pushed(let source, let mailbox):
-                return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
-            case .pushedError(let source, let error):
-                return core.pushedError(source: source, error: error, now: now)
-            case .controls, .stop:
-                return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
-            case .tick:
-                return core.tick(now: now)
-            case .clockJumped:
-                logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
-                return core.clockJumped(now: now)
-            case .reload:
-                return carryOut(reloads.requested())
-            case .loadEverySource(let failingOnly):
-                return core.loadEverySource(failingOnly: failingOnly, now: now)
-            case .templateRulesLearned(let kind):
-                // Only the running plugin's word counts, not a plugin started to check a reload.
-                guard let host = loaders[kind], let rules = await host.templateRules else { return [] }
-                return core.learnTemplateRules(rules, for: kind, now: now)
-            case .reloadStep(.read(let result)):
-                return carryOut(reloads.read(result, origins: origins(of: result)))
-            case .reloadStep(.validated(let next, let rules, let validation)):
-                return carryOut(reloads.checked(next, rules: rules, validation: validation))
-            case .reloadStep(.refused(let error, let validation)):
-                return carryOut(reloads.checkedRefusal(error, validation: validation))
-            case .watchdog:
-                watchdogAsked.store(false, ordering: .releasing)
-                notify("WATCHDOG=1")
-                return []
-            }
-        }
-
         // Start: what the cache holds of the sources that keep one, then every source's first load.
-        let restored = await cache.restore(core.cachedSourceIDs)
+        let restored = await cache.restore(loop.core.cachedSourceIDs)
         // `--once`'s deadline counts from here, as the core's does; its output may take the drain time more.
         let onceOutputDeadline = environment.now().instant + options.onceDeadline + options.drainTimeout
-        var running = await perform(core.start(now: environment.now(), restored: restored))
+        var running = await loop.perform(loop.core.start(now: environment.now(), restored: restored), work: &work)
         // The loop: take an input (a stop first), ask the core or the reload machine, carry out what it says,
         // arm the clock for the core's next deadline.
         var pending = inputs.makeAsyncIterator()
         while running {
-            clock.schedule(core.nextDeadline)
+            clock.schedule(loop.core.nextDeadline)
             guard let input = await pending.next(), !stop.isRequested else { break }
-            if case .controls = input { running = await takeControls() }
-            if running { running = await perform(await decide(input, now: environment.now())) }
+            if case .controls = input { running = await loop.takeControls(work: &work) }
+            if running { running = await loop.perform(await loop.decide(input, now: environment.now(), work: &work), work: &work) }
         }
 
         // The stop, in `EngineStop.steps`' order.
@@ -634,12 +417,12 @@ public final class Engine: Sendable {
             switch step {
             case .closeControls:
                 controls.close()
-                notify(notifier?.stopping())
+                loop.notify(loop.notifier?.stopping())
             case .rerouteSignals:
                 whenStopping()
                 stopped = stop.current
-            case .endClickCommands: await clickCommands.endAll()
-            case .shutDownPlugins: await Self.shutdown(Array(loaders.values) + Array(fresh.values) + Array(checkers.values))
+            case .endClickCommands: await loop.clickCommands.endAll()
+            case .shutDownPlugins: await Self.shutdown(Array(loop.loaders.values) + Array(loop.fresh.values) + Array(loop.checkers.values))
             case .waitForWork: await work.waitForAll()  // retired hosts and reload steps (the shutdown ended their waits)
             case .sweepOrphans: environment.sweepOrphans()
             case .finishCache:
@@ -648,10 +431,10 @@ public final class Engine: Sendable {
             case .logStopping:
                 if let stopped { logger.info("stopping", metadata: ["reason": "\(stopped.reason)"]) }
             case .bye:
-                for case .emit(let line) in core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
+                for case .emit(let line) in loop.core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
             case .finishOutput:
                 status = await finishOutput(
-                    writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop,
+                    writer, stopped: stopped, isFinished: loop.isFinished, exitStatus: loop.exitStatus, stop: stop,
                     onceOutputDeadline: onceOutputDeadline)
             }
         }
@@ -678,6 +461,257 @@ public final class Engine: Sendable {
                 onceDeadline: options.onceDeadline, drainTimeout: options.drainTimeout))
         for record in records { logger.log(level: record.level, "\(record.message)") }
         return status
+    }
+}
+
+extension Engine {
+    /// What the loop owns while it runs, and how it carries out what the core and the reload machine decide:
+    /// the core, the plugin hosts by role, the cache, the click runner, systemd's notifier, the metrics'
+    /// observer. Owned by `serve`'s task alone, so a class that is not `Sendable`; a method that starts work
+    /// off the loop (a reload step, a retiring host, a click command) adds it to `serve`'s group, `work`.
+    fileprivate final class Loop {
+        let engine: Engine
+        let writer: any EngineOutput
+        let controls: ControlMailbox
+        let stop: StopRequest
+        var core: EngineCore
+        // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
+        var loaders: [String: PluginHost]
+        var fresh: [String: PluginHost] = [:]
+        var checkers: [String: PluginHost] = [:]
+        var reloads: ReloadStateMachine
+        var configurationWatch: ConfigurationWatch?
+        /// `--once` is done (the core's `.finish`), with this status.
+        var isFinished = false
+        var exitStatus: Int32 = 0
+        let cache: CacheStore
+        let clickCommands: any ClickCommandRunner
+        // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
+        let notifySocket: NotifySocket?
+        var notifier: ServiceNotifier?
+        var sourceMetrics: SourceMetricsObserver?
+
+        var options: RunOptions { engine.options }
+        var logger: Logger { engine.logger }
+        var environment: EngineEnvironment { engine.environment }
+        var standardError: StandardError { engine.standardError }
+        var inbox: EngineInbox { engine.inbox }
+
+        init(engine: Engine, writer: any EngineOutput, controls: ControlMailbox, stop: StopRequest) {
+            self.engine = engine
+            self.writer = writer
+            self.controls = controls
+            self.stop = stop
+            let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
+            let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
+            core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+            loaders = engine.loaders
+            reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
+            configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: engine.inbox, logger: logger) : nil
+            configurationWatch?.follow([loaded.files])
+            cache = CacheStore(
+                configurationFile: loaded.file, secrets: engine.standardError.secrets, warn: { [logger] in logger.warning("\($0)") },
+                environment: engine.environment.cacheEnvironment)
+            clickCommands = engine.environment.makeClickCommands(logger, engine.standardError)
+            notifySocket = options.notifySocket
+            notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
+            sourceMetrics = options.metrics.map { SourceMetricsObserver(metrics: $0, sources: loaded.configuration.sources.map(\.id)) }
+        }
+
+            func notify(_ message: String?) {
+                if let message { notifySocket?.send(message) }
+            }
+            func perform(_ actions: [EngineAction], work: inout TaskGroup<Void>) async -> Bool {
+                // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
+                // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
+                // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
+                // what was decided before it.
+                var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
+                var lines: [OutputLine] = []
+                func handOver() async {
+                    writer.send(contentsOf: lines)
+                    lines.removeAll()
+                    for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
+                    loadsToStart.removeAll()
+                }
+                for action in actions {
+                    switch action {
+                    case .startLoad, .emit, .persist, .runClickCommand: break
+                    case .cancelLoad, .removeSource, .reload, .finish: await handOver()
+                    }
+                    switch action {
+                    case .emit(let line):
+                        lines.append(line)
+                        if notifier != nil { notify(notifier!.observe(line)) }
+                        sourceMetrics?.observe(line)
+                    case .persist(let source, let content):
+                        await cache.save(source, content: content)
+                    case .reload(let ids):
+                        // A reload line over the bound is refused at once.
+                        for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids), work: &work) { writer.send(line) }
+                    case .startLoad(let request):
+                        if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
+                            loadsToStart[index].requests.append(request)
+                        } else {
+                            loadsToStart.append((request.kind, [request]))
+                        }
+                    case .cancelLoad(let source, let kind, let loadID):
+                        await loaders[kind]?.cancel(source: source, loadID: loadID.rawValue)
+                    case .removeSource(let source, let kind):
+                        await loaders[kind]?.remove(source: source)
+                    case .runClickCommand(let click):
+                        work.addTask { [clickCommands] in await clickCommands.run(click) }
+                    case .finish(let status):
+                        notify(notifier?.finished())
+                        exitStatus = status
+                        isFinished = true
+                        return false
+                    }
+                }
+                await handOver()
+                return true
+            }
+
+            /// Shuts `loader` down without waiting for it here; the stop waits for it.
+            func retire(_ loader: PluginHost?, work: inout TaskGroup<Void>) {
+                guard let loader else { return }
+                work.addTask { await loader.shutdown() }
+            }
+
+            /// Carries out what the reload protocol decided; returns what goes through `perform` after it (the
+            /// core's actions, acks and refusals), in order.
+            func carryOut(_ reloadActions: [ReloadStateMachine.Action], work: inout TaskGroup<Void>) -> [EngineAction] {
+                var actions: [EngineAction] = []
+                for action in reloadActions {
+                    switch action {
+                    case .notifyStarted:
+                        notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
+                    case .read:
+                        let (read, inbox) = (environment.readConfiguration, inbox)
+                        work.addTask { inbox.yield(.reloadStep(.read(read()))) }
+                    case .addSecrets(let secrets):
+                        standardError.secrets.add(secrets)
+                    case .watch(let files):
+                        configurationWatch?.follow(files)
+                    case .makeLoader(let kind, let origin, let role):
+                        let loader = environment.plugins.makeHost(kind, origin, inbox, logger, standardError)
+                        if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
+                    case .check(let sources, let configuration, let roles, let outcome):
+                        var checking: [String: PluginHost] = [:]
+                        for (kind, role) in roles {
+                            switch role {
+                            case .running: checking[kind] = loaders[kind]
+                            case .fresh: checking[kind] = fresh[kind]
+                            case .checker: checking[kind] = checkers[kind]
+                            }
+                        }
+                        work.addTask { [checking, inbox] in
+                            let validation = await Engine.validate(sources, of: configuration, with: checking)
+                            switch outcome {
+                            case .refuse(let error):
+                                inbox.yield(.reloadStep(.refused(error, validation)))
+                            case .commitUnlessRefused:
+                                let rules = await Engine.templateRules(for: configuration.configuration, from: checking)
+                                inbox.yield(.reloadStep(.validated(configuration, rules, validation)))
+                            }
+                        }
+                    case .retire(let kind, .running): retire(loaders.removeValue(forKey: kind), work: &work)
+                    case .retire(let kind, .fresh): retire(fresh.removeValue(forKey: kind), work: &work)
+                    case .retire(let kind, .checker): retire(checkers.removeValue(forKey: kind), work: &work)
+                    case .promote(let kind):
+                        loaders[kind] = fresh.removeValue(forKey: kind)
+                    case .logReloaded(let file):
+                        logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
+                    case .reconfigure(let next, let rules, let replacedKinds):
+                        writer.viewsReloaded(next.configuration.views)
+                        for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: environment.now()) }
+                        actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: environment.now())
+                    case .acknowledge(let ids):
+                        actions += ids.map { .emit(.ack(id: $0)) }
+                    case .logRefusal(let error):
+                        for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
+                    case .refuse(let ids, let message):
+                        actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
+                    case .ended(let sources):
+                        notify(notifier?.reloadEnded(sources: sources))
+                        options.metrics?.reloads(outcome: sources == nil ? "failure" : "success").increment()
+                        // The series of sources the reload removed leave the scrape (a stale failure count would
+                        // keep an alert firing for a source that no longer exists).
+                        if let sources { sourceMetrics?.configured(sources.map(\.id)) }
+                    }
+                }
+                return actions
+            }
+
+            /// The control lines that wait, each carried out in order; false when the run is to end. A stop goes
+            /// before the control lines that came ahead of it.
+            func takeControls(work: inout TaskGroup<Void>) async -> Bool {
+                #if DEBUG
+                    if let stall = Engine.testLoopStall { try? await Task.sleep(for: stall) }
+                #endif
+                for entry in controls.take() {
+                    if stop.isRequested { return false }
+                    let now = environment.now()
+                    switch entry {
+                    case .invalid(let message, nil) where options.format == .i3bar:
+                        logger.warning("stdin: \(message)")  // the bar shows no error lines
+                    case .invalid(let message, let id):
+                        guard await perform([.emit(.error(message: message, id: id))], work: &work) else { return false }
+                    case .click(let click):
+                        guard let clicked = core.clicked(click, now: now) else {
+                            logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
+                            continue
+                        }
+                        guard await perform(clicked, work: &work) else { return false }
+                    case .command(let command, let ids):
+                        guard await perform(core.handle(command, replyingTo: ids, now: now), work: &work) else { return false }
+                    }
+                }
+                return true
+            }
+
+            /// What the core (or the reload machine) decides about `input`.
+            func decide(_ input: EngineInput, now: EngineTime, work: inout TaskGroup<Void>) async -> [EngineAction] {
+                switch input {
+                case .loadFinished(let source, let loadID, let outcome):
+                    return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
+                case .loadsFinished(let answers):
+                    return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
+                case .loadQueued(let source, let loadID):
+                    return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
+                case .loadStarted(let source, let loadID):
+                    return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
+                case .pushed(let source, let mailbox):
+                    return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
+                case .pushedError(let source, let error):
+                    return core.pushedError(source: source, error: error, now: now)
+                case .controls, .stop:
+                    return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
+                case .tick:
+                    return core.tick(now: now)
+                case .clockJumped:
+                    logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
+                    return core.clockJumped(now: now)
+                case .reload:
+                    return carryOut(reloads.requested(), work: &work)
+                case .loadEverySource(let failingOnly):
+                    return core.loadEverySource(failingOnly: failingOnly, now: now)
+                case .templateRulesLearned(let kind):
+                    // Only the running plugin's word counts, not a plugin started to check a reload.
+                    guard let host = loaders[kind], let rules = await host.templateRules else { return [] }
+                    return core.learnTemplateRules(rules, for: kind, now: now)
+                case .reloadStep(.read(let result)):
+                    return carryOut(reloads.read(result, origins: engine.origins(of: result)), work: &work)
+                case .reloadStep(.validated(let next, let rules, let validation)):
+                    return carryOut(reloads.checked(next, rules: rules, validation: validation), work: &work)
+                case .reloadStep(.refused(let error, let validation)):
+                    return carryOut(reloads.checkedRefusal(error, validation: validation), work: &work)
+                case .watchdog:
+                    engine.watchdogAsked.store(false, ordering: .releasing)
+                    notify("WATCHDOG=1")
+                    return []
+                }
+            }
     }
 }
 
