@@ -259,7 +259,10 @@ let package = Package(
         .testTarget(
             name: "HammockEngineTests",
             dependencies: [
-                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
+                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockRendering",
+                "HammockSystem",
+                // EmbeddedEngine's test plugins are HammockPluginKit plugins, as the built-in fake is.
+                "HammockPluginKit",
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
         ),

@@ -46,17 +46,21 @@ public struct RunOptions: Sendable {
 }
 
 /// The running engine: one loop that owns the core, feeds it every input with the current time, and
-/// carries out what it asks for. The decisions are pure values' (`EngineCore` for sources, views and
-/// output, `ReloadStateMachine` for the reload protocol); the loop holds the I/O objects they name (the
-/// loaders, the writer, the cache) and does the I/O.
+/// carries out what it asks for. The decisions are pure values' (`EngineCore` for sources, views, output,
+/// clicks and the cache's restore, `ReloadStateMachine` for the reload protocol, `EngineStop` for the stop's
+/// order and exit status); the loop holds the I/O objects they name (the loaders, the writer, the cache) and
+/// does the I/O. Everything it reaches outside itself comes from its `EngineEnvironment`, so a test runs a
+/// whole engine in memory (`EmbeddedEngine` in `Tests/HammockEngineTests`).
 public final class Engine: Sendable {
     private let loaded: LoadedConfiguration
-    /// Where `loaded` came from; a reload reads it again.
-    private let source: ConfigurationSource
+    /// What the loop reaches outside itself: the clocks, the configuration a reload reads, the plugins,
+    /// the cache's directory (`EngineEnvironment.system` in hammock; a test's own in memory).
+    private let environment: EngineEnvironment
     private let options: RunOptions
     private let logger: Logger
     private let inputs: AsyncStream<EngineInput>
-    private let inbox: EngineInbox
+    /// Everything that wakes the loop goes in here (internal: a test in memory sends signals' inputs).
+    let inbox: EngineInbox
     private let loaders: [String: PluginHost]
     private let standardError: StandardError
     /// Whether the watchdog timer's ask waits in the inbox (see `run`).
@@ -64,20 +68,36 @@ public final class Engine: Sendable {
 
     /// - Parameter standardError: shared with the logger, so that one set of secrets (grown by reloads) is
     ///   redacted from everything hammock writes.
-    public init(
+    public convenience init(
         configuration: LoadedConfiguration, from source: ConfigurationSource, options: RunOptions, logger: Logger,
         standardError: StandardError, pluginResolver: PluginResolver
     ) {
+        self.init(
+            configuration: configuration, environment: .system(source: source), options: options, logger: logger,
+            standardError: standardError
+        ) { inbox in
+            LoaderFactory.makeLoaders(
+                for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
+                standardError: standardError)
+        }
+    }
+
+    /// An engine over `environment`; its first plugin hosts are `makeLoaders`' (by default the
+    /// environment's catalog's).
+    init(
+        configuration: LoadedConfiguration, environment: EngineEnvironment, options: RunOptions, logger: Logger,
+        standardError: StandardError, makeLoaders: ((EngineInbox) -> [String: PluginHost])? = nil
+    ) {
         self.loaded = configuration
-        self.source = source
+        self.environment = environment
         self.options = options
         self.logger = logger
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
         self.standardError = standardError
         standardError.secrets.add(configuration.configuration.secrets)
-        loaders = LoaderFactory.makeLoaders(
-            for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
-            standardError: standardError)
+        loaders = makeLoaders?(inbox)
+            ?? environment.plugins.makeHosts(
+                for: configuration.configuration, inbox: inbox, logger: logger, standardError: standardError)
     }
 
     /// What the plugins said of the configuration's sources.
@@ -178,7 +198,7 @@ public final class Engine: Sendable {
     /// What would start each kind of the configuration that read (all of it, or the part of a failed one),
     /// for the kinds whose plugin is found: looking for a plugin's executable is I/O, so the loop does it
     /// for `ReloadStateMachine`.
-    private static func origins(of read: Result<LoadedConfiguration, ConfigurationError>) -> [String: PluginOrigin] {
+    private func origins(of read: Result<LoadedConfiguration, ConfigurationError>) -> [String: PluginOrigin] {
         let configuration: LoadedConfiguration
         switch read {
         case .success(let next): configuration = next
@@ -186,9 +206,10 @@ public final class Engine: Sendable {
             guard let partial = error.partial else { return [:] }
             configuration = partial
         }
-        let resolver = PluginResolver(configured: configuration.configuration.plugins)
         var origins: [String: PluginOrigin] = [:]
-        for kind in configuration.configuration.kinds { origins[kind] = LoaderFactory.origin(of: kind, resolver: resolver) }
+        for kind in configuration.configuration.kinds {
+            origins[kind] = environment.plugins.origin(kind, configuration.configuration.plugins)
+        }
         return origins
     }
 
@@ -212,6 +233,18 @@ public final class Engine: Sendable {
     }
 
 
+    /// What encodes the lines for `--format`'s status bar; nil for the protocol's lines and the watch screen.
+    var barEncoder: BarEncoder? {
+        let definitions = loaded.configuration.views
+        return options.format == .json || options.format == .tui
+            ? nil
+            : BarEncoder(
+                format: options.format,
+                // i3bar without --view: every view, in the configuration's order.
+                views: options.format == .i3bar && options.views.isEmpty
+                    ? definitions : options.views.compactMap { id in definitions.first { $0.id == id } })
+    }
+
     /// Runs until `--once` is done, a signal arrives or stdout closes; returns the exit status.
     ///
     /// `signals` has handled signals since the command began; from here on it sends them to this loop. A
@@ -224,13 +257,7 @@ public final class Engine: Sendable {
         OrphanReaper.becomeSubreaper()
         let stop = StopRequest()
         let definitions = loaded.configuration.views
-        let bar = options.format == .json || options.format == .tui
-            ? nil
-            : BarEncoder(
-                format: options.format,
-                // i3bar without --view: every view, in the configuration's order.
-                views: options.format == .i3bar && options.views.isEmpty
-                    ? definitions : options.views.compactMap { id in definitions.first { $0.id == id } })
+        let bar = barEncoder
         let writer: any EngineOutput
         let controls: ControlMailbox
         if options.format == .tui {
@@ -270,17 +297,14 @@ public final class Engine: Sendable {
         // A stop signal came during start-up: its own stop is under way, and it exits.
         guard let reloadWasAsked else { await signals.waitForStartUpStop() }
         if reloadWasAsked { inbox.yield(.reload) }
-        let clock = EngineClock(inbox: inbox)
 
-        // One owner for every part of a run, each a child task: the writer, stdin, the clock and the orphan
-        // sweep here; reload steps and loaders being retired in `serve`'s group. A task group of our own
-        // rather than swift-service-lifecycle's `ServiceGroup`: hammock catches signals from its first
-        // instruction (`SignalRouter`), before any group exists, and its stop has an order of its own
-        // (plugins, then the cache, then the drain with `bye` last) that a graceful shutdown of services in
-        // reverse start order does not express.
+        // One owner for every part of a run, each a child task: stdin and the orphan sweep here; the writer
+        // and the clock in `run(output:...)`; reload steps and loaders being retired in `serve`'s group. A
+        // task group of our own rather than swift-service-lifecycle's `ServiceGroup`: hammock catches signals
+        // from its first instruction (`SignalRouter`), before any group exists, and its stop has an order of
+        // its own (`EngineStop.steps`) that a graceful shutdown of services in reverse start order does not
+        // express.
         return await withTaskGroup(of: Void.self) { services in
-            services.addTask { await writer.run() }
-            services.addTask { await clock.run() }
             // `hammock watch` reads keys from stdin itself.
             if options.format != .tui {
                 services.addTask { [options] in
@@ -298,10 +322,36 @@ public final class Engine: Sendable {
                     }
                 }
             }
-            let status = await withTaskGroup(of: Void.self) { work in
-                await serve(writer: writer, controls: controls, clock: clock, stop: stop, signals: signals, work: &work)
+            let status = await run(output: writer, controls: controls, stop: stop) {
+                // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
+                _ = signals.route { number in
+                    guard !SignalRouter.nonStopping.contains(number) else { return }
+                    _ = stop.request(number == SIGINT ? .interrupt : .signal, signal: number)
+                    writer.interrupt()
+                }
             }
             // The writer is over (`finish` has returned); the rest runs until told to stop.
+            services.cancelAll()
+            return status
+        }
+    }
+
+    /// The loop and its stop over `writer` and `controls`, with the clock, the configuration, the plugins
+    /// and the cache of `environment`; returns the exit status. What `run(signals:)` does around it (signals,
+    /// stdin, the orphan sweep, the watchdog) is the process's; a test calls this with an output and a
+    /// control mailbox in memory (`EmbeddedEngine`). `whenStopping` is called once the loop has ended.
+    func run(
+        output writer: any EngineOutput, controls: ControlMailbox, stop: StopRequest,
+        whenStopping: @escaping @Sendable () -> Void = {}
+    ) async -> Int32 {
+        let clock = environment.makeClock(inbox)
+        return await withTaskGroup(of: Void.self) { services in
+            services.addTask { await writer.run() }
+            services.addTask { await clock.run() }
+            let status = await withTaskGroup(of: Void.self) { work in
+                await serve(writer: writer, controls: controls, clock: clock, stop: stop, whenStopping: whenStopping, work: &work)
+            }
+            // The writer is over (`finish` has returned); the clock runs until told to stop.
             services.cancelAll()
             return status
         }
@@ -336,310 +386,334 @@ public final class Engine: Sendable {
     /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
     /// wait on one): a reload stuck on a plugin never holds up a stop.
     private func serve(
-        writer: any EngineOutput, controls: ControlMailbox, clock: EngineClock, stop: StopRequest, signals: SignalRouter,
-        work: inout TaskGroup<Void>
+        writer: any EngineOutput, controls: ControlMailbox, clock: any EngineDeadlines, stop: StopRequest,
+        whenStopping: @Sendable () -> Void, work: inout TaskGroup<Void>
     ) async -> Int32 {
-        let inbox = inbox
-        let logger = logger
-        let standardError = standardError
-        let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
-        var core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+        let loop = Loop(engine: self, writer: writer, controls: controls, stop: stop)
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
-        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: self.loaders) {
-            _ = core.learnTemplateRules(rules, for: kind, now: .current)
+        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders) {
+            _ = loop.core.learnTemplateRules(rules, for: kind, now: environment.now())
         }
-        // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
-        var loaders = self.loaders
-        var fresh: [String: PluginHost] = [:]
-        var checkers: [String: PluginHost] = [:]
-        var reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
-        var configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: inbox, logger: logger) : nil
-        configurationWatch?.follow([loaded.files])
-
-        var exitStatus: Int32 = 0
-        var isFinished = false
-        let cache = CacheStore(
-            configurationFile: loaded.file, secrets: standardError.secrets, warn: { [logger] in logger.warning("\($0)") })
         // A child of the loop's own task: the stop waits for it to write what waits.
+        let cache = loop.cache
         async let caching: Void = cache.run()
-        let clickCommands = ClickCommands(logger: logger, standardError: standardError)
-        // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
-        let notifySocket = options.notifySocket
-        var notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
-        var sourceMetrics = options.metrics.map { $0.lineObserver(sources: loaded.configuration.sources.map(\.id)) }
-        func notify(_ message: String?) {
-            if let message { notifySocket?.send(message) }
-        }
-        func perform(_ actions: [EngineAction]) async -> Bool {
-            // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
-            // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
-            // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
-            // what was decided before it.
-            var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
-            var lines: [OutputLine] = []
-            func handOver() async {
-                writer.send(contentsOf: lines)
-                lines.removeAll()
-                for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
-                loadsToStart.removeAll()
-            }
-            for action in actions {
-                switch action {
-                case .startLoad, .emit, .persist, .runClickCommand: break
-                case .cancelLoad, .removeSource, .reload, .finish: await handOver()
-                }
-                switch action {
-                case .emit(let line):
-                    lines.append(line)
-                    if notifier != nil { notify(notifier!.observe(line)) }
-                    sourceMetrics?.observe(line)
-                case .persist(let source, let content):
-                    await cache.save(source, content: content)
-                case .reload(let ids):
-                    // A reload line over the bound is refused at once.
-                    for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids)) { writer.send(line) }
-                case .startLoad(let request):
-                    if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
-                        loadsToStart[index].requests.append(request)
-                    } else {
-                        loadsToStart.append((request.kind, [request]))
-                    }
-                case .cancelLoad(let source, let kind, let loadID):
-                    await loaders[kind]?.cancel(source: source, loadID: loadID.rawValue)
-                case .removeSource(let source, let kind):
-                    await loaders[kind]?.remove(source: source)
-                case .runClickCommand(let click):
-                    work.addTask { await clickCommands.run(click) }
-                case .finish(let status):
-                    notify(notifier?.finished())
-                    exitStatus = status
-                    isFinished = true
-                    return false
-                }
-            }
-            await handOver()
-            return true
-        }
-
-        /// Shuts `loader` down without waiting for it here; the stop waits for it.
-        func retire(_ loader: PluginHost?) {
-            guard let loader else { return }
-            work.addTask { await loader.shutdown() }
-        }
-
-        /// Carries out what the reload protocol decided; returns what goes through `perform` after it (the
-        /// core's actions, acks and refusals), in order.
-        func carryOut(_ reloadActions: [ReloadStateMachine.Action]) -> [EngineAction] {
-            var actions: [EngineAction] = []
-            for action in reloadActions {
-                switch action {
-                case .notifyStarted:
-                    notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
-                case .read:
-                    let source = source
-                    work.addTask { inbox.yield(.reloadStep(.read(source.read()))) }
-                case .addSecrets(let secrets):
-                    standardError.secrets.add(secrets)
-                case .watch(let files):
-                    configurationWatch?.follow(files)
-                case .makeLoader(let kind, let origin, let role):
-                    let loader = PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
-                    if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
-                case .check(let sources, let configuration, let roles, let outcome):
-                    var checking: [String: PluginHost] = [:]
-                    for (kind, role) in roles {
-                        switch role {
-                        case .running: checking[kind] = loaders[kind]
-                        case .fresh: checking[kind] = fresh[kind]
-                        case .checker: checking[kind] = checkers[kind]
-                        }
-                    }
-                    work.addTask { [checking] in
-                        let validation = await Self.validate(sources, of: configuration, with: checking)
-                        switch outcome {
-                        case .refuse(let error):
-                            inbox.yield(.reloadStep(.refused(error, validation)))
-                        case .commitUnlessRefused:
-                            let rules = await Self.templateRules(for: configuration.configuration, from: checking)
-                            inbox.yield(.reloadStep(.validated(configuration, rules, validation)))
-                        }
-                    }
-                case .retire(let kind, .running): retire(loaders.removeValue(forKey: kind))
-                case .retire(let kind, .fresh): retire(fresh.removeValue(forKey: kind))
-                case .retire(let kind, .checker): retire(checkers.removeValue(forKey: kind))
-                case .promote(let kind):
-                    loaders[kind] = fresh.removeValue(forKey: kind)
-                case .logReloaded(let file):
-                    logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
-                case .reconfigure(let next, let rules, let replacedKinds):
-                    writer.viewsReloaded(next.configuration.views)
-                    for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: .current) }
-                    actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: .current)
-                case .acknowledge(let ids):
-                    actions += ids.map { .emit(.ack(id: $0)) }
-                case .logRefusal(let error):
-                    for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
-                case .refuse(let ids, let message):
-                    actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
-                case .ended(let sources):
-                    notify(notifier?.reloadEnded(sources: sources))
-                    options.metrics?.reloadEnded(succeeded: sources != nil)
-                    // The series of sources the reload removed leave the scrape (a stale failure count would
-                    // keep an alert firing for a source that no longer exists).
-                    if let sources { sourceMetrics?.configured(sources.map(\.id)) }
-                }
-            }
-            return actions
-        }
-
-        let restored = await cache.restore(core.cachedSourceIDs)
+        // Start: what the cache holds of the sources that keep one, then every source's first load.
+        let restored = await cache.restore(loop.core.cachedSourceIDs)
         // `--once`'s deadline counts from here, as the core's does; its output may take the drain time more.
-        let onceOutputDeadline = MonotonicInstant.current + options.onceDeadline + options.drainTimeout
-        var running = await perform(core.start(now: .current, restored: restored))
-        clock.schedule(core.nextDeadline)
-        if running {
-            inputs: for await input in inputs {
-                if stop.isRequested { break }
-                let now = EngineTime.current
-                let actions: [EngineAction]
-                switch input {
-                case .loadFinished(let source, let loadID, let outcome):
-                    actions = core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
-                case .loadsFinished(let answers):
-                    actions = answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
-                case .loadQueued(let source, let loadID):
-                    actions = core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
-                case .loadStarted(let source, let loadID):
-                    actions = core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
-                case .pushed(let source, let mailbox):
-                    actions = mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
-                case .pushedError(let source, let error):
-                    actions = core.pushedError(source: source, error: error, now: now)
-                case .controls:
-                    #if DEBUG
-                        if let stall = Self.testLoopStall { try? await Task.sleep(for: stall) }
-                    #endif
-                    actions = []
-                    for entry in controls.take() {
-                        // A stop goes before the control lines that came ahead of it.
-                        if stop.isRequested { break inputs }
-                        switch entry {
-                        case .invalid(let message, nil) where options.format == .i3bar:
-                            logger.warning("stdin: \(message)")  // the bar shows no error lines
-                        case .invalid(let message, let id):
-                            running = await perform([.emit(.error(message: message, id: id))])
-                        case .click(let click):
-                            if let clicked = core.clicked(click, now: .current) {
-                                running = await perform(clicked)
-                            } else {
-                                logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
-                            }
-                        case .command(let command, let ids):
-                            running = await perform(core.handle(command, replyingTo: ids, now: .current))
-                        }
-                        if !running { break inputs }
-                    }
-                case .tick:
-                    actions = core.tick(now: now)
-                case .clockJumped:
-                    logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
-                    actions = core.clockJumped(now: now)
-                case .reload:
-                    actions = carryOut(reloads.requested())
-                case .loadEverySource(let failingOnly):
-                    actions = core.loadEverySource(failingOnly: failingOnly, now: now)
-                case .templateRulesLearned(let kind):
-                    // Only the running plugin's word counts, not a plugin started to check a reload.
-                    if let host = loaders[kind], let rules = await host.templateRules {
-                        actions = core.learnTemplateRules(rules, for: kind, now: now)
-                    } else {
-                        actions = []
-                    }
-                case .reloadStep(.read(let result)):
-                    actions = carryOut(reloads.read(result, origins: Self.origins(of: result)))
-                case .reloadStep(.validated(let next, let rules, let validation)):
-                    actions = carryOut(reloads.checked(next, rules: rules, validation: validation))
-                case .reloadStep(.refused(let error, let validation)):
-                    actions = carryOut(reloads.checkedRefusal(error, validation: validation))
-                case .watchdog:
-                    watchdogAsked.store(false, ordering: .releasing)
-                    notify("WATCHDOG=1")
-                    actions = []
-                case .stop:
-                    actions = []  // its reason is in `stop`, seen above
-                }
-                running = await perform(actions)
-                if !running { break }
-                clock.schedule(core.nextDeadline)
-            }
+        let onceOutputDeadline = environment.now().instant + options.onceDeadline + options.drainTimeout
+        var running = await loop.perform(loop.core.start(now: environment.now(), restored: restored), work: &work)
+        // The loop: take an input (a stop first), ask the core or the reload machine, carry out what it says,
+        // arm the clock for the core's next deadline.
+        var pending = inputs.makeAsyncIterator()
+        while running {
+            clock.schedule(loop.core.nextDeadline)
+            guard let input = await pending.next(), !stop.isRequested else { break }
+            if case .controls = input { running = await loop.takeControls(work: &work) }
+            if running { running = await loop.perform(await loop.decide(input, now: environment.now(), work: &work), work: &work) }
         }
 
-        controls.close()
-        notify(notifier?.stopping())
-        // From here on a signal (a second one, for a stop) means: stop waiting for the consumer.
-        _ = signals.route { number in
-            guard !SignalRouter.nonStopping.contains(number) else { return }
-            _ = stop.request(number == SIGINT ? .interrupt : .signal, signal: number)
-            writer.interrupt()
+        // The stop, in `EngineStop.steps`' order.
+        var stopped: StopRequest.Reason?
+        var status: Int32 = 0
+        for step in EngineStop.steps {
+            switch step {
+            case .closeControls:
+                controls.close()
+                loop.notify(loop.notifier?.stopping())
+            case .rerouteSignals:
+                whenStopping()
+                stopped = stop.current
+            case .endClickCommands: await loop.clickCommands.endAll()
+            case .shutDownPlugins: await Self.shutdown(Array(loop.loaders.values) + Array(loop.fresh.values) + Array(loop.checkers.values))
+            case .waitForWork: await work.waitForAll()  // retired hosts and reload steps (the shutdown ended their waits)
+            case .sweepOrphans: environment.sweepOrphans()
+            case .finishCache:
+                cache.finish()
+                await caching
+            case .logStopping:
+                if let stopped { logger.info("stopping", metadata: ["reason": "\(stopped.reason)"]) }
+            case .bye:
+                for case .emit(let line) in loop.core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
+            case .finishOutput:
+                status = await finishOutput(
+                    writer, stopped: stopped, isFinished: loop.isFinished, exitStatus: loop.exitStatus, stop: stop,
+                    onceOutputDeadline: onceOutputDeadline)
+            }
         }
-        let stopped = stop.current
-        await clickCommands.endAll()
-        await Self.shutdown(Array(loaders.values) + Array(fresh.values) + Array(checkers.values))
-        // Loaders retired by a reload, and reload steps (the shutdown above ended their waits on plugins).
-        await work.waitForAll()
-        OrphanReaper.sweep()
-        cache.finish()
-        await caching
-        if let stopped {
-            logger.info("stopping", metadata: ["reason": "\(stopped.reason)"])
-        }
-        // The core says the last word: `bye`, unless `--once` said it already.
-        for case .emit(let line) in core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
-        return await finishOutput(
-            writer, stopped: stopped, isFinished: isFinished, exitStatus: exitStatus, stop: stop,
-            onceOutputDeadline: onceOutputDeadline)
+        return status
     }
 
-    /// Writes what is left for the consumer and decides the exit status.
-    ///
-    /// Continuous mode exits 0 however it stopped, after at most `drainTimeout` for a consumer that does not
-    /// read. `--once` exits 0 only when every source loaded and every line, `bye` last, reached the consumer
-    /// by its deadline and the drain time after it (`onceOutputDeadline`): a consumer that leaves first, or
-    /// has not read by then, gets status 1, a signal 128 + its number, and stderr says why. The deadline
-    /// ends the run whatever the consumer does.
+    /// Writes what is left for the consumer, for as long as `EngineStop.drain` says, and returns the exit
+    /// status `EngineStop.verdict` decides, logging what it says.
     private func finishOutput(
         _ writer: any EngineOutput, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest,
         onceOutputDeadline: MonotonicInstant
     ) async -> Int32 {
-        if isFinished {
-            let left = max(onceOutputDeadline - MonotonicInstant.current, .zero)
-            switch await writer.finish(with: nil, deadline: left) {
-            case .complete:
-                return exitStatus
-            case .incomplete(let unwritten) where MonotonicInstant.current >= onceOutputDeadline:
-                logger.error("stdout was not read before --once's deadline (\(options.onceDeadline.humanReadable), and \(options.drainTimeout.humanReadable) to write): \(unwritten) lines not written, bye included")
-                return 1
-            case .incomplete(let unwritten):
-                logger.error("stdout was closed before --once had written every line: \(unwritten) not written, bye included")
-                return 1
-            case .interrupted:
-                let signal = stop.current?.signal ?? SIGTERM
-                logger.error("stopped by signal \(signal) before the consumer had read every line of --once; the output is cut short")
-                return 128 + signal
+        let deadline: Duration
+        switch EngineStop.drain(isFinished: isFinished) {
+        case .untilOnceOutputDeadline: deadline = max(onceOutputDeadline - environment.now().instant, .zero)
+        case .drainTimeout: deadline = options.drainTimeout
+        }
+        let completion = await writer.finish(with: nil, deadline: deadline)
+        let (status, records) = EngineStop.verdict(
+            EngineStop.Ending(
+                once: options.once, isFinished: isFinished, finishedStatus: exitStatus, completion: completion,
+                stopReason: stopped?.reason, stopSignal: isFinished ? stop.current?.signal : stopped?.signal,
+                outputDeadlinePassed: environment.now().instant >= onceOutputDeadline,
+                onceDeadline: options.onceDeadline, drainTimeout: options.drainTimeout))
+        for record in records { logger.log(level: record.level, "\(record.message)") }
+        return status
+    }
+}
+
+extension Engine {
+    /// What the loop owns while it runs, and how it carries out what the core and the reload machine decide:
+    /// the core, the plugin hosts by role, the cache, the click runner, systemd's notifier, the metrics'
+    /// observer. Owned by `serve`'s task alone, so a class that is not `Sendable`; a method that starts work
+    /// off the loop (a reload step, a retiring host, a click command) adds it to `serve`'s group, `work`.
+    fileprivate final class Loop {
+        let engine: Engine
+        let writer: any EngineOutput
+        let controls: ControlMailbox
+        let stop: StopRequest
+        var core: EngineCore
+        // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
+        var loaders: [String: PluginHost]
+        var fresh: [String: PluginHost] = [:]
+        var checkers: [String: PluginHost] = [:]
+        var reloads: ReloadStateMachine
+        var configurationWatch: ConfigurationWatch?
+        /// `--once` is done (the core's `.finish`), with this status.
+        var isFinished = false
+        var exitStatus: Int32 = 0
+        let cache: CacheStore
+        let clickCommands: any ClickCommandRunner
+        // systemd's Type=notify: nothing at all is kept or computed without NOTIFY_SOCKET.
+        let notifySocket: NotifySocket?
+        var notifier: ServiceNotifier?
+        var sourceMetrics: (any EngineLineObserver)?
+
+        var options: RunOptions { engine.options }
+        var logger: Logger { engine.logger }
+        var environment: EngineEnvironment { engine.environment }
+        var standardError: StandardError { engine.standardError }
+        var inbox: EngineInbox { engine.inbox }
+
+        init(engine: Engine, writer: any EngineOutput, controls: ControlMailbox, stop: StopRequest) {
+            self.engine = engine
+            self.writer = writer
+            self.controls = controls
+            self.stop = stop
+            let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
+            let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
+            core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+            loaders = engine.loaders
+            reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
+            configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: engine.inbox, logger: logger) : nil
+            configurationWatch?.follow([loaded.files])
+            cache = CacheStore(
+                configurationFile: loaded.file, secrets: engine.standardError.secrets, warn: { [logger] in logger.warning("\($0)") },
+                environment: engine.environment.cacheEnvironment)
+            clickCommands = engine.environment.makeClickCommands(logger, engine.standardError)
+            notifySocket = options.notifySocket
+            notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
+            sourceMetrics = options.metrics.map { $0.lineObserver(sources: loaded.configuration.sources.map(\.id)) }
+        }
+
+            func notify(_ message: String?) {
+                if let message { notifySocket?.send(message) }
             }
-        }
-        let completion = await writer.finish(with: nil, deadline: options.drainTimeout)
-        if completion != .complete && stopped?.reason != .stdoutClosed {
-            logger.notice("stdout was not read within \(options.drainTimeout.humanReadable) of the stop: the last lines and bye were not written")
-        }
-        guard options.once else { return 0 }
-        // `--once` did not get to the end: its status must not say it did.
-        if let signal = stopped?.signal {
-            logger.error("--once was stopped by signal \(signal) before every source was loaded")
-            return 128 + signal
-        }
-        logger.error("stdout was closed before --once was done")
-        return 1
+            func perform(_ actions: [EngineAction], work: inout TaskGroup<Void>) async -> Bool {
+                // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
+                // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
+                // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
+                // what was decided before it.
+                var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
+                var lines: [OutputLine] = []
+                func handOver() async {
+                    writer.send(contentsOf: lines)
+                    lines.removeAll()
+                    for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
+                    loadsToStart.removeAll()
+                }
+                for action in actions {
+                    switch action {
+                    case .startLoad, .emit, .persist, .runClickCommand: break
+                    case .cancelLoad, .removeSource, .reload, .finish: await handOver()
+                    }
+                    switch action {
+                    case .emit(let line):
+                        lines.append(line)
+                        if notifier != nil { notify(notifier!.observe(line)) }
+                        sourceMetrics?.observe(line)
+                    case .persist(let source, let content):
+                        await cache.save(source, content: content)
+                    case .reload(let ids):
+                        // A reload line over the bound is refused at once.
+                        for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids), work: &work) { writer.send(line) }
+                    case .startLoad(let request):
+                        if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
+                            loadsToStart[index].requests.append(request)
+                        } else {
+                            loadsToStart.append((request.kind, [request]))
+                        }
+                    case .cancelLoad(let source, let kind, let loadID):
+                        await loaders[kind]?.cancel(source: source, loadID: loadID.rawValue)
+                    case .removeSource(let source, let kind):
+                        await loaders[kind]?.remove(source: source)
+                    case .runClickCommand(let click):
+                        work.addTask { [clickCommands] in await clickCommands.run(click) }
+                    case .finish(let status):
+                        notify(notifier?.finished())
+                        exitStatus = status
+                        isFinished = true
+                        return false
+                    }
+                }
+                await handOver()
+                return true
+            }
+
+            /// Shuts `loader` down without waiting for it here; the stop waits for it.
+            func retire(_ loader: PluginHost?, work: inout TaskGroup<Void>) {
+                guard let loader else { return }
+                work.addTask { await loader.shutdown() }
+            }
+
+            /// Carries out what the reload protocol decided; returns what goes through `perform` after it (the
+            /// core's actions, acks and refusals), in order.
+            func carryOut(_ reloadActions: [ReloadStateMachine.Action], work: inout TaskGroup<Void>) -> [EngineAction] {
+                var actions: [EngineAction] = []
+                for action in reloadActions {
+                    switch action {
+                    case .notifyStarted:
+                        notify(notifier?.reloadStarted(monotonicMicroseconds: NotifySocket.monotonicMicroseconds))
+                    case .read:
+                        let (read, inbox) = (environment.readConfiguration, inbox)
+                        work.addTask { inbox.yield(.reloadStep(.read(read()))) }
+                    case .addSecrets(let secrets):
+                        standardError.secrets.add(secrets)
+                    case .watch(let files):
+                        configurationWatch?.follow(files)
+                    case .makeLoader(let kind, let origin, let role):
+                        let loader = environment.plugins.makeHost(kind, origin, inbox, logger, standardError)
+                        if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
+                    case .check(let sources, let configuration, let roles, let outcome):
+                        var checking: [String: PluginHost] = [:]
+                        for (kind, role) in roles {
+                            switch role {
+                            case .running: checking[kind] = loaders[kind]
+                            case .fresh: checking[kind] = fresh[kind]
+                            case .checker: checking[kind] = checkers[kind]
+                            }
+                        }
+                        work.addTask { [checking, inbox] in
+                            let validation = await Engine.validate(sources, of: configuration, with: checking)
+                            switch outcome {
+                            case .refuse(let error):
+                                inbox.yield(.reloadStep(.refused(error, validation)))
+                            case .commitUnlessRefused:
+                                let rules = await Engine.templateRules(for: configuration.configuration, from: checking)
+                                inbox.yield(.reloadStep(.validated(configuration, rules, validation)))
+                            }
+                        }
+                    case .retire(let kind, .running): retire(loaders.removeValue(forKey: kind), work: &work)
+                    case .retire(let kind, .fresh): retire(fresh.removeValue(forKey: kind), work: &work)
+                    case .retire(let kind, .checker): retire(checkers.removeValue(forKey: kind), work: &work)
+                    case .promote(let kind):
+                        loaders[kind] = fresh.removeValue(forKey: kind)
+                    case .logReloaded(let file):
+                        logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
+                    case .reconfigure(let next, let rules, let replacedKinds):
+                        writer.viewsReloaded(next.configuration.views)
+                        for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: environment.now()) }
+                        actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: environment.now())
+                    case .acknowledge(let ids):
+                        actions += ids.map { .emit(.ack(id: $0)) }
+                    case .logRefusal(let error):
+                        for diagnostic in error.diagnostics { logger.error("\(diagnostic.formatted(file: error.file))") }
+                    case .refuse(let ids, let message):
+                        actions += OutputLine.refusals(message, answering: ids).map(EngineAction.emit)
+                    case .ended(let sources):
+                        notify(notifier?.reloadEnded(sources: sources))
+                        options.metrics?.reloadEnded(succeeded: sources != nil)
+                        // The series of sources the reload removed leave the scrape (a stale failure count would
+                        // keep an alert firing for a source that no longer exists).
+                        if let sources { sourceMetrics?.configured(sources.map(\.id)) }
+                    }
+                }
+                return actions
+            }
+
+            /// The control lines that wait, each carried out in order; false when the run is to end. A stop goes
+            /// before the control lines that came ahead of it.
+            func takeControls(work: inout TaskGroup<Void>) async -> Bool {
+                #if DEBUG
+                    if let stall = Engine.testLoopStall { try? await Task.sleep(for: stall) }
+                #endif
+                for entry in controls.take() {
+                    if stop.isRequested { return false }
+                    let now = environment.now()
+                    switch entry {
+                    case .invalid(let message, nil) where options.format == .i3bar:
+                        logger.warning("stdin: \(message)")  // the bar shows no error lines
+                    case .invalid(let message, let id):
+                        guard await perform([.emit(.error(message: message, id: id))], work: &work) else { return false }
+                    case .click(let click):
+                        guard let clicked = core.clicked(click, now: now) else {
+                            logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
+                            continue
+                        }
+                        guard await perform(clicked, work: &work) else { return false }
+                    case .command(let command, let ids):
+                        guard await perform(core.handle(command, replyingTo: ids, now: now), work: &work) else { return false }
+                    }
+                }
+                return true
+            }
+
+            /// What the core (or the reload machine) decides about `input`.
+            func decide(_ input: EngineInput, now: EngineTime, work: inout TaskGroup<Void>) async -> [EngineAction] {
+                switch input {
+                case .loadFinished(let source, let loadID, let outcome):
+                    return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
+                case .loadsFinished(let answers):
+                    return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
+                case .loadQueued(let source, let loadID):
+                    return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
+                case .loadStarted(let source, let loadID):
+                    return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
+                case .pushed(let source, let mailbox):
+                    return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
+                case .pushedError(let source, let error):
+                    return core.pushedError(source: source, error: error, now: now)
+                case .controls, .stop:
+                    return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
+                case .tick:
+                    return core.tick(now: now)
+                case .clockJumped:
+                    logger.notice("the clock jumped (a suspend, or the wall clock was set): refreshing every polled source")
+                    return core.clockJumped(now: now)
+                case .reload:
+                    return carryOut(reloads.requested(), work: &work)
+                case .loadEverySource(let failingOnly):
+                    return core.loadEverySource(failingOnly: failingOnly, now: now)
+                case .templateRulesLearned(let kind):
+                    // Only the running plugin's word counts, not a plugin started to check a reload.
+                    guard let host = loaders[kind], let rules = await host.templateRules else { return [] }
+                    return core.learnTemplateRules(rules, for: kind, now: now)
+                case .reloadStep(.read(let result)):
+                    return carryOut(reloads.read(result, origins: engine.origins(of: result)), work: &work)
+                case .reloadStep(.validated(let next, let rules, let validation)):
+                    return carryOut(reloads.checked(next, rules: rules, validation: validation), work: &work)
+                case .reloadStep(.refused(let error, let validation)):
+                    return carryOut(reloads.checkedRefusal(error, validation: validation), work: &work)
+                case .watchdog:
+                    engine.watchdogAsked.store(false, ordering: .releasing)
+                    notify("WATCHDOG=1")
+                    return []
+                }
+            }
     }
 }
 

@@ -84,41 +84,4 @@ struct DocumentedBehaviourOutputTests {
         var count: Int32 = 0
         return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
     }
-
-    /// "`{"op":"retry","view":"id"}` … with `source`, load it": a failing source, and a healthy one, load
-    /// at once, even right after an error and with the automatic retry off.
-    @Test("retry with a source loads that source, right after its error and when it is healthy")
-    func retryOfASource() async throws {
-        try await Documented.Folder.with { folder in
-            let missing = folder.path + "/appears-later.txt"
-            let config = """
-                version: 1
-                sources:
-                  flaky: { kind: shell, command: [cat, \(Documented.yamlQuoted(missing))], retry: off }
-                  healthy: { kind: shell, command: [cat, /proc/sys/kernel/random/uuid], retry: off }
-                """
-            try await HammockProcess.withRunning(config: config) { hammock in
-                try await hammock.waitUntil("flaky failed and healthy loaded") { lines in
-                    lines.contains { $0.id == "flaky" && $0.event == "error" }
-                        && lines.contains { $0.id == "healthy" && $0.event == "newData" }
-                }
-                let failed = try #require(hammock.lines.first { $0.id == "flaky" && $0.event == "error" })
-                #expect(failed[pointer: "/state/latestError/exitStatus"] == 1, "\(failed)")
-                let first = try #require(hammock.lines.first { $0.id == "healthy" && $0.event == "newData" })
-                hammock.skipLinesReadSoFar()
-
-                try folder.write("here now", to: "appears-later.txt")
-                try hammock.send(controlLine: #"{"op":"retry","source":"flaky"}"#)
-                let requested = try await hammock.waitFor(type: "source", id: "flaky")
-                #expect(requested.event == "requested", "\(requested)")
-                let loaded = try await hammock.waitFor(type: "source", id: "flaky")
-                #expect(loaded.event == "newData" && loaded.documentedContent == "here now", "\(loaded)")
-
-                try hammock.send(controlLine: #"{"op":"retry","source":"healthy"}"#)
-                let again = try await hammock.waitFor(type: "source", id: "healthy") { $0.event == "newData" }
-                #expect(again.origin == "load")
-                #expect(again.documentedContent != first.documentedContent, "a new load: \(again) after \(first)")
-            }
-        }
-    }
 }

@@ -199,44 +199,6 @@ struct DocumentedBehaviourReloadTests {
         }
     }
 
-    @Test("a source dropped by a reload is removed from its plugin with a remove line; the plugin goes on")
-    func removeIsSentToThePlugin() async throws {
-        try await Documented.Folder.with { folder in
-            let plugin = try folder.fixturePlugin()
-            let log = folder.path + "/ops.log"
-            func config(_ sources: String) -> String {
-                """
-                version: 1
-                sources:
-                \(sources)
-                \(Documented.Plugin.pluginsSection(path: plugin, arguments: ["--log", log]))
-                """
-            }
-            let configPath = try folder.write(
-                config("  kept: { kind: test, retry: off }\n  dropped: { kind: test, retry: off }"), to: "config.yaml")
-            try await Documented.run(configPath: configPath) { hammock in
-                try await hammock.waitUntil("both sources have data") { lines in
-                    ["kept", "dropped"].allSatisfy { id in lines.contains { $0.id == id && $0.event == "newData" } }
-                }
-                let kept = try #require(hammock.lines.last { $0.id == "kept" && $0.event == "newData" })
-
-                try folder.write(config("  kept: { kind: test, retry: off }"), to: "config.yaml")
-                try hammock.send(controlLine: #"{"op":"reload"}"#)
-                try await hammock.waitFor(type: "removed", id: "dropped", timeout: .seconds(15))
-                let removed = try await Documented.eventually(within: .seconds(8)) {
-                    Self.operations(in: log).contains { $0["op"] == "remove" && $0["source"] == "dropped" }
-                }
-                #expect(removed, "the plugin was sent remove for dropped: \(Documented.fileText(log))")
-                let operations = Self.operations(in: log)
-                #expect(!operations.contains { $0["op"] == "remove" && $0["source"] == "kept" }, "\(operations)")
-
-                try hammock.send(controlLine: #"{"op":"load","source":"kept"}"#)
-                let again = try await hammock.waitFor(type: "source", id: "kept") { $0.event == "newData" }
-                #expect(again[pointer: "/state/content/pid"] == kept[pointer: "/state/content/pid"], "the same plugin: \(again)")
-            }
-        }
-    }
-
     /// The lines the fixture plugin logged, parsed.
     static func operations(in log: String) -> [JSONValue] {
         Documented.fileText(log).split(separator: "\n").compactMap { try? JSONValue(parsing: Array($0.utf8)) }

@@ -73,27 +73,6 @@ struct I3barFormatTests {
           count: { sources: [count] }
         """
 
-    @Test("a click retries a view that failed and loads one that did not; an unknown name is logged")
-    func clicks() async throws {
-        try await HammockProcess.withRunning(
-            config: clickConfig, arguments: ["--format", "i3bar", "--view", "flaky", "--view", "count"],
-            stdoutIsJSON: false
-        ) { hammock in
-            try await hammock.waitForStdoutLines("flaky failed, count loaded") {
-                $0.contains { self.fullTexts($0).first?.hasPrefix("error") == true && self.fullTexts($0).last == "c1" }
-            }
-            _ = FileManager.default.createFile(atPath: hammock.directory + "/ok", contents: nil)
-            try hammock.send(controlLine: "[")
-            try hammock.send(controlLine: #"{"name":"flaky","instance":"","button":1,"x":5,"y":5}"#)
-            try await hammock.waitForStdoutLines("flaky loaded again") { self.fullTexts($0.last ?? "") == ["fine", "c1"] }
-            try hammock.send(controlLine: #",{"name":"nope","button":1}"#)
-            try await hammock.waitForStderr(containing: #"a click on "nope", which is not a view"#)
-            try hammock.send(controlLine: #",{"name":"count","button":1}"#)
-            try await hammock.waitForStdoutLines("count loaded again") { self.fullTexts($0.last ?? "") == ["fine", "c2"] }
-            #expect(hammock.isRunning)
-        }
-    }
-
     @Test("after the stop signal nothing is written until the cont signal, which writes what changed meanwhile")
     func stopAndCont() async throws {
         try await HammockProcess.withRunning(

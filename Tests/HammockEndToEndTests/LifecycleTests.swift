@@ -58,35 +58,6 @@ struct LifecycleTests {
         }
     }
 
-    @Test("--once exits 0 when every source loads, after writing their states and bye")
-    func onceSuccess() async throws {
-        let config = """
-            version: 1
-            sources:
-              a: { kind: fake, content: 1, delay: 50ms }
-              b: { kind: fake, content: [x], delay: 150ms }
-              c: { kind: fake, content: { k: v } }
-            views:
-              abc: { sources: [a, b, c] }
-            """
-        try await HammockProcess.withRunning(config: config, arguments: ["--once"]) { hammock in
-            #expect(try await hammock.waitForExit() == .exited(0))
-            try await hammock.waitUntilStdoutEnds()
-            let bye = try await hammock.waitFor(type: "bye")
-            #expect(bye["reason"] == "once")
-            #expect(bye["failed"] == [], "\(bye)")
-            let lines = hammock.lines
-            #expect(lines.last?.type == "bye")
-            for id in ["a", "b", "c"] {
-                #expect(lines.contains { $0.id == id && $0.event == "newData" }, "\(id) was loaded")
-            }
-            let view = try #require(lines.last { $0.id == "abc" })
-            #expect(view.status == "data")
-            #expect(view["content"] == ["a": 1, "b": ["x"], "c": ["k": "v"]])
-            #expect(lines.map(\.seq) == lines.indices.map { $0 + 1 })
-        }
-    }
-
     @Test("--once exits 1 when a source fails, and bye lists it in failed")
     func onceFailure() async throws {
         let config = """
@@ -108,30 +79,6 @@ struct LifecycleTests {
             // queue on a loaded machine, so the count of failures is what tells.)
             #expect(error.state?["failures"] == 1, "no retry with --once")
             #expect(hammock.lines.filter { $0.id == "broken" && $0.event == "requested" }.count <= 1)
-        }
-    }
-
-    @Test("--once with --deadline 1s exits 1 promptly when a source never answers")
-    func onceDeadline() async throws {
-        let config = """
-            version: 1
-            sources:
-              fine: { kind: fake, content: 1, delay: 20ms }
-              stuck: { kind: fake, state: loading }
-            """
-        try await HammockProcess.withRunning(config: config, arguments: ["--once", "--deadline", "1s"]) { hammock in
-            let started = hammock.launchedAt
-            #expect(try await hammock.waitForExit(timeout: .seconds(12)) == .exited(1))
-            let elapsed = ContinuousClock.now - started
-            // Well under the default deadline of 30 s, with room for a machine busy running the other tests.
-            #expect(elapsed < .seconds(10), "exited after \(elapsed)")
-            let bye = try await hammock.waitFor(type: "bye")
-            #expect(bye["reason"] == "deadline", "\(bye)")
-            #expect(bye["failed"] == ["stuck"])
-            try await hammock.waitUntilStdoutEnds()
-            #expect(hammock.lines.last?.type == "bye", "nothing is written after bye")
-            let deadlineSeen = bye.receivedAt - started
-            #expect(deadlineSeen >= .milliseconds(900), "bye came after \(deadlineSeen), before the 1 s deadline")
         }
     }
 }
