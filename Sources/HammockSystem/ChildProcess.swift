@@ -173,6 +173,7 @@ public enum ProcessEnvironment {
 /// The bytes of a pipe as they come, read on a thread of its own (`name`) until the pipe's end or a read
 /// error; the descriptor is closed then. The reading waits while `maximumWaiting` chunks wait for the
 /// consumer, so a writer faster than its reader fills the pipe and blocks, rather than this process's memory.
+/// Iterate it once.
 public struct PipeChunks: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     private let chunks: AsyncStream<[UInt8]>
@@ -184,6 +185,12 @@ public struct PipeChunks: AsyncSequence, Sendable {
         let room = LockedCondition(maximumWaiting)
         self.chunks = chunks
         self.room = room
+        // A consumer that stops (its task cancelled) takes nothing more: the reading goes on without waiting,
+        // to the pipe's end, so that neither this thread nor the writer is left blocked.
+        delivery.onTermination = { _ in
+            room.withLock { $0 = .max / 2 }
+            room.signal()
+        }
         OwnThread.start(named: name) {
             var buffer = [UInt8](repeating: 0, count: chunkSize)
             while true {

@@ -65,6 +65,28 @@ struct ChildProcessTests {
         _ = try process.waitForEnd()
     }
 
+    @Test("a consumer that stops taking chunks (its task cancelled) does not leave the pipe's writer blocked")
+    func stoppedConsumerLetsTheWriterFinish() async throws {
+        let process = try spawn(["/bin/sh", "-c", "head -c 67108864 /dev/zero"], input: .null)
+        let output = PipeChunks(reading: process.standardOutput, name: "test.stdout", maximumWaiting: 4)
+        await Task {
+            var chunks = output.makeAsyncIterator()
+            _ = await chunks.next()
+            withUnsafeCurrentTask { $0?.cancel() }
+            #expect(await chunks.next() == nil)
+        }.value
+        close(process.standardError)
+        // Blocked on a full pipe, the writer never ends; drained, it ends at once.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var ended = try process.reapIfEnded()
+        while ended == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            ended = try process.reapIfEnded()
+        }
+        #expect(ended == .exited(0))
+        if ended == nil { kill(process.pid, SIGKILL) }
+    }
+
     private func spawn(_ argv: [String], input: ChildProcess.Input, environment: [String] = []) throws -> ChildProcess {
         try ChildProcess.spawn(
             path: argv[0], arguments: CStringArray(argv), environment: CStringArray(["PATH=/usr/bin:/bin"] + environment),
