@@ -139,8 +139,8 @@ int hammock_terminal_size(int fd, int *columns, int *rows) {
 
 // MARK: - Commands
 
-int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdout_fd,
-                  int stderr_fd, pid_t *pid, int *pidfd) {
+int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdin_fd,
+                  int stdout_fd, int stderr_fd, pid_t *pid, int *pidfd) {
     posix_spawnattr_t attributes;
     posix_spawn_file_actions_t actions;
     int error = posix_spawnattr_init(&attributes);
@@ -150,7 +150,7 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
         posix_spawnattr_destroy(&attributes);
         return error;
     }
-    // The plugin ignores SIGPIPE and SIGINT, which a command would otherwise inherit; exec resets only caught ones.
+    // The parent ignores SIGPIPE and SIGINT, which a child would otherwise inherit; exec resets only caught ones.
     sigset_t all, none;
     sigfillset(&all);
     sigemptyset(&none);
@@ -158,18 +158,21 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
     if (error == 0) error = posix_spawnattr_setpgroup(&attributes, 0);
     if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &all);
     if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
-    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (error == 0) {
+        error = stdin_fd < 0 ? posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+                             : posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
+    }
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
     if (error == 0 && directory != NULL) error = posix_spawn_file_actions_addchdir_np(&actions, directory);
-    // The plugin opens its own descriptors close-on-exec, but a library it links may not.
+    // hammock opens its own descriptors close-on-exec, but a library it links may not.
     if (error == 0) error = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
     if (error == 0) error = posix_spawn(pid, path, &actions, &attributes, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (error != 0) return error;
-    // syscall, not glibc's pidfd_open (2.36 and later). Nothing else in the plugin reaps, so the child is still
-    // there to be opened even if it has already ended.
+    // syscall, not glibc's pidfd_open (2.36 and later). Only the caller reaps its children (the engine's orphan
+    // sweep spares a spawn in flight), so the child is still there to be opened even if it has already ended.
     *pidfd = (int)syscall(SYS_pidfd_open, *pid, 0);
     if (*pidfd < 0) {
         error = errno;
@@ -179,6 +182,8 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
     }
     return 0;
 }
+
+int hammock_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int hammock_command_pipe(int fds[2]) {
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;

@@ -63,7 +63,7 @@ public actor LoadableSequence<Element: Sendable>: Loadable {
         // actor only sends when something changed.
         latest = LatestValue(LoadableState(isLoading: true), isDistinct: { _, _ in true })
         // The first run starts from the actor: a nonisolated init cannot keep its task. Until then the state
-        // is already "loading", and a `cancel()` that comes first wins.
+        // is already "loading", and a `cancel()` that comes first wins. It ends once it has started the run.
         Task { await self.startFirstRun() }
     }
 
@@ -112,6 +112,8 @@ public actor LoadableSequence<Element: Sendable>: Loadable {
     /// The run holds the loadable weakly: a loadable nobody holds any more goes, and its `deinit` stops the
     /// sequence (an endless one would otherwise keep both alive for ever).
     private static func start(_ run: @escaping Run, for loadable: LoadableSequence, as id: Int) -> Task<Void, Never> {
+        // Unstructured: it outlives the call that starts it. Kept in `task`; it ends with the sequence, or when
+        // `cancel()`, a restart or the loadable's `deinit` cancels it.
         Task { [weak loadable] in
             do {
                 try await run { [weak loadable] element in await loadable?.received(element, from: id) }

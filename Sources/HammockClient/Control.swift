@@ -55,11 +55,13 @@ extension EngineLines {
             try await withCheckedThrowingContinuation { (call: CheckedContinuation<Void, any Error>) in
                 pending[id] = call
                 writer.write(line) { message in
+                    // The failure is told on the writer's thread, which cannot await: one actor call, then it ends.
                     Task { await self.stopWaiting(id, HammockError.io(message)) }
                 }
             }
         } onCancel: {
-            // Runs on the actor after the call above was registered: the actor does one thing at a time.
+            // Runs on the actor after the call above was registered: the actor does one thing at a time. A
+            // cancellation handler is synchronous: one actor call, then the task ends.
             Task { await self.stopWaiting(id, CancellationError()) }
         }
     }

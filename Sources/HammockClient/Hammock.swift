@@ -159,7 +159,8 @@ public final class Hammock: Sendable {
         // At most this many lines wait between the reading thread and `EngineLines`: when the app keeps
         // `EngineLines` busy, the reader stops, the pipe fills, and the engine's queue coalesces states per id
         // instead of this process buffering a backlog.
-        let inFlight = DispatchSemaphore(value: Self.maximumLinesWaiting)
+        // A count of free places the reading thread sleeps on (a thread may wait on a condition; a task may not).
+        let inFlight = LockedCondition(Self.maximumLinesWaiting)
         let maximumLineLength = Self.maximumLineLength
         // A thread of its own for as long as the engine writes: the read blocks for the whole run.
         OwnThread.start(named: "hammock.stdout") {
@@ -169,16 +170,21 @@ public final class Hammock: Sendable {
                 descriptor: output, maximumLineLength: maximumLineLength, stopDescriptor: stop.read,
                 dropsUnterminatedLine: true
             ) {
-                inFlight.wait()
+                inFlight.withLock(when: { $0 > 0 }) { $0 -= 1 }
                 delivery.yield($0)
             }
             close(output)
             close(stop.read)
             delivery.finish()
         }
+        // Unstructured: `launch` and `init(attachingTo:)` return while it runs. It ends when the reading thread
+        // finishes `events` (the engine's stdout ended, or `stop()` wrote to the stop pipe).
         Task {
             for await event in events {
-                defer { inFlight.signal() }
+                defer {
+                    inFlight.withLock { $0 += 1 }
+                    inFlight.signal()
+                }
                 switch event {
                 case .line(let bytes):
                     await lines.handle(bytes)

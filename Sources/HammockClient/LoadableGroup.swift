@@ -129,6 +129,8 @@ public final class LoadableGroup: Loadable {
 private func watch<Member: Loadable>(
     _ member: Member, as index: Int, into merger: LoadableGroup.Merger
 ) -> Task<Void, Never> {
+    // Unstructured: it follows the member for the group's life. Kept in `watchers`; the group's `deinit`
+    // cancels it, or it ends with the member's stream.
     Task {
         do {
             for try await state in member.states { await merger.update(index, to: MemberState(state)) }

@@ -106,6 +106,8 @@ private func follow<Model: AnyObject, Value: Sendable>(
     _ values: AsyncThrowingStream<Value, any Error>, into model: Model,
     update: @escaping @MainActor (Model, Value) -> Void, end: @escaping @MainActor (Model, any Error) -> Void
 ) -> Task<Void, Never> {
+    // Unstructured: it follows the stream for the model's life. Kept in the model's `following`, which its
+    // `deinit` cancels; it ends too when the stream ends or the model is gone.
     Task { [weak model] in
         do {
             for try await value in values {

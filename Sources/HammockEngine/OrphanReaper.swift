@@ -63,6 +63,12 @@ enum OrphanReaper {
 ///
 /// A lock, not an actor: the sweep that reads it is synchronous (it runs from the host's `exited`, the
 /// engine's timer and the exit), and each hold is a few loads.
+///
+/// One registry for the process (`shared`), not one passed to each engine, because what it protects is
+/// process-wide: being a child subreaper is the process's, so every orphan of every engine in the process
+/// comes to the same sweep, and a sweep that knew only its own engine's guards would kill the guards of
+/// another engine in the same process (the tests run many; a signal during start-up stops them all, see
+/// `SignalRouter.stopStartUp`). Every guard spawned in the process registers here, whoever spawns it.
 final class LivePlugins: Sendable {
     static let shared = LivePlugins()
 

@@ -3,9 +3,7 @@ import Glibc
 import HammockJSON
 import HammockProtocol
 import HammockSystem
-import Subprocess
 import Synchronization
-import SystemPackage
 
 /// A plugin run the way hammock runs every plugin, for the plugin host and for `hammock plugin check`
 /// alike: the transport outside tests.
@@ -91,6 +89,10 @@ struct ProcessTransport: PluginTransport {
     }
 
     /// Runs the process to its end; returns how it ended and the guard's pid, if it was spawned.
+    ///
+    /// The guard is started as every process is (`ChildProcess`); its pipes are served by threads of their
+    /// own, not the Swift pool: `guard.stdout` and `guard.stderr` read (`PipeChunks`), `guard.stdin` writes
+    /// the batches of `PluginInput` (a `BlockingExecutor`), and `guard.exit` waits on its pidfd at the end.
     private func runProcess(spawn: Int, receive: ([LineSplitter.Piece]) async -> Void) async -> (PluginExit, pid_t?) {
         let input = input
         let commandLine = command.joined(separator: " ")
@@ -105,76 +107,80 @@ struct ProcessTransport: PluginTransport {
             input.close()
             return (.couldNotStart("(\(commandLine)): \(missing)"), nil)
         }
-        var platformOptions = PlatformOptions()
-        platformOptions.processGroupID = 0
         // Tells a plugin whose child it must stay: one that finds itself re-parented before it could ask for a
         // parent-death signal then knows that the engine is already gone (see HammockPluginKit's ParentWatch);
         // the guard checks the same.
-        var variables = self.environment.reduce(into: [Environment.Key: String?]()) { $0[.init(rawValue: $1.key)!] = $1.value }
-        variables["HAMMOCK_ENGINE_PID"] = String(getpid())
-        let environment = Environment.inherit.updating(variables)
-        let configuration = Configuration(
-            executable: .path(FilePath(guardPath)), arguments: Arguments([path] + command), environment: environment,
-            platformOptions: platformOptions)
-        let control = control.continuation
-        let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
-        // Known from the spawn, so that an error after it still names the guard that ended.
-        var spawned: pid_t?
-        do {
-            let result = try await Subprocess.run(configuration, input: .inputWriter, output: .sequence, error: .sequence) {
-                execution in
-                let pid = execution.processIdentifier.value
-                spawned = pid
-                LivePlugins.shared.started(pid, spawn: spawn)
-                control.yield(.started(pid))
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        do {
-                            try await input.writeBatches { _ = try await execution.standardInputWriter.write($0) }
-                            try await execution.standardInputWriter.finish()
-                        } catch {
-                            // The plugin closed its stdin or died; its exit is reported below.
-                        }
-                    }
-                    group.addTask {
-                        var splitter = LineSplitter(maximumLineLength: 64 << 10)
-                        var lines: [[UInt8]] = []
-                        let collect: (LineSplitter.Piece) -> Void = { piece in
-                            if case .line(let bytes) = piece { lines.append(bytes) }
-                        }
-                        do {
-                            for try await buffer in execution.standardError {
-                                buffer.withUnsafeBytes { splitter.feed($0, emit: collect) }
-                                for line in lines { await standardErrorLine(line) }
-                                lines.removeAll()
-                            }
-                        } catch {}
-                        splitter.finish(emit: collect)
-                        for line in lines { await standardErrorLine(line) }
-                    }
-                    // Of a line too long the head is kept: it names the load or source that fails for it.
-                    var splitter = LineSplitter(maximumLineLength: maximumLineLength, headLength: pluginLineHeadLength)
-                    do {
-                        for try await buffer in execution.standardOutput {
-                            var pieces: [LineSplitter.Piece] = []
-                            buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
-                            if !pieces.isEmpty { await receive(pieces) }
-                        }
-                    } catch {}
-                    var last: [LineSplitter.Piece] = []
-                    splitter.finish { last.append($0) }
-                    if !last.isEmpty { await receive(last) }
-                    input.close()
-                }
-            }
-            let pid = result.processIdentifier.value
-            switch result.terminationStatus {
-            case .exited(let code): return (.exited(code), pid)
-            case .signaled(let signal): return (.killed(signal: signal), pid)
-            }
-        } catch {
+        var environment = ProcessEnvironment.current()
+        for (name, value) in self.environment { environment[name] = value }
+        environment["HAMMOCK_ENGINE_PID"] = String(getpid())
+        let process: ChildProcess
+        switch ChildProcess.spawn(
+            path: guardPath, arguments: CStringArray([guardPath, path] + command),
+            environment: CStringArray(ProcessEnvironment.entries(environment)), standardInput: .pipe,
+            nonBlockingOutput: false)
+        {
+        case .success(let started): process = started
+        case .failure(.pipe(let error)), .failure(.spawn(let error)):
             input.close()
-            return (.couldNotStart("(\(commandLine)): \(error)"), spawned)
+            return (.couldNotStart("(\(commandLine)): \(error)"), nil)
+        }
+        let pid = process.pid
+        LivePlugins.shared.started(pid, spawn: spawn)
+        control.continuation.yield(.started(pid))
+        let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
+        let output = PipeChunks(reading: process.standardOutput, name: "guard.stdout")
+        let errors = PipeChunks(reading: process.standardError, name: "guard.stderr")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let writer = BlockingExecutor(name: "guard.stdin")
+                let descriptor = process.standardInput!
+                do {
+                    try await input.writeBatches { batch in
+                        // SIGPIPE held off: a plugin that died must not take the process that writes to it along.
+                        try await writer.run {
+                            Result { () throws(SystemCallError) in
+                                try Descriptor.writeAllWithoutBrokenPipeSignal(batch, to: descriptor)
+                            }
+                        }.get()
+                    }
+                } catch {
+                    // The plugin closed its stdin or died; its exit is reported below.
+                }
+                await writer.run { _ = close(descriptor) }
+            }
+            group.addTask {
+                var splitter = LineSplitter(maximumLineLength: 64 << 10)
+                var lines: [[UInt8]] = []
+                let collect: (LineSplitter.Piece) -> Void = { piece in
+                    if case .line(let bytes) = piece { lines.append(bytes) }
+                }
+                for await buffer in errors {
+                    buffer.withUnsafeBytes { splitter.feed($0, emit: collect) }
+                    for line in lines { await standardErrorLine(line) }
+                    lines.removeAll()
+                }
+                splitter.finish(emit: collect)
+                for line in lines { await standardErrorLine(line) }
+            }
+            // Of a line too long the head is kept: it names the load or source that fails for it.
+            var splitter = LineSplitter(maximumLineLength: maximumLineLength, headLength: pluginLineHeadLength)
+            for await buffer in output {
+                var pieces: [LineSplitter.Piece] = []
+                buffer.withUnsafeBytes { splitter.feed($0) { pieces.append($0) } }
+                if !pieces.isEmpty { await receive(pieces) }
+            }
+            var last: [LineSplitter.Piece] = []
+            splitter.finish { last.append($0) }
+            if !last.isEmpty { await receive(last) }
+            input.close()
+        }
+        let ended = await OwnThread.run(named: "guard.exit") {
+            Result { () throws(SystemCallError) in try process.waitForEnd() }
+        }
+        switch ended {
+        case .success(.exited(let code)): return (.exited(code), pid)
+        case .success(.signaled(let signal)): return (.killed(signal: signal), pid)
+        case .failure(let error): return (.couldNotStart("(\(commandLine)): \(error)"), pid)
         }
     }
 }
@@ -235,15 +241,7 @@ final class PluginInput: Sendable {
 private func executablePath(_ program: String) -> String? {
     guard !program.isEmpty else { return nil }
     if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
-    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
-    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
-        let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
-        var info = stat()
-        if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
-            return candidate
-        }
-    }
-    return nil
+    return ProcessEnvironment.findOnPath(program, path: getenv("PATH").map { String(cString: $0) })
 }
 
 /// How much of an over-long line the host keeps: enough for the fields that come before the bulk of a

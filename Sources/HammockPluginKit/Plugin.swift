@@ -1,5 +1,4 @@
 import CHammockSystem
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HammockCore
@@ -67,7 +66,7 @@ public enum Plugin {
 
         // If the engine dies without closing our stdin (it always closes on exit, but a descriptor could
         // have leaked to another process), the kernel still tells us.
-        let parentWatch = ParentWatch.start(parentAtStart: parentAtStart) {
+        ParentWatch.start(parentAtStart: parentAtStart) {
             pluginLog("the engine that started this plugin is gone; stopping every source")
             inbox.yield([.end])
         }
@@ -75,7 +74,7 @@ public enum Plugin {
         await serve(messages, with: dispatcher)
         await plugin.onShutdown()
         output.flush()
-        withExtendedLifetime(parentWatch) { exit(0) }
+        exit(0)
     }
 
     /// Serves the protocol in this process, for a plugin that hammock runs as a part of itself: lines from
@@ -138,27 +137,29 @@ enum ParentWatch {
     /// plugin first asked for its parent still knows whose child it was meant to be.
     static let engineVariable = "HAMMOCK_ENGINE_PID"
 
-    /// Starts watching; the caller keeps what it returns for as long as the watch must last.
-    static func start(parentAtStart: pid_t, onDeath: @escaping @Sendable () -> Void) -> DispatchSourceRead? {
+    /// Starts watching: the `plugin.parent` thread waits on the kernel's notice for as long as the plugin
+    /// runs (the process's exit ends it), and calls `onDeath` at most once.
+    static func start(parentAtStart: pid_t, onDeath: @escaping @Sendable () -> Void) {
         guard let parent = expectedParent(parentAtStart: parentAtStart) else {
             onDeath()
-            return nil
+            return
         }
         let notice = hammock_watch_parent(parent)
         guard notice >= 0 else {
             pluginLog("cannot watch for the engine's death (\(String(cString: strerror(errno)))); the end of stdin still stops the plugin")
-            return nil
+            return
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: notice, queue: .global())
-        source.setEventHandler {
-            var byte: UInt8 = 0
-            _ = read(notice, &byte, 1)  // taken, so the event is not reported again
+        // A parent that died before the signal was asked for sent none.
+        if getppid() != parent {
+            onDeath()
+            return
+        }
+        OwnThread.start(named: "plugin.parent") {
+            // The notice is non-blocking (its signal handler writes it): wait for it in poll, with no limit.
+            var ready = pollfd(fd: notice, events: Int16(POLLIN), revents: 0)
+            while poll(&ready, 1, -1) < 0 && errno == EINTR {}
             onDeath()
         }
-        source.resume()
-        // A parent that died before the signal was asked for sent none.
-        if getppid() != parent { onDeath() }
-        return source
     }
 
     /// The process this plugin must stay the child of, or nil when the engine is already gone.
@@ -315,7 +316,9 @@ actor PluginDispatcher {
                 }
             }
             // On the source's executor when it names one (the whole load, the answer to this actor included,
-            // then stays on the thread its I/O completes on), else on the pool as any task.
+            // then stays on the thread its I/O completes on), else on the pool as any task. Unstructured: the
+            // load outlives the message that starts it; kept in `loads`, it ends by answering, or a `cancel`
+            // or the shutdown cancels it.
             let task = Task(executorPreference: source.loadExecutor) {
                 let result = await source.load(request)
                 await self.answer(loadID, source: id, result)

@@ -120,40 +120,56 @@ extension PluginMessage {
 
 // MARK: - Lines
 
-extension EngineMessage {
-    public var json: JSONValue {
-        if let json = hotPathJSON { return json }
-        return encodedForTheWire(self)
-    }
+// Both directions are coded one way (`LineCoded`); each type only names its discriminator.
+
+extension EngineMessage: LineCoded {
+    static let discriminator = "op"
+
+    public var json: JSONValue { lineJSON }
 
     /// The message as one line, `\n` included.
-    public var line: [UInt8] { json.jsonBytes + [UInt8(ascii: "\n")] }
+    public var line: [UInt8] { lineBytes }
 
-    public init(line: some Collection<UInt8>) throws(ProtocolError) {
-        let value = try parseLine(line)
-        if let message = Self(hotPath: value) {
-            self = message
-        } else {
-            self = try decodedFromTheWire(value, discriminator: "op")
-        }
-    }
+    public init(line: some Collection<UInt8>) throws(ProtocolError) { self = try Self(lineBytes: line) }
 }
 
-extension PluginMessage {
-    public var json: JSONValue {
+extension PluginMessage: LineCoded {
+    static let discriminator = "type"
+
+    public var json: JSONValue { lineJSON }
+
+    /// The message as one line, `\n` included.
+    public var line: [UInt8] { lineBytes }
+
+    public init(line: some Collection<UInt8>) throws(ProtocolError) { self = try Self(lineBytes: line) }
+}
+
+/// A message of the line protocol, in either direction: the hand-written hot path first
+/// (`PluginProtocol+HotPath.swift`), the declared `Codable` form for everything else. Internal, so that the
+/// hot path stays out of the module's interface; the public `json`, `line` and `init(line:)` forward here.
+protocol LineCoded: Codable {
+    /// The member that names the message on the wire: `op` for the engine's, `type` for the plugin's.
+    static var discriminator: String { get }
+    /// The message's JSON by hand, when it is one of the hot path's; nil for the declared form.
+    var hotPathJSON: JSONValue? { get }
+    /// The message read by hand, when `value` is one of the hot path's; nil for the declared form.
+    init?(hotPath value: JSONValue)
+}
+
+extension LineCoded {
+    var lineJSON: JSONValue {
         if let json = hotPathJSON { return json }
         return encodedForTheWire(self)
     }
 
-    /// The message as one line, `\n` included.
-    public var line: [UInt8] { json.jsonBytes + [UInt8(ascii: "\n")] }
+    var lineBytes: [UInt8] { lineJSON.jsonBytes + [UInt8(ascii: "\n")] }
 
-    public init(line: some Collection<UInt8>) throws(ProtocolError) {
+    init(lineBytes line: some Collection<UInt8>) throws(ProtocolError) {
         let value = try parseLine(line)
         if let message = Self(hotPath: value) {
             self = message
         } else {
-            self = try decodedFromTheWire(value, discriminator: "type")
+            self = try decodedFromTheWire(value, discriminator: Self.discriminator)
         }
     }
 }

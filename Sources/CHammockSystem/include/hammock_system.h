@@ -41,19 +41,25 @@ int hammock_name_thread(const char *name);
 /// and sets `columns` and `rows`, or -1 when `fd` is not a terminal or the size is unknown (zero).
 int hammock_terminal_size(int fd, int *columns, int *rows);
 
-/// Starts `path` with `argv` and `envp` in a process group of its own, as a command of the shell plugin: stdin
-/// is /dev/null, stdout and stderr are `stdout_fd` and `stderr_fd`, every other descriptor is closed, every
-/// signal has its default action and none is blocked, and the working directory is `directory` when it is not
-/// NULL. posix_spawn, which glibc runs as a vfork: the plugin's memory is not copied, which a fork of a process
-/// holding the Swift runtime costs (about a third of a short command's CPU). Returns 0 and sets `pid` and
-/// `pidfd` (a descriptor that becomes readable when the command ends, see `hammock_reap`), or an errno value:
-/// the exec's or the chdir's, which glibc brings back from the child.
-int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdout_fd,
-                  int stderr_fd, pid_t *pid, int *pidfd);
+/// Starts `path` with `argv` and `envp` in a process group of its own, the one way hammock starts a process
+/// (a plugin's guard, a command of the shell plugin; `ChildProcess` in HammockSystem): stdin is `stdin_fd`, or
+/// /dev/null when it is negative, stdout and stderr are `stdout_fd` and `stderr_fd`, every other descriptor is
+/// closed, every signal has its default action and none is blocked, and the working directory is `directory`
+/// when it is not NULL. posix_spawn, which glibc runs as a vfork: the parent's memory is not copied, which a
+/// fork of a process holding the Swift runtime costs (about a third of a short command's CPU). Returns 0 and
+/// sets `pid` and `pidfd` (a descriptor that becomes readable when the process ends, see `hammock_reap`), or
+/// an errno value: the exec's or the chdir's, which glibc brings back from the child.
+int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdin_fd,
+                  int stdout_fd, int stderr_fd, pid_t *pid, int *pidfd);
 
 /// A pipe for a command's stdout or stderr: both ends close-on-exec, the read end (`fds[0]`, the plugin's)
 /// non-blocking, the write end blocking, as a program expects of its output. 0, or -1 with errno set.
 int hammock_command_pipe(int fds[2]);
+
+/// A pipe with both ends close-on-exec and both blocking (pipe2(O_CLOEXEC), which Swift's Glibc module leaves
+/// out): made in one call, so that a process spawned meanwhile by another thread cannot inherit an end. 0, or -1
+/// with errno set.
+int hammock_pipe(int fds[2]);
 
 /// epoll, which Swift's Glibc module leaves out. `hammock_epoll_watch` registers `fd` edge-triggered for input
 /// and hang-up with `token` as its data; `hammock_epoll_wait` blocks until some are ready or `timeout_ms` has

@@ -30,6 +30,7 @@ final class FileSource: PluginSource {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         changes = continuation
         watchToken = watcher.watch(path: options.path, debounce: options.debounce) { continuation.yield() }
+        // Unstructured: it outlives `init`, for the source's life. `stop()` finishes its stream and awaits it.
         pump = Task {
             for await _ in stream {
                 switch await reader.readIfChanged() {

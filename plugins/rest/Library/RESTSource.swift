@@ -30,7 +30,7 @@ struct RESTSource: PluginSource {
         let deadline = ContinuousClock.now + timeout
         // The client's own deadline covers the answer's head only; this one also covers reading the body,
         // every page and every redirect. The work runs in a task of its own so that the deadline (one timer
-        // of the event loop for all its loads, see `LoadDeadlines`) can cancel it.
+        // of the event loop for all its loads, see `LoadDeadlines`) can cancel it; awaited just below.
         let work = Task(executorPreference: loop.executor) { await self.perform(request, deadline: deadline) }
         let watch = loop.deadlines.watch(work, until: nioDeadline(deadline))
         let result = await withTaskCancellationHandler {

@@ -2,6 +2,7 @@ import CHammockSystem
 import Glibc
 import HammockCore
 import HammockPluginKit
+import HammockSystem
 
 /// Starts a command and feeds its stdout to `consume` until it returns false or the output ends, `watcher`
 /// waking it when the command has something to read or has ended. A command that runs past `timeout` is
@@ -87,55 +88,43 @@ func runCommand(
     return CommandResult(ending: ending!, stderrTail: tail.text, endReason: handle.endReason)
 }
 
-/// A command just started: its pid (which is also its process group's id), the read ends of its stdout and
-/// stderr (non-blocking), and a pidfd that becomes readable when it ends.
+/// A command just started (`ChildProcess`, the one way hammock starts a process): its pid (which is also its
+/// process group's id), the read ends of its stdout and stderr (non-blocking), and a pidfd that becomes
+/// readable when it ends.
 struct SpawnedCommand {
-    let pid: pid_t
-    let stdout: Int32
-    let stderr: Int32
-    let pidfd: Int32
+    let process: ChildProcess
+    var pid: pid_t { process.pid }
+    var stdout: Int32 { process.standardOutput }
+    var stderr: Int32 { process.standardError }
+    var pidfd: Int32 { process.pidfd }
 
     static func start(_ plan: CommandPlan) -> Result<SpawnedCommand, SourceError> {
         guard let executable = plan.resolvedExecutable() else {
             return .failure(SourceError(message: "command not found: \(plan.program)", code: .commandNotFound))
         }
-        var output: [Int32] = [-1, -1]
-        var errors: [Int32] = [-1, -1]
+        let started = ChildProcess.spawn(
+            path: executable, arguments: plan.arguments, environment: plan.environment,
+            workingDirectory: plan.workingDirectory, standardInput: .null, nonBlockingOutput: true)
+        switch started {
+        case .success(let process): return .success(SpawnedCommand(process: process))
         // A pipe that cannot be made (out of descriptors) says so; only the spawn's own errors need telling apart.
-        guard hammock_command_pipe(&output) == 0 else { return .failure(couldNotRun(plan, errno)) }
-        guard hammock_command_pipe(&errors) == 0 else {
-            let error = errno
-            close(output[0])
-            close(output[1])
-            return .failure(couldNotRun(plan, error))
+        case .failure(.pipe(let error)): return .failure(couldNotRun(plan, error.code))
+        case .failure(.spawn(let error)): return .failure(spawnFailure(plan, error.code))
         }
-        var pid: pid_t = 0
-        var pidfd: Int32 = -1
-        let error = hammock_spawn(
-            executable, plan.arguments.pointers, plan.environment.pointers, plan.workingDirectory, output[1],
-            errors[1], &pid, &pidfd)
-        close(output[1])
-        close(errors[1])
-        guard error == 0 else {
-            close(output[0])
-            close(errors[0])
-            return .failure(spawnFailure(plan, error))
-        }
-        return .success(SpawnedCommand(pid: pid, stdout: output[0], stderr: errors[0], pidfd: pidfd))
     }
 
     /// How the command ended, once it has; it is reaped then, and this must not be called again.
     func reapIfEnded() -> CommandResult.Ending? {
-        var signaled: Int32 = 0
-        var code: Int32 = 0
-        switch hammock_reap(pidfd, &signaled, &code) {
-        case 1: return signaled == 0 ? .exited(code) : .signaled(code)
-        case 0: return nil
-        default:
+        do {
+            switch try process.reapIfEnded() {
+            case .exited(let code)?: return .exited(code)
+            case .signaled(let signal)?: return .signaled(signal)
+            case nil: return nil
+            }
+        } catch {
             // Only a bug could bring this (the pidfd is the plugin's own child's, reaped here alone).
             return .launchFailed(
-                SourceError(message: "could not learn how the command ended: \(String(cString: strerror(errno)))",
-                            code: .spawnFailed))
+                SourceError(message: "could not learn how the command ended: \(error)", code: .spawnFailed))
         }
     }
 }

@@ -48,6 +48,7 @@ final class ProcessGroupHandle: Sendable {
     /// Asks the group to end (TERM, then KILL after the grace period), and waits until it is gone.
     /// Runs apart from the caller's task, so that a cancelled caller still waits for the end.
     func end(_ reason: EndReason) async {
+        // Unstructured on purpose (a child would share the caller's cancellation); awaited here.
         await Task { await self.endAndWait(reason) }.value
     }
 
@@ -72,6 +73,8 @@ final class ProcessGroupHandle: Sendable {
 
     /// Asks the group to end without waiting, for callers that must not block (the output reader).
     func endSoon(_ reason: EndReason) {
+        // Unstructured: the caller cannot wait. It ends when the group is gone; the command's run awaits the
+        // same ending in `finish`.
         Task { await self.end(reason) }
     }
 
@@ -97,6 +100,7 @@ final class ProcessGroupHandle: Sendable {
     /// An unstructured task, so that a cancelled caller cannot cut the sequence short and leave a
     /// process behind.
     private static func startEnding(_ groupID: pid_t) -> Task<Void, Never> {
+        // Kept in the handle's state; `end` and `finish` await it, and it ends when the group is gone.
         Task { await terminateGroup(groupID, grace: gracePeriod) }
     }
 }

@@ -51,6 +51,7 @@ actor StreamSource: PluginSource {
         if stopped { return .error(SourceError(message: "the source was stopped", code: .stopped)) }
         if running, let newestLine { return newestLine }
         if loop == nil {
+            // Unstructured: it outlives the load that starts it (the command runs on). `stop()` ends it and awaits it.
             loop = Task { await self.runLoop() }
         } else if !running {
             // Waiting out a backoff: an explicit load means "try now".
@@ -62,6 +63,7 @@ actor StreamSource: PluginSource {
             await withCheckedContinuation { continuation in
                 var timer: Task<Void, Never>?
                 if let timeout = request.timeout {
+                    // Unstructured: a load's deadline, cancelled by `resolve` when the load is answered first.
                     timer = Task {
                         guard (try? await Task.sleep(for: timeout)) != nil else { return }
                         self.resolve(
@@ -72,6 +74,7 @@ actor StreamSource: PluginSource {
                 waiting[id] = Waiter(continuation: continuation, timer: timer)
             }
         } onCancel: {
+            // A cancellation handler is synchronous: one actor call, then the task ends.
             Task { await self.resolve(id, .error(SourceError(message: "cancelled", code: .cancelled))) }
         }
     }
@@ -191,6 +194,7 @@ actor StreamSource: PluginSource {
 
     private func waitBeforeRestart(_ delay: Duration) async {
         guard !restartNow, !stopped else { return }
+        // Unstructured so that a load or `stop()` can cut the backoff short (`backoff?.cancel()`); awaited here.
         let sleeper = Task { _ = try? await Task.sleep(for: delay) }
         backoff = sleeper
         await sleeper.value
