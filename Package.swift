@@ -23,7 +23,7 @@ import PackageDescription
 //   HammockEngine    the edges, as child tasks of one run: stdout writer and stdin reader over transports,
 //                    signals, the clock, the offline cache, systemd's notify socket, the watch terminal,
 //                    `hammock plugin check`'s conformance run, and the plugin host over a PluginTransport (a
-//                    process through swift-subprocess, or a built-in plugin such as HammockFakePlugin run
+//                    process started by HammockSystem's ChildProcess, or a built-in plugin such as HammockFakePlugin run
 //                    in-process). EngineObserver: what a feature such as --metrics is told.
 //   HammockMetrics   --metrics: swift-metrics instruments over a Prometheus registry (EngineMetrics, an
 //                    EngineObserver), the per-source series, and the HTTP server over SwiftNIO (MetricsServer).
@@ -79,8 +79,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
@@ -137,8 +135,6 @@ let package = Package(
                 "HammockCore", "HammockRendering", "HammockConfig", "HammockProtocol", "HammockSystem", "HammockJSON",
                 "CHammockSystem", "HammockPluginKit", "HammockFakePlugin",
                 .product(name: "Logging", package: "swift-log", condition: engine),
-                .product(name: "Subprocess", package: "swift-subprocess", condition: engine),
-                .product(name: "SystemPackage", package: "swift-system", condition: engine),
             ]
         ),
         // --metrics, a feature the engine knows only as an `EngineObserver`: swift-metrics instruments over a
