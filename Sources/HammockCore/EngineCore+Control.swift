@@ -57,7 +57,7 @@ extension EngineCore {
     ///   sources count as changed even when their definitions are not: the new plugin has never been told
     ///   of them, and the old one, which served them, is going away.
     public mutating func reconfigure(
-        _ new: Configuration, replacingKinds: Set<String> = [], now: EngineTime
+        _ new: Configuration, replacingKinds: Set<Kind> = [], now: EngineTime
     ) -> [EngineAction] {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
@@ -67,10 +67,10 @@ extension EngineCore {
                 actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: load.id))
             }
             actions.append(.removeSource(source: definition.id, kind: definition.kind))
-            emit(.removed(id: definition.id, what: "source"))
+            emit(.removed(id: definition.id.rawValue, what: "source"))
         }
         let newViewIDs = Set(new.views.map(\.id))
-        for view in old.views where !newViewIDs.contains(view.id) { emit(.removed(id: view.id, what: "view")) }
+        for view in old.views where !newViewIDs.contains(view.id) { emit(.removed(id: view.id.rawValue, what: "view")) }
 
         // A view whose definition is unchanged keeps its last line, so it is written again only if it changes.
         var lastLines: [ViewDefinition: ViewState] = [:]
@@ -148,21 +148,21 @@ extension EngineCore {
         }
     }
 
-    func sourceIDs(of target: ControlTarget) throws(ControlLineError) -> [String] {
+    func sourceIDs(of target: ControlTarget) throws(ControlLineError) -> [SourceID] {
         switch target {
         case .source(let id):
             guard sources.contains(id) else { throw unknownSource(id) }
             return [id]
         case .view(let id):
             guard let view = configuration.views.first(where: { $0.id == id }) else {
-                let known = configuration.views.map(\.id).joined(separator: ", ")
+                let known = configuration.views.map(\.id.rawValue).joined(separator: ", ")
                 throw ControlLineError("unknown view \"\(id)\" (views: \(known.isEmpty ? "none" : known))")
             }
             return view.sources
         }
     }
 
-    func unknownSource(_ id: String) -> ControlLineError {
-        ControlLineError("unknown source \"\(id)\" (sources: \(sourceIDs.joined(separator: ", ")))")
+    func unknownSource(_ id: SourceID) -> ControlLineError {
+        ControlLineError("unknown source \"\(id)\" (sources: \(sourceIDs.map(\.rawValue).joined(separator: ", ")))")
     }
 }

@@ -1,12 +1,12 @@
 /// `--once`: which sources have had their load, and the `bye` that ends the run when all have, or when
 /// its deadline passes.
 extension EngineCore {
-    mutating func markSettled(_ id: String, now: EngineTime) {
+    mutating func markSettled(_ id: SourceID, now: EngineTime) {
         guard case .once = mode, !sources[id].phase.isLoading else { return }
         settle(id)
     }
 
-    mutating func settle(_ id: String) {
+    mutating func settle(_ id: SourceID) {
         guard !sources[id].isSettled else { return }
         sources[id].isSettled = true
         unsettledCount -= 1
@@ -14,7 +14,7 @@ extension EngineCore {
     }
 
     /// An attempt to load `id` found no options to send: it waits for an input to change.
-    mutating func waitForInputs(_ id: String) {
+    mutating func waitForInputs(_ id: SourceID) {
         sources[id].phase.waitForInputs()
         if !sources[id].isSettled { waitingUnsettled.insert(id) }
     }

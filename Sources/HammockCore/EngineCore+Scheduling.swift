@@ -6,7 +6,7 @@ import HeapModule
 extension EngineCore {
     /// A kind's plugin said hello: its rules fill in its sources' templates from now on, and the sources that
     /// waited for them load.
-    public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: String, now: EngineTime) -> [EngineAction] {
+    public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: Kind, now: EngineTime) -> [EngineAction] {
         guard templateRules[kind] != rules else { return [] }
         templateRules[kind] = rules
         for id in sourceIDs where sources[id].definition.kind == kind {
@@ -20,14 +20,14 @@ extension EngineCore {
     /// `definition`'s options with its templates filled in, encoded as its kind's rules say; `nil` while
     /// they are not known.
     func resolvedOptions(of definition: SourceDefinition) -> Result<JSONValue, TemplateResolutionProblem>? {
-        let content: (String) -> JSONValue? = { self.sources[ifKnown: $0]?.state.content }
+        let content: (SourceID) -> JSONValue? = { self.sources[ifKnown: $0]?.state.content }
         guard !definition.templates.isEmpty else { return definition.resolvedOptions(content: content) }
         guard let rules = templateRules[definition.kind] else { return nil }
         return rules.apply(to: definition).definition.resolvedOptions(content: content)
     }
 
     public mutating func loadFinished(
-        source id: String, loadID: LoadID, outcome: LoadOutcome, now: EngineTime
+        source id: SourceID, loadID: LoadID, outcome: LoadOutcome, now: EngineTime
     ) -> [EngineAction] {
         guard sources.contains(id), let ended = sources[id].phase.finish(loadID) else {
             return []  // cancelled or timed out earlier: the answer is no longer wanted
@@ -65,7 +65,7 @@ extension EngineCore {
     /// The loader holds the load back before working on it (its plugin said `queuesLoads` in its hello, and
     /// bounds how many loads run at once): the timeout does not run while it waits. Until `loadStarted`, the
     /// engine gives up only after `queuedLoadAllowance` more.
-    public mutating func loadQueued(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
+    public mutating func loadQueued(source id: SourceID, loadID: LoadID, now: EngineTime) -> [EngineAction] {
         guard sources.contains(id) else { return [] }
         let giveUpAt = giveUpInstant(of: id, stage: .queued, now: now)
         if sources[id].phase.queued(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
@@ -74,7 +74,7 @@ extension EngineCore {
 
     /// The loader has begun the work of a load it held back: the timeout counts from now. A `started` for a
     /// load that was never said to be queued counts from now too, which is never sooner than from the send.
-    public mutating func loadStarted(source id: String, loadID: LoadID, now: EngineTime) -> [EngineAction] {
+    public mutating func loadStarted(source id: SourceID, loadID: LoadID, now: EngineTime) -> [EngineAction] {
         guard sources.contains(id) else { return [] }
         let giveUpAt = giveUpInstant(of: id, stage: .started, now: now)
         if sources[id].phase.started(loadID, giveUpAt: giveUpAt) { deadlines.insert(Deadline(at: giveUpAt, source: id)) }
@@ -83,13 +83,13 @@ extension EngineCore {
 
     /// When the engine gives up on a load of `id` that reached `stage` at `now`: the source's timeout and the
     /// grace, and the queue's allowance on top while the loader holds it back.
-    func giveUpInstant(of id: String, stage: LoadInFlight.Stage, now: EngineTime) -> MonotonicInstant {
+    func giveUpInstant(of id: SourceID, stage: LoadInFlight.Stage, now: EngineTime) -> MonotonicInstant {
         let giveUpAt = now.instant + sources[id].definition.timeout + loadTimeoutGrace
         return stage == .queued ? giveUpAt + queuedLoadAllowance : giveUpAt
     }
 
     /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
-    public mutating func pushed(source id: String, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
+    public mutating func pushed(source id: SourceID, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
         guard let source = sources[ifKnown: id] else { return [] }
         switch select(raw, for: source.definition) {
         case .success(let content):
@@ -107,7 +107,7 @@ extension EngineCore {
 
     /// A failure the loader noticed by itself: a watched file vanished, a streaming command died, the
     /// kind's plugin crashed. Content stays; the source retries as after any failed load.
-    public mutating func pushedError(source id: String, error: SourceError, now: EngineTime) -> [EngineAction] {
+    public mutating func pushedError(source id: SourceID, error: SourceError, now: EngineTime) -> [EngineAction] {
         guard sources.contains(id) else { return [] }
         apply(.error(error), to: id, now: now)
         if !sources[id].phase.isLoading && sources[id].nextAttemptAt == nil { scheduleNextAttempt(id, now: now) }
@@ -129,7 +129,7 @@ extension EngineCore {
 
     /// Fires whatever is due: polls, retries, loads that outlived their timeout, the `--once` deadline.
     public mutating func tick(now: EngineTime) -> [EngineAction] {
-        var due: Set<String> = []
+        var due: Set<SourceID> = []
         while let first = deadlines.min, first.at <= now.instant { due.insert(deadlines.removeMin().source) }
         for id in due.sorted(by: { sourceOrder[$0, default: .max] < sourceOrder[$1, default: .max] }) {
             guard let source = sources[ifKnown: id] else { continue }
@@ -175,7 +175,7 @@ extension EngineCore {
     // MARK: - Loading
 
     /// Siesta's `loadIfNeeded`: joins a load in flight, skips fresh data, loads otherwise.
-    mutating func loadIfNeeded(_ id: String, now: EngineTime) {
+    mutating func loadIfNeeded(_ id: SourceID, now: EngineTime) {
         let source = sources[id]
         guard !source.phase.isLoading else { return }
         // Nothing here invalidates a source (Siesta's `invalidate`): its age alone decides.
@@ -189,19 +189,19 @@ extension EngineCore {
     /// same time: the one in flight goes on (nothing is cancelled) and one more follows when it ends, however
     /// many were asked for meanwhile. So a flood of `load` lines costs at most the load in flight and the
     /// newest, never one command per line.
-    mutating func loadOrFollowUp(_ id: String, now: EngineTime) {
+    mutating func loadOrFollowUp(_ id: SourceID, now: EngineTime) {
         if sources[id].phase.askForLoad() { load(id, now: now) }
     }
 
     /// `ended`, the load in flight, has ended (answered, failed or timed out): the load asked for meanwhile
     /// starts now.
-    mutating func startFollowUp(_ id: String, if ended: LoadInFlight, now: EngineTime) {
+    mutating func startFollowUp(_ id: SourceID, if ended: LoadInFlight, now: EngineTime) {
         guard ended.followUp, !sources[id].phase.isLoading else { return }
         load(id, now: now)
     }
 
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
-    mutating func load(_ id: String, now: EngineTime) {
+    mutating func load(_ id: SourceID, now: EngineTime) {
         let definition = sources[id].definition
         guard let resolution = resolvedOptions(of: definition) else {
             // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
@@ -253,7 +253,7 @@ extension EngineCore {
     /// (a template's input, a reload), the content, error and validators of the old request are dropped
     /// with a `wipe`, so a consumer never shows one resource's data under another's name, and the new
     /// request never carries the old one's `If-None-Match`.
-    mutating func switchResource(_ id: String, to request: RequestIdentity?, now: EngineTime) {
+    mutating func switchResource(_ id: SourceID, to request: RequestIdentity?, now: EngineTime) {
         let previous = sources[id].request
         sources[id].request = request
         guard let previous, previous != request else { return }
@@ -265,7 +265,7 @@ extension EngineCore {
         }
     }
 
-    mutating func cancel(_ id: String, now: EngineTime) {
+    mutating func cancel(_ id: SourceID, now: EngineTime) {
         // A cancel is for the follow-up too: nothing is to load.
         guard let load = sources[id].phase.cancel() else { return }
         actions.append(.cancelLoad(source: id, kind: sources[id].definition.kind, loadID: load.id))
@@ -275,7 +275,7 @@ extension EngineCore {
 
     /// After a load ends: poll again after `refresh`, or retry after the backoff delay when retrying can
     /// help (`RetryPolicy.retries`).
-    mutating func scheduleNextAttempt(_ id: String, now: EngineTime) {
+    mutating func scheduleNextAttempt(_ id: SourceID, now: EngineTime) {
         guard case .continuous = mode, !sources[id].phase.isLoading else { return }
         let source = sources[id]
         let definition = source.definition
@@ -323,7 +323,7 @@ extension EngineCore {
 /// When a source next needs the engine's attention: a poll, a retry, or giving up on a load.
 struct Deadline: Comparable, Sendable {
     var at: MonotonicInstant
-    var source: String
+    var source: SourceID
 
     static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.source) < (rhs.at, rhs.source) }
 }

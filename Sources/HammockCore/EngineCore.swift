@@ -7,13 +7,13 @@ public enum EngineAction: Sendable {
     /// Ask the kind's loader (a plugin process, or the built-in `fake`) for the source's data.
     case startLoad(LoadRequest)
     /// The answer to this load is no longer wanted.
-    case cancelLoad(source: String, kind: String, loadID: LoadID)
+    case cancelLoad(source: SourceID, kind: Kind, loadID: LoadID)
     /// The source is gone from the configuration: its loader forgets it (stops watching, ends its command).
-    case removeSource(source: String, kind: String)
+    case removeSource(source: SourceID, kind: Kind)
     case emit(OutputLine)
     /// A `cache: true` source's content changed (by a load, a push, an override or a wipe): the offline
     /// cache keeps `content` (`nil`: forgets it), to show at the next start.
-    case persist(source: String, content: JSONValue?)
+    case persist(source: SourceID, content: JSONValue?)
     /// `{"op":"reload"}`: read the configuration file again. Reading it and asking the plugins about it is
     /// I/O, so the runtime does it, then hands the result to `reconfigure`. The runtime acknowledges
     /// `replyingTo` once the new configuration is in force, or refuses them with the reason.
@@ -25,8 +25,8 @@ public enum EngineAction: Sendable {
 }
 
 public struct LoadRequest: Sendable, Equatable {
-    public var source: String
-    public var kind: String
+    public var source: SourceID
+    public var kind: Kind
     public var loadID: LoadID
     /// The source's options with every template filled in.
     public var options: JSONValue
@@ -70,7 +70,7 @@ public struct EngineCore: Sendable {
 
     var sources = SourceTable()
     /// Each source's position in the configuration: sources due at the same tick act in that order.
-    var sourceOrder: [String: Int] = [:]
+    var sourceOrder: [SourceID: Int] = [:]
     /// Every pending deadline (polls, retries, load timeouts), earliest first, so a tick touches only the
     /// sources that are due: with a thousand sources polling fast, walking all of them on every tick
     /// was most of the engine's work. Entries are not removed when their deadline goes away (a load that
@@ -78,13 +78,13 @@ public struct EngineCore: Sendable {
     var deadlines = Heap<Deadline>()
     var lastViewStates: [ViewState?]
     /// The views that contain each source, by index into `configuration.views`.
-    var viewsBySource: [String: [Int]] = [:]
+    var viewsBySource: [SourceID: [Int]] = [:]
     /// Each view's counts over its sources' states, moved by `apply`: evaluating a view costs its errors,
     /// not its size, so an event of one source in a view of thousands is not a walk over all of them.
     var viewTallies: [ViewTally] = []
     /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
     var staleViews: Set<Int> = []
-    var dependents: [String: [String]] = [:]
+    var dependents: [SourceID: [SourceID]] = [:]
     var nextLoadID: LoadID = 1
     var random: SplitMix64
     var actions: [EngineAction] = []
@@ -93,12 +93,12 @@ public struct EngineCore: Sendable {
     /// `--once`: how many sources have not had their load, and those of them that wait for an input, so
     /// that seeing whether the run is done costs those, not every source after every answer.
     var unsettledCount = 0
-    var waitingUnsettled: Set<String> = []
+    var waitingUnsettled: Set<SourceID> = []
 
     /// - Parameter templateRules: the kinds' rules known at start (`learnTemplateRules` adds more later).
     public init(
         configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED,
-        templateRules: [String: TemplateRules] = [:]
+        templateRules: [Kind: TemplateRules] = [:]
     ) {
         self.templateRules = templateRules
         self.configuration = configuration
@@ -116,14 +116,14 @@ public struct EngineCore: Sendable {
     /// What each kind's plugin said of templates in its hello: which options are URLs whose values are
     /// percent-encoded. A source with templates loads only once its kind's rules are known, since a value
     /// filled in without them could climb a URL's path.
-    var templateRules: [String: TemplateRules] = [:]
+    var templateRules: [Kind: TemplateRules] = [:]
 
-    static func order(of configuration: Configuration) -> [String: Int] {
+    static func order(of configuration: Configuration) -> [SourceID: Int] {
         Dictionary(uniqueKeysWithValues: configuration.sources.enumerated().map { ($1.id, $0) })
     }
 
-    static func dependents(of configuration: Configuration) -> [String: [String]] {
-        var dependents: [String: [String]] = [:]
+    static func dependents(of configuration: Configuration) -> [SourceID: [SourceID]] {
+        var dependents: [SourceID: [SourceID]] = [:]
         for definition in configuration.sources {
             for input in definition.inputs { dependents[input, default: []].append(definition.id) }
         }
@@ -131,18 +131,18 @@ public struct EngineCore: Sendable {
     }
 
     /// The sources' ids in the configuration's order.
-    public internal(set) var sourceIDs: [String] = []
+    public internal(set) var sourceIDs: [SourceID] = []
 
     /// The sources whose content the offline cache keeps, and `start` shows when given.
-    public var cachedSourceIDs: [String] { configuration.sources.filter(\.cache).map(\.id) }
+    public var cachedSourceIDs: [SourceID] { configuration.sources.filter(\.cache).map(\.id) }
 
-    public func state(of source: String) -> SourceState? { sources[ifKnown: source]?.state }
+    public func state(of source: SourceID) -> SourceState? { sources[ifKnown: source]?.state }
 
     // MARK: - Inputs
 
     /// Says hello, shows what the offline cache kept (origin `cache`), and loads every source whose inputs
     /// are ready.
-    public mutating func start(now: EngineTime, restored: [String: JSONValue] = [:]) -> [EngineAction] {
+    public mutating func start(now: EngineTime, restored: [SourceID: JSONValue] = [:]) -> [EngineAction] {
         emit(.hello(sources: sourceIDs, views: configuration.views.map(\.id), version: hammockVersion))
         if case .once(let deadline) = mode { onceDeadline = now.instant + deadline }
         for id in sourceIDs {
@@ -175,7 +175,7 @@ public struct EngineCore: Sendable {
 
     // MARK: - State changes
 
-    mutating func apply(_ event: SourceEvent, to id: String, now: EngineTime) {
+    mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime) {
         let contentBefore = sources[id].state.content
         sources[id].apply(event, at: now.wall)
         switch event {
@@ -196,7 +196,7 @@ public struct EngineCore: Sendable {
     }
 
     /// Reloads the sources that read `id` through templates, when a value they use has changed.
-    mutating func inputChanged(_ id: String, now: EngineTime) {
+    mutating func inputChanged(_ id: SourceID, now: EngineTime) {
         for dependent in dependents[id] ?? [] {
             let source = sources[dependent]
             guard source.phase.isWaitingForInputs || source.lastOptions != nil else { continue }
