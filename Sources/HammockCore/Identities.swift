@@ -7,13 +7,15 @@
 
 /// A name of the configuration, typed by what it names (`Tag`): `SourceID`, `ViewID`, `Kind`.
 public struct Name<Tag>: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
-    ExpressibleByStringInterpolation, CustomStringConvertible
+    ExpressibleByStringInterpolation, CustomStringConvertible, CustomDebugStringConvertible
 {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { rawValue = value }
     public var description: String { rawValue }
+    /// Quoted, as a `String`'s: a list of names reads `["a", "b"]`, as the list of their texts did.
+    public var debugDescription: String { rawValue.debugDescription }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
