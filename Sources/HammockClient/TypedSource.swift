@@ -40,24 +40,27 @@ public struct TypedSource<Content: Decodable & Sendable>: Loadable {
     public var states: AsyncThrowingStream<LoadableState<Content>, any Error> { output.stream }
 
     /// Loads now, even if a load is in flight or the data is fresh.
-    public func load() async throws { try await perform(.load(.source(id))) }
+    public func load() async throws { try await perform(.load(target)) }
 
     /// Loads unless a load is in flight or the data is fresh.
-    public func loadIfNeeded() async throws { try await perform(.loadIfNeeded(.source(id))) }
+    public func loadIfNeeded() async throws { try await perform(.loadIfNeeded(target)) }
 
     /// Cancels the source's loads in flight.
-    public func cancel() async throws { try await perform(.cancel(.source(id))) }
+    public func cancel() async throws { try await perform(.cancel(target)) }
 
     /// Loads the source again (the "try again" of a failed source).
-    public func retry() async throws { try await perform(.retry(.source(id))) }
+    public func retry() async throws { try await perform(.retry(target)) }
 
     /// Forgets the source's content and error, as if it had never loaded.
-    public func wipe() async throws { try await perform(.wipe(.source(id))) }
+    public func wipe() async throws { try await perform(.wipe(target)) }
 
     /// Sets the source's content from the app, as JSON (for content not of `Content`'s shape).
     public func override(json content: JSONValue) async throws {
-        try await perform(.override(source: id, content: content))
+        try await perform(.override(source: SourceID(id), content: content))
     }
+
+    /// The control lines' target: the app names sources as strings, the commands as `SourceID`.
+    private var target: ControlTarget { .source(SourceID(id)) }
 
     private func perform(_ command: ControlCommand) async throws {
         try await hammock?.perform(command)

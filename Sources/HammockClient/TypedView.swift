@@ -88,19 +88,22 @@ public struct TypedView<Content: Decodable & Sendable>: Loadable {
     public var canTryAgain: Bool { viewState.canTryAgain }
 
     /// Loads every source of the view now.
-    public func load() async throws { try await perform(.load(.view(id))) }
+    public func load() async throws { try await perform(.load(target)) }
 
     /// Loads each source of the view unless it is loading or fresh.
-    public func loadIfNeeded() async throws { try await perform(.loadIfNeeded(.view(id))) }
+    public func loadIfNeeded() async throws { try await perform(.loadIfNeeded(target)) }
 
     /// Cancels the loads in flight of the view's sources.
-    public func cancel() async throws { try await perform(.cancel(.view(id))) }
+    public func cancel() async throws { try await perform(.cancel(target)) }
 
     /// Loads every failing source of the view: the "try again" button.
-    public func retry() async throws { try await perform(.retry(.view(id))) }
+    public func retry() async throws { try await perform(.retry(target)) }
 
     /// Forgets the content and error of every source of the view, as if they had never loaded.
-    public func wipe() async throws { try await perform(.wipe(.view(id))) }
+    public func wipe() async throws { try await perform(.wipe(target)) }
+
+    /// The control lines' target: the app names views as strings, the commands as `ViewID`.
+    private var target: ControlTarget { .view(ViewID(id)) }
 
     private func perform(_ command: ControlCommand) async throws {
         try await hammock?.perform(command)

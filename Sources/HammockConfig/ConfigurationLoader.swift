@@ -11,12 +11,12 @@ public struct LoadedConfiguration: Sendable {
     /// The main file.
     public var file: String
     /// By source id.
-    public var positions: [String: OptionPositions]
+    public var positions: [SourceID: OptionPositions]
     /// Every file (and included directory) the configuration was read from: what `--watch-config` watches.
     public var files: ConfigurationFiles
 
     public init(
-        configuration: Configuration, file: String, positions: [String: OptionPositions] = [:],
+        configuration: Configuration, file: String, positions: [SourceID: OptionPositions] = [:],
         files: ConfigurationFiles? = nil
     ) {
         self.configuration = configuration
@@ -27,7 +27,7 @@ public struct LoadedConfiguration: Sendable {
 
     /// Turns a plugin's complaint about a source's options into a diagnostic at the right place: in the
     /// source, or in the base the option came from.
-    public func diagnostic(source: String, problem: OptionProblem) -> Diagnostic {
+    public func diagnostic(source: SourceID, problem: OptionProblem) -> Diagnostic {
         let message = "source \"\(source)\": \(problem.message)"
         guard let positions = positions[source] else { return Diagnostic(YAMLMark(line: 1, column: 1), message) }
         let place = positions.place(for: problem.pointer)
@@ -247,7 +247,7 @@ struct ConfigurationReader {
         collect(main, including: [canonicalPath(mainFile)])
         enter(main)
         var configuration = Configuration(sources: [])
-        var positions: [String: OptionPositions] = [:]
+        var positions: [SourceID: OptionPositions] = [:]
         guard let top = main.top else { return LoadedConfiguration(configuration: configuration, file: mainFile, files: files) }
 
         if let version = top.value("version") {
@@ -266,7 +266,7 @@ struct ConfigurationReader {
         if let node = top.value("plugins"), let pairs = mapping(node, "plugins") {
             for pair in pairs {
                 guard let kind = keyText(pair.key) else { continue }
-                if let definition = readPlugin(pair.value, kind: kind) { configuration.plugins[kind] = definition }
+                if let definition = readPlugin(pair.value, kind: kind) { configuration.plugins[Kind(kind)] = definition }
             }
         }
 
@@ -288,7 +288,7 @@ struct ConfigurationReader {
                 plugins: configuration.plugins, references: &references)
             {
                 configuration.sources.append(definition)
-                positions[id] = sourcePositions
+                positions[SourceID(id)] = sourcePositions
             }
             templateMarks[id] = references.map { (reference: $0.0, place: $0.1) }
         }
@@ -308,7 +308,7 @@ struct ConfigurationReader {
 
     mutating func readSource(
         id: String, node: YAMLNode, document: Int, keyMark: YAMLMark, defaults: SourceDefinition,
-        plugins: [String: PluginDefinition], references: inout [(TemplateReference, Place)]
+        plugins: [Kind: PluginDefinition], references: inout [(TemplateReference, Place)]
     ) -> (SourceDefinition, OptionPositions)? {
         guard let pairs = mapping(node, "source \"\(id)\"") else { return nil }
         let sourcePlace = place(keyMark)
@@ -320,7 +320,8 @@ struct ConfigurationReader {
             enter(documents[document])
         }
         var definition = defaults
-        definition.id = id
+        // The YAML's text becomes the typed names here; the maps of this reader stay keyed by the text.
+        definition.id = SourceID(id)
         // The kind: the source's own, else its nearest base's.
         guard let kindLayer = layers.last(where: { $0.pairs.value("kind") != nil }),
             let kindNode = kindLayer.pairs.value("kind")
@@ -331,9 +332,9 @@ struct ConfigurationReader {
         }
         enter(documents[kindLayer.document])
         guard let kind = string(kindNode, "kind") else { return nil }
-        definition.kind = kind
-        if plugins[kind] == nil && !loader.kindIsAvailable(kind) {
-            let known = ["fake", "rest", "shell", "file"] + plugins.keys.sorted()
+        definition.kind = Kind(kind)
+        if plugins[Kind(kind)] == nil && !loader.kindIsAvailable(kind) {
+            let known = ["fake", "rest", "shell", "file"] + plugins.keys.sorted().map(\.rawValue)
             let hint = didYouMean(kind, among: known)
             problem(kindNode.mark, "unknown kind \"\(kind)\"\(hint): no plugin found; looked for \(loader.pluginSearchDescription(kind))")
         }
@@ -470,23 +471,23 @@ struct ConfigurationReader {
         sources: [SourceDefinition]
     ) {
         for source in sources {
-            for entry in references[source.id] ?? [] where sourceMarks[entry.reference.source] == nil {
+            for entry in references[source.id.rawValue] ?? [] where sourceMarks[entry.reference.source] == nil {
                 // Sorted: among equally close names the suggestion must not depend on the run's hash seed.
                 let hint = didYouMean(entry.reference.source, among: sourceMarks.keys.sorted())
                 problem(at: entry.place, "{{ \(entry.reference) }} refers to unknown source \"\(entry.reference.source)\"\(hint)")
             }
         }
         let inputs = Dictionary(uniqueKeysWithValues: sources.map { ($0.id, $0.inputs) })
-        var state: [String: Int] = [:]  // 1: on the current path, 2: done
+        var state: [SourceID: Int] = [:]  // 1: on the current path, 2: done
         var reported = Set<String>()
-        func visit(_ id: String, path: [String], _ reader: inout ConfigurationReader) {
+        func visit(_ id: SourceID, path: [SourceID], _ reader: inout ConfigurationReader) {
             state[id] = 1
             for input in inputs[id] ?? [] where inputs[input] != nil {
                 if state[input] == 1 {
                     let cycle = Array(path[path.firstIndex(of: input)!...]) + [input]
-                    if reported.insert(Set(cycle).sorted().joined(separator: ",")).inserted {
-                        let place = references[input]?.first?.place ?? sourceMarks[input]!
-                        reader.problem(at: place, "dependency cycle: \(cycle.joined(separator: " → "))")
+                    if reported.insert(Set(cycle).sorted().map(\.rawValue).joined(separator: ",")).inserted {
+                        let place = references[input.rawValue]?.first?.place ?? sourceMarks[input.rawValue]!
+                        reader.problem(at: place, "dependency cycle: \(cycle.map(\.rawValue).joined(separator: " → "))")
                     }
                 } else if state[input] == nil {
                     visit(input, path: path + [input], &reader)
@@ -550,7 +551,8 @@ struct ConfigurationReader {
         if let node = pairs.value("on-click") {
             onClick = readOnClick(node, view: id)
         }
-        return ViewDefinition(id: id, sources: sources, ready: ready, display: display, render: render, onClick: onClick)
+        return ViewDefinition(
+            id: ViewID(id), sources: sources.map { SourceID($0) }, ready: ready, display: display, render: render, onClick: onClick)
     }
 
     /// A view's `on-click:`: a button (`left`, `middle`, `right`, `scroll-up`, `scroll-down`, `back`,

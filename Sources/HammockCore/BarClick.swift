@@ -4,11 +4,11 @@ import HammockJSON
 /// then an object per click, each after the first preceded by a comma. docs/formats.md, "i3bar".
 public struct BarClick: Sendable, Equatable {
     /// The block's `name`: the view's id.
-    public var view: String
+    public var view: ViewID
     /// 1 left, 2 middle, 3 right, 4 and 5 the wheel.
     public var button: Int
 
-    public init(view: String, button: Int) {
+    public init(view: ViewID, button: Int) {
         self.view = view
         self.button = button
     }
@@ -32,7 +32,8 @@ public struct BarClick: Sendable, Equatable {
             return .invalid("a click event without a \"name\": \(text.prefix(200))")
         }
         let button = object["button"]?.numberValue?.intValue ?? 1
-        return .click(BarClick(view: name, button: button))
+        // i3bar's `name` is the text we gave the block: the view's id.
+        return .click(BarClick(view: ViewID(name), button: button))
     }
 }
 
@@ -55,10 +56,10 @@ public enum ClickAction: Sendable, Hashable {
 /// An `on-click` command to run, which the engine starts (`EngineAction.runClickCommand`).
 public struct ClickCommand: Sendable, Equatable {
     public var command: String
-    public var view: String
+    public var view: ViewID
     public var button: Int
 
-    public init(command: String, view: String, button: Int) {
+    public init(command: String, view: ViewID, button: Int) {
         self.command = command
         self.view = view
         self.button = button

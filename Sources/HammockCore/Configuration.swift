@@ -6,12 +6,12 @@ public struct Configuration: Sendable, Equatable {
     /// In the order the file declares them.
     public var sources: [SourceDefinition]
     public var views: [ViewDefinition]
-    public var plugins: [String: PluginDefinition]
+    public var plugins: [Kind: PluginDefinition]
     /// Values that came from the environment; they must never be written to stdout or to logs.
     public var secrets: Set<String>
 
     public init(
-        sources: [SourceDefinition], views: [ViewDefinition] = [], plugins: [String: PluginDefinition] = [:],
+        sources: [SourceDefinition], views: [ViewDefinition] = [], plugins: [Kind: PluginDefinition] = [:],
         secrets: Set<String> = []
     ) {
         self.sources = sources
@@ -20,16 +20,16 @@ public struct Configuration: Sendable, Equatable {
         self.secrets = secrets
     }
 
-    public var kinds: [String] {
-        var seen = Set<String>()
+    public var kinds: [Kind] {
+        var seen = Set<Kind>()
         return sources.map(\.kind).filter { seen.insert($0).inserted }
     }
 }
 
 /// One source: the keys the engine reads, and the options that belong to its kind's plugin.
 public struct SourceDefinition: Sendable, Equatable {
-    public var id: String
-    public var kind: String
+    public var id: SourceID
+    public var kind: Kind
     /// Every key other than the common ones, as written (templates not yet filled in).
     public var options: JSONObject
     public var refresh: Duration?
@@ -43,7 +43,7 @@ public struct SourceDefinition: Sendable, Equatable {
     public var templates: [TemplatedOption]
 
     public init(
-        id: String, kind: String, options: JSONObject = [:], refresh: Duration? = nil,
+        id: SourceID, kind: Kind, options: JSONObject = [:], refresh: Duration? = nil,
         expiration: Duration = .seconds(30), retry: RetryPolicy = .standard, timeout: Duration = .seconds(10),
         select: JSONPointer? = nil, cache: Bool = false, templates: [TemplatedOption] = []
     ) {
@@ -60,13 +60,13 @@ public struct SourceDefinition: Sendable, Equatable {
     }
 
     /// The sources this one's templates read, each once, in order of first use.
-    public var inputs: [String] {
-        var seen = Set<String>()
-        return templates.flatMap { $0.template.references.map(\.source) }.filter { seen.insert($0).inserted }
+    public var inputs: [SourceID] {
+        var seen = Set<SourceID>()
+        return templates.flatMap { $0.template.references.map(\.sourceID) }.filter { seen.insert($0).inserted }
     }
 
     /// The options with every template filled in from the inputs' current content.
-    public func resolvedOptions(content: (String) -> JSONValue?) -> Result<JSONValue, TemplateResolutionProblem> {
+    public func resolvedOptions(content: (SourceID) -> JSONValue?) -> Result<JSONValue, TemplateResolutionProblem> {
         var options = JSONValue.object(options)
         for templated in templates {
             switch templated.template.render(percentEncode: templated.percentEncode, content: content) {

@@ -13,7 +13,7 @@ public enum ControlCommand: Sendable, Equatable {
     /// Forget content and error, as if the source had never loaded.
     case wipe(ControlTarget)
     /// Set a source's content from the consumer.
-    case override(source: String, content: JSONValue)
+    case override(source: SourceID, content: JSONValue)
     /// Write every current state again.
     case snapshot
     /// Read the configuration file again.
@@ -21,8 +21,8 @@ public enum ControlCommand: Sendable, Equatable {
 }
 
 public enum ControlTarget: Sendable, Equatable {
-    case source(String)
-    case view(String)
+    case source(SourceID)
+    case view(ViewID)
 }
 
 /// The consumer's name for one control line, echoed on the line that answers it (`ack` when the op was
@@ -128,8 +128,9 @@ extension ControlCommand: Codable {
         func target() throws -> ControlTarget {
             do {
                 switch (fields.contains(.source), fields.contains(.view)) {
-                case (true, false): return .source(try fields.decode(String.self, forKey: .source))
-                case (false, true): return .view(try fields.decode(String.self, forKey: .view))
+                // The line's text becomes a typed name here, once.
+                case (true, false): return .source(SourceID(try fields.decode(String.self, forKey: .source)))
+                case (false, true): return .view(ViewID(try fields.decode(String.self, forKey: .view)))
                 case (true, true): throw ControlLineError("\"\(op)\" takes either \"source\" or \"view\", not both")
                 case (false, false): throw ControlLineError("\"\(op)\" needs a \"source\" or a \"view\"")
                 }
@@ -148,7 +149,7 @@ extension ControlCommand: Codable {
                 throw ControlLineError("\"override\" needs a \"source\" (a string)")
             }
             guard fields.contains(.content) else { throw ControlLineError("\"override\" needs a \"content\"") }
-            self = .override(source: source, content: try fields.decode(JSONValue.self, forKey: .content))
+            self = .override(source: SourceID(source), content: try fields.decode(JSONValue.self, forKey: .content))
         case "snapshot": self = .snapshot
         case "reload": self = .reload
         default:
@@ -162,11 +163,11 @@ extension ControlCommand: Codable {
         switch self {
         case .load(let target), .loadIfNeeded(let target), .retry(let target), .cancel(let target), .wipe(let target):
             switch target {
-            case .source(let id): try fields.encode(id, forKey: .source)
-            case .view(let id): try fields.encode(id, forKey: .view)
+            case .source(let id): try fields.encode(id.rawValue, forKey: .source)
+            case .view(let id): try fields.encode(id.rawValue, forKey: .view)
             }
         case .override(let source, let content):
-            try fields.encode(source, forKey: .source)
+            try fields.encode(source.rawValue, forKey: .source)
             try fields.encode(content, forKey: .content)
         case .snapshot, .reload:
             break

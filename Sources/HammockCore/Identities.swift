@@ -1,17 +1,21 @@
 /// The names the engine passes around, each its own type so that a view's id cannot be handed where a
 /// source's is wanted, nor a kind where either is. Each is written and read as the plain string (or number)
 /// it wraps (`RawRepresentable`'s `Codable`), so no line on the wire changes; string literals make them in
-/// tests and configuration code.
+/// tests and configuration code (`"s\(index)"` too, through the default string interpolation). Text from
+/// outside (YAML, control lines, the plugin protocol) becomes one with `SourceID(text)` where it is read,
+/// and goes back out as `rawValue` where it is written.
 
 /// A name of the configuration, typed by what it names (`Tag`): `SourceID`, `ViewID`, `Kind`.
 public struct Name<Tag>: RawRepresentable, Hashable, Comparable, Sendable, Codable, ExpressibleByStringLiteral,
-    CustomStringConvertible
+    ExpressibleByStringInterpolation, CustomStringConvertible, CustomDebugStringConvertible
 {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { rawValue = value }
     public var description: String { rawValue }
+    /// Quoted, as a `String`'s: a list of names reads `["a", "b"]`, as the list of their texts did.
+    public var debugDescription: String { rawValue.debugDescription }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 

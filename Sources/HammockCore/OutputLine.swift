@@ -7,19 +7,19 @@ import OrderedCollections
 /// may replace a queued state of a source or view by a newer one (a slow consumer gets the newest state,
 /// not a backlog) and numbers lines (`seq`) in the order they actually leave.
 public enum OutputLine: Sendable {
-    case hello(sources: [String], views: [String], version: String)
+    case hello(sources: [SourceID], views: [ViewID], version: String)
     /// `event` is `nil` only in a snapshot of a source that has had no event yet.
-    case source(id: String, event: SourceEvent?, state: SourceState)
-    case view(id: String, state: ViewState)
+    case source(id: SourceID, event: SourceEvent?, state: SourceState)
+    case view(id: ViewID, state: ViewState)
     /// The configuration was read again: the sources and views from now on.
-    case reloaded(sources: [String], views: [String])
-    /// A source or view that a configuration reload removed.
+    case reloaded(sources: [SourceID], views: [ViewID])
+    /// A source or view that a configuration reload removed: `what` says which, so `id` is the name's text.
     case removed(id: String, what: String)
     /// A control line was carried out; `id` is the one the line carried.
     case ack(id: ControlID)
     /// A control line that could not be carried out (with its `id`, if it had one), or a refused reload.
     case error(message: String, id: ControlID? = nil)
-    case bye(reason: StopReason, failed: [String]?)
+    case bye(reason: StopReason, failed: [SourceID]?)
 
     public static let protocolVersion = 1
 
@@ -36,9 +36,9 @@ public enum OutputLine: Sendable {
     public var coalescingKey: String? {
         switch self {
         case .source(_, .newData(_, .cache)?, _): nil
-        case .source(let id, .newData(_, .wipe)?, _): "wipe:" + id
-        case .source(let id, _, _): "source:" + id
-        case .view(let id, _): "view:" + id
+        case .source(let id, .newData(_, .wipe)?, _): "wipe:" + id.rawValue
+        case .source(let id, _, _): "source:" + id.rawValue
+        case .view(let id, _): "view:" + id.rawValue
         case .hello, .reloaded, .removed, .error, .ack, .bye: nil
         }
     }
@@ -72,13 +72,13 @@ public enum OutputLine: Sendable {
             line.key("version")
             writeJSONString(version, into: &line.out)
             line.key("sources")
-            JSONValue.array(sources.map(JSONValue.string)).write(into: &line.out)
+            JSONValue.array(sources.map { .string($0.rawValue) }).write(into: &line.out)
             line.key("views")
-            JSONValue.array(views.map(JSONValue.string)).write(into: &line.out)
+            JSONValue.array(views.map { .string($0.rawValue) }).write(into: &line.out)
         case .source(let id, let event, let state):
             line.begin(type: "source", seq: seq)
             line.key("id")
-            writeJSONString(id, into: &line.out)
+            writeJSONString(id.rawValue, into: &line.out)
             line.key("event")
             if let event { writeJSONString(event.name, into: &line.out) } else { line.raw("null") }
             if let origin = event?.origin {
@@ -90,7 +90,7 @@ public enum OutputLine: Sendable {
         case .view(let id, let state):
             line.begin(type: "view", seq: seq)
             line.key("id")
-            writeJSONString(id, into: &line.out)
+            writeJSONString(id.rawValue, into: &line.out)
             line.key("status")
             writeJSONString(state.status.rawValue, into: &line.out)
             line.key("content")
@@ -99,16 +99,16 @@ public enum OutputLine: Sendable {
             line.error(state.latestError)
             line.key("errors")
             var errors = JSONObject()
-            for entry in state.errors { errors[redactor.redact(entry.source)] = entry.error.displayed(redactor: redactor) }
+            for entry in state.errors { errors[redactor.redact(entry.source.rawValue)] = entry.error.displayed(redactor: redactor) }
             JSONValue.object(errors).write(into: &line.out)
             line.key("canTryAgain")
             line.raw(state.canTryAgain ? "true" : "false")
         case .reloaded(let sources, let views):
             line.begin(type: "reloaded", seq: seq)
             line.key("sources")
-            JSONValue.array(sources.map(JSONValue.string)).write(into: &line.out)
+            JSONValue.array(sources.map { .string($0.rawValue) }).write(into: &line.out)
             line.key("views")
-            JSONValue.array(views.map(JSONValue.string)).write(into: &line.out)
+            JSONValue.array(views.map { .string($0.rawValue) }).write(into: &line.out)
         case .removed(let id, let what):
             line.begin(type: "removed", seq: seq)
             line.key("id")
@@ -129,7 +129,7 @@ public enum OutputLine: Sendable {
             writeJSONString(reason.rawValue, into: &line.out)
             if let failed {
                 line.key("failed")
-                JSONValue.array(failed.map(JSONValue.string)).write(into: &line.out)
+                JSONValue.array(failed.map { .string($0.rawValue) }).write(into: &line.out)
             }
         }
         line.out.append(UInt8(ascii: "}"))

@@ -9,10 +9,10 @@
 /// - `STOPPING=1` when the stop begins.
 /// - `STATUS=` ("12 sources, 2 failing") whenever the counts change, at most with each of the above.
 public struct ServiceNotifier: Sendable {
-    private var inputs: [String: [String]]
+    private var inputs: [SourceID: [SourceID]]
     /// Sources that have had their first answer, and whether it left them without content.
-    private var answered: [String: Bool] = [:]
-    private var failing: Set<String> = []
+    private var answered: [SourceID: Bool] = [:]
+    private var failing: Set<SourceID> = []
     private var isReady = false
     private var isReloading = false
     private var isStopping = false

@@ -9,15 +9,16 @@ import HammockJSON
 /// `self[ifKnown:]`, which says so at the call.
 ///
 /// A type that only the table could hand out (ids known to be in it) would say the same thing more
-/// strongly, but every reload would have to hand them out again, and the ids in a `LoadRequest` or a control
-/// line come from outside as strings anyway: the trap names the id, which is what finding such a bug needs.
+/// strongly, but every reload would have to hand them out again, and the ids in a loader's answer or a
+/// control line come from outside anyway (typed as `SourceID` where their text is read, but not checked
+/// against any table): the trap names the id, which is what finding such a bug needs.
 struct SourceTable: Sendable {
-    private var runtimes: [String: SourceRuntime] = [:]
+    private var runtimes: [SourceID: SourceRuntime] = [:]
 
     init() {}
 
     /// The runtime of a source the caller knows is there. Mutations happen in place.
-    subscript(id: String) -> SourceRuntime {
+    subscript(id: SourceID) -> SourceRuntime {
         get {
             guard let runtime = runtimes[id] else { Self.unknown(id) }
             return runtime
@@ -29,20 +30,20 @@ struct SourceTable: Sendable {
     }
 
     /// The runtime of a source that may be gone (an answer or a deadline from before a reload).
-    subscript(ifKnown id: String) -> SourceRuntime? { runtimes[id] }
+    subscript(ifKnown id: SourceID) -> SourceRuntime? { runtimes[id] }
 
-    func contains(_ id: String) -> Bool { runtimes[id] != nil }
+    func contains(_ id: SourceID) -> Bool { runtimes[id] != nil }
 
-    var all: Dictionary<String, SourceRuntime>.Values { runtimes.values }
+    var all: Dictionary<SourceID, SourceRuntime>.Values { runtimes.values }
 
     mutating func insert(_ runtime: SourceRuntime) { runtimes[runtime.definition.id] = runtime }
 
-    mutating func remove(_ id: String) -> SourceRuntime {
+    mutating func remove(_ id: SourceID) -> SourceRuntime {
         guard let runtime = runtimes.removeValue(forKey: id) else { Self.unknown(id) }
         return runtime
     }
 
-    private static func unknown(_ id: String) -> Never {
+    private static func unknown(_ id: SourceID) -> Never {
         preconditionFailure("the core looked up source \"\(id)\", which its table does not have")
     }
 }
@@ -102,6 +103,6 @@ struct SourceRuntime: Sendable {
 
 /// What makes two loads of a source loads of the same resource.
 struct RequestIdentity: Equatable, Sendable {
-    var kind: String
+    var kind: Kind
     var options: JSONValue
 }

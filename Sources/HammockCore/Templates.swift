@@ -51,7 +51,7 @@ public struct Template: Sendable, Hashable {
     ///   opens the URL (`{{ repo.contributors_url }}/extra`) supplies its base (scheme, host, path) and is
     ///   inserted as it is.
     public func render(
-        percentEncode: Bool, content: (String) -> JSONValue?
+        percentEncode: Bool, content: (SourceID) -> JSONValue?
     ) -> Result<String, TemplateResolutionProblem> {
         var text = ""
         for (index, part) in parts.enumerated() {
@@ -59,8 +59,8 @@ public struct Template: Sendable, Hashable {
             case .literal(let literal):
                 text += literal
             case .reference(let reference):
-                guard let sourceContent = content(reference.source) else {
-                    return .failure(.inputMissing(reference.source))
+                guard let sourceContent = content(reference.sourceID) else {
+                    return .failure(.inputMissing(reference.sourceID))
                 }
                 guard let value = sourceContent[reference.pointer] else {
                     return .failure(.noValue(reference))
@@ -74,6 +74,8 @@ public struct Template: Sendable, Hashable {
 }
 
 public struct TemplateReference: Sendable, Hashable, CustomStringConvertible {
+    /// The first name: a source's id in an option's template; in a view's render template a source's id or
+    /// one of the view's own names (`status`, `errors`…), so it stays text here and `sourceID` types it.
     public var source: String
     public var path: [String]
 
@@ -82,6 +84,8 @@ public struct TemplateReference: Sendable, Hashable, CustomStringConvertible {
         self.path = path
     }
 
+    /// The source an option's template reads.
+    public var sourceID: SourceID { SourceID(source) }
     public var pointer: JSONPointer { JSONPointer(tokens: path) }
     public var description: String { ([source] + path).joined(separator: ".") }
 }
@@ -93,7 +97,7 @@ public struct TemplateError: Error, Sendable, Equatable {
 
 public enum TemplateResolutionProblem: Error, Sendable, Equatable {
     /// The input source has no content yet: the dependent source waits.
-    case inputMissing(String)
+    case inputMissing(SourceID)
     /// The input has content, but nothing at the path: the dependent source fails until the input changes.
     case noValue(TemplateReference)
 

@@ -56,8 +56,8 @@ public enum ViewStatus: String, Sendable, Hashable {
 
 /// A view as declared in the configuration.
 public struct ViewDefinition: Sendable, Hashable {
-    public var id: String
-    public var sources: [String]
+    public var id: ViewID
+    public var sources: [SourceID]
     public var ready: Readiness
     public var display: [DisplayRule]
     /// How a status bar shows the view (`render:`); `nil` gives the default rendering.
@@ -67,7 +67,7 @@ public struct ViewDefinition: Sendable, Hashable {
     public var onClick: [Int: ClickAction]
 
     public init(
-        id: String, sources: [String], ready: Readiness = .all, display: [DisplayRule]? = nil,
+        id: ViewID, sources: [SourceID], ready: Readiness = .all, display: [DisplayRule]? = nil,
         render: ViewRender? = nil, onClick: [Int: ClickAction] = [:]
     ) {
         self.id = id
@@ -87,13 +87,13 @@ public struct ViewState: Sendable, Equatable {
     /// The error of the first failing source in the view's order.
     public var latestError: SourceError?
     /// Every failing source's error, by source, in the view's order.
-    public var errors: [(source: String, error: SourceError)]
+    public var errors: [(source: SourceID, error: SourceError)]
     /// Whether the consumer's "try again" (`{"op":"retry","view":…}`) has something to retry.
     public var canTryAgain: Bool
 
     public init(
         status: ViewStatus, content: JSONValue, latestError: SourceError? = nil,
-        errors: [(source: String, error: SourceError)] = [], canTryAgain: Bool = false
+        errors: [(source: SourceID, error: SourceError)] = [], canTryAgain: Bool = false
     ) {
         self.status = status
         self.content = content
@@ -111,12 +111,12 @@ public struct ViewState: Sendable, Equatable {
 
 extension ViewDefinition {
     /// Merges the states of the view's sources, in the view's order, into the view's state.
-    public func evaluate(_ state: (String) -> SourceState) -> ViewState {
+    public func evaluate(_ state: (SourceID) -> SourceState) -> ViewState {
         let states = sources.map { (id: $0, state: state($0)) }
         var content = JSONValue.null
         if ready.isReady(states.lazy.map(\.state)) {
             var merged = JSONObject()
-            for entry in states { merged[entry.id] = entry.state.content ?? .null }
+            for entry in states { merged[entry.id.rawValue] = entry.state.content ?? .null }
             content = .object(merged)
         }
         let errors = states.compactMap { entry in entry.state.latestError.map { (source: entry.id, error: $0) } }
@@ -193,9 +193,9 @@ extension Sequence where Element == DisplayRule {
 public struct ViewTally: Sendable {
     public let definition: ViewDefinition
     /// Where each member stands in the view's `sources` (a source listed twice counts twice, as in `evaluate`).
-    private let positions: [String: [Int]]
+    private let positions: [SourceID: [Int]]
     /// What was last counted for each member that has anything to count.
-    private var counted: [String: Counted] = [:]
+    private var counted: [SourceID: Counted] = [:]
     private var withContent = 0
     private var loading = 0
     /// Each failing member's error, by position in the view's order.
@@ -208,16 +208,16 @@ public struct ViewTally: Sendable {
     }
 
     /// Counts every member's current state.
-    public init(_ definition: ViewDefinition, state: (String) -> SourceState) {
+    public init(_ definition: ViewDefinition, state: (SourceID) -> SourceState) {
         self.definition = definition
-        var positions: [String: [Int]] = [:]
+        var positions: [SourceID: [Int]] = [:]
         for (position, id) in definition.sources.enumerated() { positions[id, default: []].append(position) }
         self.positions = positions
         for id in positions.keys { update(id, to: state(id)) }
     }
 
     /// `id`'s state is now `state`; a source the view does not hold changes nothing.
-    public mutating func update(_ id: String, to state: SourceState) {
+    public mutating func update(_ id: SourceID, to state: SourceState) {
         guard let places = positions[id] else { return }
         let new = Counted(hasContent: state.content != nil, isLoading: state.isLoading, error: state.latestError)
         let old = counted[id] ?? Counted(hasContent: false, isLoading: false, error: nil)
@@ -250,11 +250,11 @@ public struct ViewTally: Sendable {
     }
 
     /// The view's state, as `definition.evaluate` gives it; `content` is read only once the view is ready.
-    public func evaluate(content: (String) -> JSONValue?) -> ViewState {
+    public func evaluate(content: (SourceID) -> JSONValue?) -> ViewState {
         var merged = JSONValue.null
         if isReady {
             var object = JSONObject()
-            for id in definition.sources { object[id] = content(id) ?? .null }
+            for id in definition.sources { object[id.rawValue] = content(id) ?? .null }
             merged = .object(object)
         }
         let errors = failing.keys.sorted().map { (source: definition.sources[$0], error: failing[$0]!) }

@@ -1,3 +1,4 @@
+import HammockCore
 import HammockFakePlugin
 import HammockJSON
 import HammockPluginKit
@@ -7,13 +8,14 @@ import HammockPluginKit
 public enum BuiltInPlugins {
     /// The plugins hammock serves itself, each the very `PluginDescription` its own executable would run.
     static let plugins: [PluginDescription] = [FakePlugin.plugin]
-    public static let kinds: Set<String> = Set(plugins.flatMap(\.kinds))
+    /// The plugin kit's descriptions name their kinds as the protocol's text.
+    public static let kinds: Set<Kind> = Set(plugins.flatMap(\.kinds).map { Kind($0) })
     /// What each built-in kind's hello says of its options, for `hammock schema`.
     public static let optionsSchema: [String: JSONValue] = plugins.reduce(into: [:]) { $0.merge($1.optionsSchema) { a, _ in a } }
 
     /// What serves `kind` inside hammock, or nil when it is not a built-in kind.
-    static func serve(_ kind: String) -> InProcessTransport.Serve? {
-        guard let plugin = plugins.first(where: { $0.kinds.contains(kind) }) else { return nil }
+    static func serve(_ kind: Kind) -> InProcessTransport.Serve? {
+        guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
         return { input, writeLine in await Plugin.serve(plugin, input: input, writeLine: writeLine) }
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HammockCore
 import HammockJSON
 import HammockSystem
 
@@ -19,9 +20,9 @@ actor CacheStore {
     private let warn: @Sendable (String) -> Void
     /// Where the files are read and written: one thread for every write of a run, not a thread a write.
     private let blocking = BlockingExecutor(name: "hammock.cache")
-    private var pending: [String: JSONValue?] = [:]
+    private var pending: [SourceID: JSONValue?] = [:]
     /// Sources whose content could not be stored, said once each on stderr.
-    private var warned: Set<String> = []
+    private var warned: Set<SourceID> = []
     /// One element waits at most: "something is pending".
     private let saved: AsyncStream<Void>
     private let announce: AsyncStream<Void>.Continuation
@@ -52,17 +53,17 @@ actor CacheStore {
     }
 
     /// The cached content of each source that has some. Unreadable files are skipped, never fatal.
-    nonisolated func restore(_ sources: [String]) async -> [String: JSONValue] {
+    nonisolated func restore(_ sources: [SourceID]) async -> [SourceID: JSONValue] {
         await blocking.run { [self] in readCacheFiles(sources) }
     }
 
-    private nonisolated func readCacheFiles(_ sources: [String]) -> [String: JSONValue] {
-        var restored: [String: JSONValue] = [:]
+    private nonisolated func readCacheFiles(_ sources: [SourceID]) -> [SourceID: JSONValue] {
+        var restored: [SourceID: JSONValue] = [:]
         for source in sources {
             guard let bytes = readCacheFile(file(for: source).path),
                 let value = try? JSONValue(parsing: bytes), let content = value["content"],
                 // Another id's file (two long ids whose hashes met), or one written before ids were kept.
-                value["id"].map({ $0 == .string(source) }) ?? (source.utf8.count <= Self.longestIDAsName)
+                value["id"].map({ $0 == .string(source.rawValue) }) ?? (source.rawValue.utf8.count <= Self.longestIDAsName)
             else { continue }
             restored[source] = content
         }
@@ -93,7 +94,7 @@ actor CacheStore {
     }
 
     /// Queues the newest content of a source (`nil` forgets it).
-    func save(_ source: String, content: JSONValue?) {
+    func save(_ source: SourceID, content: JSONValue?) {
         pending[source] = .some(content)
         announce.yield()
     }
@@ -119,7 +120,7 @@ actor CacheStore {
     }
 
     /// Stores or forgets `source`'s content; what went wrong when it could not.
-    private nonisolated func write(_ source: String, _ content: JSONValue?) -> String? {
+    private nonisolated func write(_ source: SourceID, _ content: JSONValue?) -> String? {
         let target = file(for: source)
         guard let content else {
             unlink(target.path)
@@ -133,7 +134,7 @@ actor CacheStore {
             return "cannot create \(directory.path): \(error)"
         }
         // The id goes in too: a long id's file is named by a hash, and only the id inside tells whose it is.
-        var bytes = JSONValue.object(["id": .string(source), "content": secrets.redactor.redact(content)]).jsonBytes
+        var bytes = JSONValue.object(["id": .string(source.rawValue), "content": secrets.redactor.redact(content)]).jsonBytes
         bytes.append(UInt8(ascii: "\n"))
         let temporary = target.path + ".tmp"
         func failed(_ what: String) -> String { "\(what) \(temporary): \(String(cString: strerror(errno)))" }
@@ -163,7 +164,8 @@ actor CacheStore {
     /// Where `source`'s content is kept. An id is letters, digits, `_` and `-` of any length, and a file name
     /// at most 255 bytes: a long id (which made the store fail, saying nothing) goes under a hash of it,
     /// whose `~` no id holds, so it never meets a short id's file. The id inside the file tells whose it is.
-    nonisolated func file(for source: String) -> URL {
+    nonisolated func file(for id: SourceID) -> URL {
+        let source = id.rawValue
         guard source.utf8.count > Self.longestIDAsName else { return directory.appendingPathComponent(source + ".json") }
         return directory.appendingPathComponent("~" + fnv1a(source) + fnv1a(source, basis: 0x6c62_272e_07bb_0142) + ".json")
     }

@@ -9,7 +9,7 @@ import Logging
 /// and each must not become a process.
 actor ClickCommands {
     private struct ButtonOfView: Hashable {
-        var view: String
+        var view: ViewID
         var button: Int
     }
     /// At most one command per button of a view.
@@ -35,7 +35,7 @@ actor ClickCommands {
         let standardError = standardError
         let transport = ProcessTransport(
             command: ["/bin/sh", "-c", click.command], reapsOrphans: true,
-            environment: ["HAMMOCK_VIEW": click.view, "HAMMOCK_BUTTON": String(click.button)]
+            environment: ["HAMMOCK_VIEW": click.view.rawValue, "HAMMOCK_BUTTON": String(click.button)]
         ) { standardError.write(prefix: prefix, line: $0, field: "command") }
         transport.closeInput()
         running[button] = transport

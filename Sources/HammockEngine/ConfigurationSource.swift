@@ -1,4 +1,5 @@
 import HammockConfig
+import HammockCore
 
 /// The configuration file, read the same way at start (`hammock run`, `hammock check`) and at every reload:
 /// which kinds are available is the built-in ones and what `PluginResolver` finds, and a missing one says
@@ -11,8 +12,9 @@ public struct ConfigurationSource: Sendable {
     public func read() -> Result<LoadedConfiguration, ConfigurationError> {
         let searching = PluginResolver()
         let loader = ConfigurationLoader(
-            kindIsAvailable: { BuiltInPlugins.kinds.contains($0) || searching.command(for: $0) != nil },
-            pluginSearchDescription: { searching.searchDescription(for: $0) })
+            // The reader asks with the YAML's text.
+            kindIsAvailable: { BuiltInPlugins.kinds.contains(Kind($0)) || searching.command(for: Kind($0)) != nil },
+            pluginSearchDescription: { searching.searchDescription(for: Kind($0)) })
         return loader.load(file: file)
     }
 }

@@ -19,7 +19,7 @@ public struct RunOptions: Sendable {
     /// `--format`: the protocol's JSON lines, or a status bar's.
     public var format: StdoutFormat
     /// `--view`: the views a bar format shows, in order (checked by the command).
-    public var views: [String]
+    public var views: [ViewID]
     /// systemd's notify socket (`Type=notify`), when hammock runs under it.
     public var notifySocket: NotifySocket?
     /// `--metrics`: what counts what the engine does (HammockMetrics' `EngineMetrics`); nil costs one branch per line
@@ -30,7 +30,7 @@ public struct RunOptions: Sendable {
 
     public init(
         once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
-        format: StdoutFormat = .json, views: [String] = [], notifySocket: NotifySocket? = nil,
+        format: StdoutFormat = .json, views: [ViewID] = [], notifySocket: NotifySocket? = nil,
         metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false
     ) {
         self.once = once
@@ -60,7 +60,7 @@ public final class Engine: Sendable {
     private let inputs: AsyncStream<EngineInput>
     /// Everything that wakes the loop goes in here (internal: a test in memory sends signals' inputs).
     let inbox: EngineInbox
-    private let loaders: [String: PluginHost]
+    private let loaders: [Kind: PluginHost]
     private let standardError: StandardError
     /// Whether the watchdog timer's ask waits in the inbox (see `run`).
     private let watchdogAsked = Atomic<Bool>(false)
@@ -85,7 +85,7 @@ public final class Engine: Sendable {
     /// environment's catalog's).
     init(
         configuration: LoadedConfiguration, environment: EngineEnvironment, options: RunOptions, logger: Logger,
-        standardError: StandardError, makeLoaders: ((EngineInbox) -> [String: PluginHost])? = nil
+        standardError: StandardError, makeLoaders: ((EngineInbox) -> [Kind: PluginHost])? = nil
     ) {
         self.loaded = configuration
         self.environment = environment
@@ -116,10 +116,10 @@ public final class Engine: Sendable {
     }
 
     private static func validate(
-        _ sources: [SourceDefinition], of loaded: LoadedConfiguration, with loaders: [String: PluginHost]
+        _ sources: [SourceDefinition], of loaded: LoadedConfiguration, with loaders: [Kind: PluginHost]
     ) async -> PluginValidation {
         // Every plugin checks its sources at the same time; a slow handshake delays only its own kind.
-        let answers = await withTaskGroup(of: [String: PluginHost.ValidationAnswer].self) { group in
+        let answers = await withTaskGroup(of: [SourceID: PluginHost.ValidationAnswer].self) { group in
             for (kind, host) in loaders {
                 let ofKind = sources.filter { $0.kind == kind }
                 guard !ofKind.isEmpty else { continue }
@@ -149,7 +149,7 @@ public final class Engine: Sendable {
     /// the plugin's hello refused one) joined to them.
     static func validate(
         _ sources: [SourceDefinition], with host: PluginHost
-    ) async -> [String: PluginHost.ValidationAnswer] {
+    ) async -> [SourceID: PluginHost.ValidationAnswer] {
         var answers = await host.validate(sources.map { (id: $0.id, options: JSONValue.object($0.options)) })
         // No hello, no rules: its sources are answered `.pluginFailed` anyway.
         guard let rules = await host.templateRules, !rules.isEmpty else { return answers }
@@ -169,9 +169,9 @@ public final class Engine: Sendable {
     /// plugin that never ran). A kind whose plugin failed to start has none yet: the core holds its
     /// templated sources back until the plugin's hello brings them (`EngineInput.templateRulesLearned`).
     static func templateRules(
-        for configuration: Configuration, from loaders: [String: PluginHost]
-    ) async -> [String: TemplateRules] {
-        var rules: [String: TemplateRules] = [:]
+        for configuration: Configuration, from loaders: [Kind: PluginHost]
+    ) async -> [Kind: TemplateRules] {
+        var rules: [Kind: TemplateRules] = [:]
         for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
             guard let host = loaders[kind] else { continue }  // no plugin found: its sources fail
             rules[kind] = await host.templateRulesStartingIfNeeded()
@@ -188,7 +188,7 @@ public final class Engine: Sendable {
         case read(Result<LoadedConfiguration, ConfigurationError>)
         /// The plugins said what they think of the changed sources; `Configuration` is the new one with their
         /// template rules applied, for the core.
-        case validated(LoadedConfiguration, [String: TemplateRules], PluginValidation)
+        case validated(LoadedConfiguration, [Kind: TemplateRules], PluginValidation)
         /// The file has problems of its own, and the plugins said what they think of the changed sources of
         /// the part that read: all of it is reported together, as at start.
         case refused(ConfigurationError, PluginValidation)
@@ -197,7 +197,7 @@ public final class Engine: Sendable {
     /// What would start each kind of the configuration that read (all of it, or the part of a failed one),
     /// for the kinds whose plugin is found: looking for a plugin's executable is I/O, so the loop does it
     /// for `ReloadStateMachine`.
-    private func origins(of read: Result<LoadedConfiguration, ConfigurationError>) -> [String: PluginOrigin] {
+    private func origins(of read: Result<LoadedConfiguration, ConfigurationError>) -> [Kind: PluginOrigin] {
         let configuration: LoadedConfiguration
         switch read {
         case .success(let next): configuration = next
@@ -205,7 +205,7 @@ public final class Engine: Sendable {
             guard let partial = error.partial else { return [:] }
             configuration = partial
         }
-        var origins: [String: PluginOrigin] = [:]
+        var origins: [Kind: PluginOrigin] = [:]
         for kind in configuration.configuration.kinds {
             origins[kind] = environment.plugins.origin(kind, configuration.configuration.plugins)
         }
@@ -477,9 +477,9 @@ extension Engine {
         let stop: StopRequest
         var core: EngineCore
         // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
-        var loaders: [String: PluginHost]
-        var fresh: [String: PluginHost] = [:]
-        var checkers: [String: PluginHost] = [:]
+        var loaders: [Kind: PluginHost]
+        var fresh: [Kind: PluginHost] = [:]
+        var checkers: [Kind: PluginHost] = [:]
         var reloads: ReloadStateMachine
         var configurationWatch: ConfigurationWatch?
         /// `--once` is done (the core's `.finish`), with this status.
@@ -527,7 +527,7 @@ extension Engine {
                 // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
                 // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
                 // what was decided before it.
-                var loadsToStart: [(kind: String, requests: [LoadRequest])] = []
+                var loadsToStart: [(kind: Kind, requests: [LoadRequest])] = []
                 var lines: [OutputLine] = []
                 func handOver() async {
                     writer.send(contentsOf: lines)
@@ -598,7 +598,7 @@ extension Engine {
                         let loader = environment.plugins.makeHost(kind, origin, inbox, logger, standardError)
                         if role == .checker { checkers[kind] = loader } else { fresh[kind] = loader }
                     case .check(let sources, let configuration, let roles, let outcome):
-                        var checking: [String: PluginHost] = [:]
+                        var checking: [Kind: PluginHost] = [:]
                         for (kind, role) in roles {
                             switch role {
                             case .running: checking[kind] = loaders[kind]

@@ -67,10 +67,10 @@ struct PluginCatalog: Sendable {
     /// What would start `kind`, given the `plugins:` of the configuration that names it; nil when no plugin
     /// is found (its sources fail). Looking for an executable is I/O, so the loop asks this, not
     /// `ReloadStateMachine`.
-    var origin: @Sendable (_ kind: String, _ plugins: [String: PluginDefinition]) -> PluginOrigin?
+    var origin: @Sendable (_ kind: Kind, _ plugins: [Kind: PluginDefinition]) -> PluginOrigin?
     /// A host of what `origin` says runs `kind`; nil for a built-in origin of a kind hammock does not serve.
     var makeHost: @Sendable (
-        _ kind: String, _ origin: PluginOrigin, _ inbox: EngineInbox, _ logger: Logger, _ standardError: StandardError
+        _ kind: Kind, _ origin: PluginOrigin, _ inbox: EngineInbox, _ logger: Logger, _ standardError: StandardError
     ) -> PluginHost?
 
     /// Built-in kinds in process, every other kind a process found by a `PluginResolver` over the
@@ -84,8 +84,8 @@ struct PluginCatalog: Sendable {
     /// One host for each kind `configuration` uses whose plugin is found.
     func makeHosts(
         for configuration: Configuration, inbox: EngineInbox, logger: Logger, standardError: StandardError
-    ) -> [String: PluginHost] {
-        var hosts: [String: PluginHost] = [:]
+    ) -> [Kind: PluginHost] {
+        var hosts: [Kind: PluginHost] = [:]
         for kind in configuration.kinds {
             guard let origin = origin(kind, configuration.plugins) else { continue }
             hosts[kind] = makeHost(kind, origin, inbox, logger, standardError)

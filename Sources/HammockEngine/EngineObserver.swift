@@ -21,14 +21,14 @@ public protocol EngineObserver: Sendable {
     func pluginRestarted(kind: String)
     /// The engine's loop, at the start of a run: what sees each line the loop emits, for the configured
     /// `sources`. The loop owns it and alone mutates it, so it needs no lock of its own.
-    func lineObserver(sources: [String]) -> any EngineLineObserver
+    func lineObserver(sources: [SourceID]) -> any EngineLineObserver
 }
 
 /// Sees each line the engine's loop emits (`EngineObserver.lineObserver`); owned by the loop, like the
 /// systemd notifier beside it.
 public protocol EngineLineObserver {
     /// A reload is in force: `ids` are the configured sources now.
-    mutating func configured(_ ids: [String])
+    mutating func configured(_ ids: [SourceID])
     /// A line the loop emits, before the stdout writer takes it.
     mutating func observe(_ line: OutputLine)
 }

@@ -11,14 +11,14 @@ import Synchronization
 /// A plugin host (`PluginHost`) answers its loads through these, never by return value, because a load may
 /// take minutes and a plugin may push new data at any time.
 enum EngineInput: Sendable {
-    case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
+    case loadFinished(source: SourceID, loadID: Int, outcome: LoadOutcome)
     /// The answers of one read of a plugin's output, in order: applied in one turn of the engine.
     case loadsFinished([FinishedLoad])
     /// The loader holds the load back (its plugin queues loads); `loadStarted` follows when it begins.
-    case loadQueued(source: String, loadID: Int)
-    case loadStarted(source: String, loadID: Int)
-    case pushed(source: String, mailbox: PushMailbox)
-    case pushedError(source: String, error: SourceError)
+    case loadQueued(source: SourceID, loadID: Int)
+    case loadStarted(source: SourceID, loadID: Int)
+    case pushed(source: SourceID, mailbox: PushMailbox)
+    case pushedError(source: SourceID, error: SourceError)
     /// Control lines wait in the `ControlMailbox`; at most one of these is in the inbox at a time.
     case controls
     case tick
@@ -32,7 +32,7 @@ enum EngineInput: Sendable {
     case reloadStep(Engine.ReloadStep)
     /// A plugin said hello, with its template rules (`TemplateRules`): the core may fill in its sources'
     /// templates from now on.
-    case templateRulesLearned(kind: String)
+    case templateRulesLearned(kind: Kind)
     /// Time to tell systemd's watchdog that the loop is alive (`WATCHDOG_USEC`).
     case watchdog
     /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
@@ -44,7 +44,7 @@ typealias EngineInbox = AsyncStream<EngineInput>.Continuation
 
 /// The end of one load: what `EngineInput.loadFinished` says, for a batch of them.
 struct FinishedLoad: Sendable {
-    let source: String
+    let source: SourceID
     let loadID: Int
     let outcome: LoadOutcome
 }

@@ -8,8 +8,8 @@ enum LoaderFactory {
     static func makeLoaders(
         for configuration: Configuration, resolver: PluginResolver, inbox: EngineInbox, logger: Logger,
         standardError: StandardError
-    ) -> [String: PluginHost] {
-        var loaders: [String: PluginHost] = [:]
+    ) -> [Kind: PluginHost] {
+        var loaders: [Kind: PluginHost] = [:]
         for kind in configuration.kinds {
             loaders[kind] = makeLoader(
                 kind: kind, resolver: resolver, inbox: inbox, logger: logger, standardError: standardError)
@@ -18,13 +18,13 @@ enum LoaderFactory {
     }
 
     /// A built-in kind is served by hammock even when `plugins:` names a command for it.
-    static func origin(of kind: String, resolver: PluginResolver) -> PluginOrigin? {
+    static func origin(of kind: Kind, resolver: PluginResolver) -> PluginOrigin? {
         if BuiltInPlugins.kinds.contains(kind) { return .builtIn }
         return resolver.command(for: kind).map(PluginOrigin.command)
     }
 
     static func makeLoader(
-        kind: String, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
+        kind: Kind, resolver: PluginResolver, inbox: EngineInbox, logger: Logger, standardError: StandardError
     ) -> PluginHost? {
         origin(of: kind, resolver: resolver).flatMap { origin in
             PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)

@@ -20,7 +20,7 @@ import Logging
 /// Every task the host starts (each process and each deadline) is a child of one task group, which
 /// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
 actor PluginHost {
-    let kind: String
+    let kind: Kind
     let origin: PluginOrigin
     private let logger: Logger
     private let inbox: EngineInbox
@@ -44,14 +44,14 @@ actor PluginHost {
     private var exitWaits = 0
     private var readinessWaiters: [CheckedContinuation<String?, Never>] = []
     /// What `validate` waits for, by source: its waiters, and an answer that came before anyone waited.
-    private var validationWaiters: [String: [CheckedContinuation<ValidationAnswer, Never>]] = [:]
-    private var earlyValidationAnswers: [String: ValidationAnswer] = [:]
+    private var validationWaiters: [SourceID: [CheckedContinuation<ValidationAnswer, Never>]] = [:]
+    private var earlyValidationAnswers: [SourceID: ValidationAnswer] = [:]
     /// The answers of the read being handled, not yet handed to the engine (see `deliver`); nil between reads.
     private var answersOfRead: [FinishedLoad]?
     /// Each source's push that the engine has not taken yet (see `PushMailbox`). A mailbox is let go as
     /// soon as anything else about its source goes to the engine (a load's answer, an error, the plugin's
     /// exit), so a push that follows starts a new one and the engine sees them in the order they came.
-    private var pushMailboxes: [String: PushMailbox] = [:]
+    private var pushMailboxes: [SourceID: PushMailbox] = [:]
 
     /// What the plugin's hello declared about templates in this kind's options; `nil` until a hello came.
     var templateRules: TemplateRules? { supervisor.templateRules }
@@ -59,7 +59,7 @@ actor PluginHost {
     /// A host of what `origin` says runs `kind`'s plugin: processes started from its command below hammock's
     /// guard (their stderr passed on line by line with the kind as prefix), or the plugin built into hammock
     /// and served in its own process. `nil` for a built-in origin of a kind hammock does not serve.
-    init?(kind: String, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, standardError: StandardError) {
+    init?(kind: Kind, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, standardError: StandardError) {
         let makeTransport: PluginTransportFactory
         switch origin {
         case .builtIn:
@@ -67,7 +67,7 @@ actor PluginHost {
             makeTransport = { InProcessTransport(serve: serve) }
         case .command(let command):
             makeTransport = {
-                ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind, line: $0) }
+                ProcessTransport(command: command, reapsOrphans: true) { standardError.write(prefix: kind.rawValue, line: $0) }
             }
         }
         self.init(
@@ -77,7 +77,7 @@ actor PluginHost {
 
     /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
     init(
-        kind: String, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
+        kind: Kind, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
         secrets: Secrets = Secrets(), makeTransport: @escaping PluginTransportFactory
     ) {
         self.kind = kind
@@ -100,11 +100,11 @@ actor PluginHost {
         for request in requests { start(request) }
     }
 
-    func cancel(source: String, loadID: Int) {
+    func cancel(source: SourceID, loadID: Int) {
         perform(supervisor.cancel(loadID: loadID))
     }
 
-    func remove(source: String) {
+    func remove(source: SourceID) {
         perform(supervisor.remove(source: source))
     }
 
@@ -145,7 +145,7 @@ actor PluginHost {
     ///
     /// Every `configure` goes out at once, in order, and each answer is waited for at most
     /// `PluginSupervisor.configureTimeout` (counted from the plugin's last answer to one while it works through them).
-    func validate(_ sources: [(id: String, options: JSONValue)]) async -> [String: ValidationAnswer] {
+    func validate(_ sources: [(id: SourceID, options: JSONValue)]) async -> [SourceID: ValidationAnswer] {
         for source in sources { supervisor.want(source.id, options: source.options) }
         if let failure = await ready() {
             return Dictionary(uniqueKeysWithValues: sources.map { ($0.id, .pluginFailed(failure)) })
@@ -156,7 +156,7 @@ actor PluginHost {
             if validationWaiters[source.id] == nil { validationWaiters[source.id] = [] }
             perform(supervisor.validate(source.id, now: clock.now()))
         }
-        var answers: [String: ValidationAnswer] = [:]
+        var answers: [SourceID: ValidationAnswer] = [:]
         for source in sources {
             if let early = earlyValidationAnswers.removeValue(forKey: source.id) {
                 answers[source.id] = early
@@ -178,7 +178,7 @@ actor PluginHost {
     }
 
     /// Hands `answer` to whoever validates `source`, or keeps it for the `validate` about to wait for it.
-    private func settleValidation(_ source: String, _ answer: ValidationAnswer) {
+    private func settleValidation(_ source: SourceID, _ answer: ValidationAnswer) {
         guard let waiters = validationWaiters.removeValue(forKey: source) else { return }
         if waiters.isEmpty { earlyValidationAnswers[source] = answer }
         for waiter in waiters { waiter.resume(returning: answer) }
@@ -232,7 +232,7 @@ actor PluginHost {
             case .log(let level, let message, let metadata):
                 logger.log(level: level, "\(message)", metadata: metadata.isEmpty ? nil : metadata.mapValues { .string($0) })
             case .countRestart:
-                InstalledEngineObserver.current.withLock { $0 }?.pluginRestarted(kind: kind)
+                InstalledEngineObserver.current.withLock { $0 }?.pluginRestarted(kind: kind.rawValue)
             }
         }
     }

@@ -7,12 +7,12 @@ import HammockCore
 /// `../libexec/hammock` from it, where scripts/install and the .deb put plugins, off the user's PATH); else on
 /// `HAMMOCK_PLUGIN_PATH`; else on `PATH`.
 public struct PluginResolver: Sendable {
-    public var configured: [String: PluginDefinition]
+    public var configured: [Kind: PluginDefinition]
     public var executableDirectory: String?
     public var environment: [String: String]
 
     public init(
-        configured: [String: PluginDefinition] = [:], executableDirectory: String? = PluginResolver.currentExecutableDirectory,
+        configured: [Kind: PluginDefinition] = [:], executableDirectory: String? = PluginResolver.currentExecutableDirectory,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         self.configured = configured
@@ -21,7 +21,7 @@ public struct PluginResolver: Sendable {
     }
 
     /// The argv that starts the plugin for `kind`, or `nil` when none is found.
-    public func command(for kind: String) -> [String]? {
+    public func command(for kind: Kind) -> [String]? {
         if let definition = configured[kind] { return definition.command }
         let name = "hammock-plugin-\(kind)"
         for directory in searchDirectories {
@@ -32,7 +32,7 @@ public struct PluginResolver: Sendable {
     }
 
     /// Says where `command(for:)` looked, for the "unknown kind" message.
-    public func searchDescription(for kind: String) -> String {
+    public func searchDescription(for kind: Kind) -> String {
         var places = ["plugins.\(kind).command", "hammock-plugin-\(kind)"]
         if let executableDirectory { places[1] += " in \(executableDirectory) and \(Self.libexec(executableDirectory))" }
         places.append("HAMMOCK_PLUGIN_PATH")

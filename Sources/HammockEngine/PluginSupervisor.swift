@@ -71,12 +71,12 @@ struct PluginSupervisor: Sendable {
 
     /// What the engine hears (`EngineInput`); a push carries its content, which the host puts in a mailbox.
     enum Report: Sendable, Equatable {
-        case loadFinished(source: String, loadID: Int, outcome: LoadOutcome)
-        case loadQueued(source: String, loadID: Int)
-        case loadStarted(source: String, loadID: Int)
-        case pushed(source: String, content: JSONValue)
-        case pushedError(source: String, error: SourceError)
-        case templateRulesLearned(kind: String)
+        case loadFinished(source: SourceID, loadID: Int, outcome: LoadOutcome)
+        case loadQueued(source: SourceID, loadID: Int)
+        case loadStarted(source: SourceID, loadID: Int)
+        case pushed(source: SourceID, content: JSONValue)
+        case pushedError(source: SourceID, error: SourceError)
+        case templateRulesLearned(kind: Kind)
     }
 
     enum ValidationAnswer: Sendable, Equatable {
@@ -95,13 +95,13 @@ struct PluginSupervisor: Sendable {
         case kill
         case report(Report)
         /// What comes next about `source` goes to the engine after its pushes that wait, not into their mailbox.
-        case sealPushes(source: String)
+        case sealPushes(source: SourceID)
         /// The source is gone: its push that waits is dropped.
-        case dropPushes(source: String)
+        case dropPushes(source: SourceID)
         /// The plugin ended: what it pushed before goes before the news of its end.
         case sealEveryPush
         /// Hand `answer` to whoever validates `source`.
-        case settleValidation(source: String, ValidationAnswer)
+        case settleValidation(source: SourceID, ValidationAnswer)
         /// Hand `answer` to every validation that waits.
         case settleEveryValidation(ValidationAnswer)
         /// Whoever waits for the plugin to be ready: it is (`nil`), or why it failed.
@@ -121,7 +121,7 @@ struct PluginSupervisor: Sendable {
         case waiting([Action])
     }
 
-    let kind: String
+    let kind: Kind
     private(set) var phase = Phase.stopped
     /// The running (or last) process.
     private(set) var generation = 0
@@ -130,18 +130,18 @@ struct PluginSupervisor: Sendable {
     /// Why the current process is being ended, when the supervisor ended it; reported instead of its exit status.
     private var failureReason: String?
     /// The options the engine wants for each source, and those the running process was last sent.
-    private var desiredOptions: [String: JSONValue] = [:]
-    private var sentOptions: [String: JSONValue] = [:]
-    private var invalidProblems: [String: [OptionProblem]] = [:]
+    private var desiredOptions: [SourceID: JSONValue] = [:]
+    private var sentOptions: [SourceID: JSONValue] = [:]
+    private var invalidProblems: [SourceID: [OptionProblem]] = [:]
     /// Loads sent to the running process, by load id.
-    private var pendingLoads: [Int: String] = [:]
+    private var pendingLoads: [Int: SourceID] = [:]
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [Instant] = []
     /// The plugin said `queuesLoads` in its hello: it may hold loads back, and says `started` when one begins.
     private var queuesLoads = false
     /// `configure`s sent to the running process and not answered yet, by source.
-    private var unansweredConfigures: [String: SentConfigure] = [:]
+    private var unansweredConfigures: [SourceID: SentConfigure] = [:]
     private var configuresSent = 0
     /// The newest `configure` (by `SentConfigure.order`) the running process has answered, and when it
     /// last answered one: a plugin that works through many of them is given `configureTimeout` for each,
@@ -154,7 +154,7 @@ struct PluginSupervisor: Sendable {
     /// Sources not sent to the plugin until their options change, and why (a `configure` never answered,
     /// options too long for a line): their loads fail at once with the reason, so one source's options can
     /// neither hang the plugin's other sources nor crash-loop it into being given up.
-    private var heldBack: [String: HeldBack] = [:]
+    private var heldBack: [SourceID: HeldBack] = [:]
     /// Lines skipped for being over `maximumLineLength`, for the log.
     private var skippedLines = 0
     /// The actions of the input being handled.
@@ -170,7 +170,7 @@ struct PluginSupervisor: Sendable {
         let error: SourceError
     }
 
-    init(kind: String, now: Instant) {
+    init(kind: Kind, now: Instant) {
         self.kind = kind
         lastConfigureAnswer = now
     }
@@ -207,7 +207,7 @@ struct PluginSupervisor: Sendable {
         return taken()
     }
 
-    mutating func remove(source: String) -> [Action] {
+    mutating func remove(source: SourceID) -> [Action] {
         desiredOptions[source] = nil
         invalidProblems[source] = nil
         heldBack[source] = nil
@@ -215,7 +215,7 @@ struct PluginSupervisor: Sendable {
         queuedLoads.removeAll { $0.source == source }
         // A push still waiting for the engine is of a source that is gone.
         actions.append(.dropPushes(source: source))
-        if sentOptions.removeValue(forKey: source) != nil { actions.append(.send(.remove(source: source))) }
+        if sentOptions.removeValue(forKey: source) != nil { actions.append(.send(.remove(source: source.rawValue))) }
         return taken()
     }
 
@@ -227,7 +227,7 @@ struct PluginSupervisor: Sendable {
     }
 
     /// The engine is about to validate (or load) `source` with `options`.
-    mutating func want(_ source: String, options: JSONValue) {
+    mutating func want(_ source: SourceID, options: JSONValue) {
         desiredOptions[source] = options
     }
 
@@ -245,7 +245,7 @@ struct PluginSupervisor: Sendable {
 
     /// Configures `source` again to hear the plugin's verdict (a `settleValidation` action), unless the
     /// same options are on their way already. The plugin must be ready.
-    mutating func validate(_ source: String, now: Instant) -> [Action] {
+    mutating func validate(_ source: SourceID, now: Instant) -> [Action] {
         configureIfNeeded(source, now: now, force: true)
         return taken()
     }
@@ -368,12 +368,13 @@ struct PluginSupervisor: Sendable {
             fail(generation, "speaks protocol \(version); this hammock speaks \(pluginProtocolVersion)")
             return
         }
-        guard kinds.contains(kind) else {
+        // The protocol names kinds and sources as text: they become typed names here, as they come in.
+        guard kinds.contains(kind.rawValue) else {
             fail(generation, "does not serve kind \"\(kind)\" (it serves \(kinds.joined(separator: ", ")))")
             return
         }
-        actions.append(.log(.debug, "plugin ready", metadata: ["kind": kind, "version": pluginVersion]))
-        templateRules = templates[kind] ?? TemplateRules()
+        actions.append(.log(.debug, "plugin ready", metadata: ["kind": kind.rawValue, "version": pluginVersion]))
+        templateRules = templates[kind.rawValue] ?? TemplateRules()
         queuesLoads = queues
         report(.templateRulesLearned(kind: kind))
         phase = .ready
@@ -388,17 +389,20 @@ struct PluginSupervisor: Sendable {
         switch message {
         case .hello:
             fail(generation, "said hello twice")
-        case .configured(let source):
+        case .configured(let name):
+            let source = SourceID(name)
             configureAnswered(source, now: now)
             invalidProblems[source] = nil
             actions.append(.settleValidation(source: source, .valid))
-        case .invalid(let source, let problems):
+        case .invalid(let name, let problems):
+            let source = SourceID(name)
             configureAnswered(source, now: now)
             invalidProblems[source] = problems
             actions.append(.settleValidation(source: source, .invalid(problems)))
         case .newData(let id, _, let content, let etag, let lastModified):
             answer(id, .newData(content, etag: etag, lastModified: lastModified))
-        case .pushedData(let source, let content):
+        case .pushedData(let name, let content):
+            let source = SourceID(name)
             guard desiredOptions[source] != nil else { return }
             report(.pushed(source: source, content: content))
         case .notModified(let id):
@@ -410,7 +414,8 @@ struct PluginSupervisor: Sendable {
                     code: .invalidOptions)
             }
             answer(id, .error(error))
-        case .pushedError(let source, let error):
+        case .pushedError(let name, let error):
+            let source = SourceID(name)
             guard desiredOptions[source] != nil else { return }
             actions.append(.sealPushes(source: source))
             report(.pushedError(source: source, error: error))
@@ -447,7 +452,7 @@ struct PluginSupervisor: Sendable {
         actions.append(
             .send(
                 .load(
-                    source: request.source, id: request.loadID.rawValue, etag: request.etag, lastModified: request.lastModified,
+                    source: request.source.rawValue, id: request.loadID.rawValue, etag: request.etag, lastModified: request.lastModified,
                     timeout: Double(request.timeout.milliseconds) / 1000)))
         // Its timeout waits for the plugin's `started`, so a load queued behind a thousand others does not
         // time out before it runs.
@@ -458,7 +463,7 @@ struct PluginSupervisor: Sendable {
 
     /// Sends `configure` when the process has not seen these options yet (first use, a restart, or a
     /// template whose input changed), unless the source is held back with these very options.
-    private mutating func configureIfNeeded(_ source: String, now: Instant, force: Bool = false) {
+    private mutating func configureIfNeeded(_ source: SourceID, now: Instant, force: Bool = false) {
         guard case .ready = phase, let options = desiredOptions[source] else { return }
         if let held = heldBack[source] {
             guard held.options != options else {
@@ -470,7 +475,7 @@ struct PluginSupervisor: Sendable {
         // Forced (to hear the plugin's verdict) unless the same options are on their way already.
         let inFlight = unansweredConfigures[source] != nil && sentOptions[source] == options
         guard (force && !inFlight) || sentOptions[source] != options else { return }
-        let line = EngineMessage.configure(source: source, options: options).line
+        let line = EngineMessage.configure(source: source.rawValue, options: options).line
         guard line.count - 1 <= Self.maximumLineToPlugin else {
             let message =
                 "the options of source \"\(source)\" are \(line.count - 1) bytes once encoded, over the limit of "
@@ -489,13 +494,13 @@ struct PluginSupervisor: Sendable {
         armConfigureWatch()
     }
 
-    private mutating func holdBack(_ source: String, options: JSONValue, _ error: SourceError) {
+    private mutating func holdBack(_ source: SourceID, options: JSONValue, _ error: SourceError) {
         heldBack[source] = HeldBack(options: options, error: error)
         unansweredConfigures[source] = nil
         actions.append(.settleValidation(source: source, .pluginFailed(error.message)))
     }
 
-    private mutating func configureAnswered(_ source: String, now: Instant) {
+    private mutating func configureAnswered(_ source: SourceID, now: Instant) {
         lastConfigureAnswer = now
         if let sent = unansweredConfigures.removeValue(forKey: source) {
             newestConfigureAnswered = max(newestConfigureAnswered, sent.order)
@@ -558,7 +563,7 @@ struct PluginSupervisor: Sendable {
         if let id = head.id, pendingLoads[id] != nil {
             actions.append(.log(.warning, "\(message) (load \(id))"))
             answer(id, .error(error))
-        } else if head.id == nil, let source = head.source, desiredOptions[source] != nil {
+        } else if head.id == nil, let source = head.source.map({ SourceID($0) }), desiredOptions[source] != nil {
             actions.append(.log(.warning, "\(message) (a push of \"\(source)\")"))
             actions.append(.sealPushes(source: source))
             report(.pushedError(source: source, error: error))

@@ -59,22 +59,22 @@ struct ReloadStateMachine: Sendable {
         /// `--watch-config` watches exactly these files.
         case watch([ConfigurationFiles])
         /// Make a loader of `kind`, started from `origin`, to play `role` (`.fresh` or `.checker`).
-        case makeLoader(kind: String, origin: PluginOrigin, role: Role)
+        case makeLoader(kind: Kind, origin: PluginOrigin, role: Role)
         /// Ask the plugins, off the loop, what they think of `sources` of `configuration`: each kind's
         /// sources go to its loader in the role `loaders` gives (a kind not named there is not checked).
         /// The answers come back to `checked` or `checkedRefusal`, as `outcome` says.
         case check(
-            sources: [SourceDefinition], of: LoadedConfiguration, loaders: [String: Role], outcome: Outcome)
+            sources: [SourceDefinition], of: LoadedConfiguration, loaders: [Kind: Role], outcome: Outcome)
         /// Shut the loader of `kind` in `role` down, without waiting for it on the loop (the stop waits).
-        case retire(kind: String, role: Role)
+        case retire(kind: Kind, role: Role)
         /// The fresh loader of `kind` becomes its running one.
-        case promote(kind: String)
+        case promote(kind: Kind)
         /// The log's notice that `file` is reloaded.
         case logReloaded(file: String)
         /// Put `configuration` in force: the output's views, then the core learns `rules` (first, so that
         /// its templated sources load at once) and is reconfigured, the sources of `replacingKinds` moving
         /// to their new loaders.
-        case reconfigure(LoadedConfiguration, rules: [String: TemplateRules], replacingKinds: Set<String>)
+        case reconfigure(LoadedConfiguration, rules: [Kind: TemplateRules], replacingKinds: Set<Kind>)
         /// Acknowledge these control lines: the reload they asked for is in force.
         case acknowledge([ControlID])
         /// Log each problem of the refused configuration.
@@ -90,15 +90,15 @@ struct ReloadStateMachine: Sendable {
     /// The configuration in force.
     private(set) var current: LoadedConfiguration
     /// The origin of each kind's running loader (a kind whose plugin was not found has none).
-    private(set) var running: [String: PluginOrigin]
+    private(set) var running: [Kind: PluginOrigin]
 
     private struct Reload {
         /// The control lines it answers: acknowledged once it is in force, refused with it.
         var replyingTo: [ControlID]
         /// The fresh loaders it made, by kind, with their origins.
-        var fresh: [String: PluginOrigin] = [:]
+        var fresh: [Kind: PluginOrigin] = [:]
         /// The kinds it made a checker for.
-        var checkers: Set<String> = []
+        var checkers: Set<Kind> = []
     }
 
     /// The reload under way.
@@ -109,7 +109,7 @@ struct ReloadStateMachine: Sendable {
     var isRunning: Bool { reload != nil }
 
     /// - Parameter running: the origin of each kind's loader at start.
-    init(current: LoadedConfiguration, running: [String: PluginOrigin]) {
+    init(current: LoadedConfiguration, running: [Kind: PluginOrigin]) {
         self.current = current
         self.running = running
     }
@@ -141,7 +141,7 @@ struct ReloadStateMachine: Sendable {
     /// The configuration was read again. `origins`: what would start each kind of the configuration that
     /// read (the whole one, or the part of a failed one), for the kinds whose plugin is found.
     mutating func read(
-        _ result: Result<LoadedConfiguration, ConfigurationError>, origins: [String: PluginOrigin]
+        _ result: Result<LoadedConfiguration, ConfigurationError>, origins: [Kind: PluginOrigin]
     ) -> [Action] {
         guard reload != nil else { return [] }
         switch result {
@@ -160,7 +160,7 @@ struct ReloadStateMachine: Sendable {
     /// The plugins answered for the changed sources of `next`, a configuration that read; `rules` are the
     /// template rules of its kinds, from the loaders that checked it.
     mutating func checked(
-        _ next: LoadedConfiguration, rules: [String: TemplateRules], validation: Engine.PluginValidation
+        _ next: LoadedConfiguration, rules: [Kind: TemplateRules], validation: Engine.PluginValidation
     ) -> [Action] {
         guard let reload else { return [] }
         if !validation.optionProblems.isEmpty {
@@ -199,7 +199,7 @@ struct ReloadStateMachine: Sendable {
     /// The loaders that check `next`'s changed sources, and the check: the running loaders, a fresh one for
     /// a new kind or a changed plugin command, and a checker for a kind whose sources changed.
     private mutating func prepareCheck(
-        of next: LoadedConfiguration, origins: [String: PluginOrigin], outcome: Outcome
+        of next: LoadedConfiguration, origins: [Kind: PluginOrigin], outcome: Outcome
     ) -> [Action] {
         var actions: [Action] = []
         var checking = running.mapValues { _ in Role.running }
@@ -220,7 +220,7 @@ struct ReloadStateMachine: Sendable {
         let changed = next.configuration.sources.filter { source in
             current.configuration.sources.first { $0.id == source.id } != source
         }
-        var seen = Set<String>()
+        var seen = Set<Kind>()
         for kind in changed.map(\.kind) where seen.insert(kind).inserted && checking[kind] == .running {
             reload?.checkers.insert(kind)
             checking[kind] = .checker

@@ -40,7 +40,7 @@ final class WatchTerminal: Sendable {
     private let state: LockedCondition<State>
 
     init(
-        title: String, sources: [String], views: [ViewDefinition], secrets: Secrets,
+        title: String, sources: [SourceID], views: [ViewDefinition], secrets: Secrets,
         act: @escaping @Sendable (ControlCommand) -> Void, quit: @escaping @Sendable () -> Void
     ) {
         state = LockedCondition(State(screen: WatchScreen(title: title, sources: sources, views: views)))

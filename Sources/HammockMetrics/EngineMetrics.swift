@@ -105,7 +105,7 @@ extension EngineMetrics: EngineObserver {
 
     public func pluginRestarted(kind: String) { pluginRestarts(kind: kind).increment() }
 
-    public func lineObserver(sources: [String]) -> any EngineLineObserver {
+    public func lineObserver(sources: [SourceID]) -> any EngineLineObserver {
         SourceMetricsObserver(metrics: self, sources: sources)
     }
 }
@@ -219,23 +219,24 @@ final class SourceSeriesTable: Sendable {
 /// The per-source side of the metrics, fed from the lines the engine writes; owned by the engine's loop.
 struct SourceMetricsObserver: EngineLineObserver {
     let metrics: EngineMetrics
+    /// By the id's text, the label the scrape shows.
     private var sources: [String: SourceSeriesTable.Series]
-    private var requestedAt: [String: ContinuousClock.Instant] = [:]
+    private var requestedAt: [SourceID: ContinuousClock.Instant] = [:]
 
-    init(metrics: EngineMetrics, sources ids: [String]) {
+    init(metrics: EngineMetrics, sources ids: [SourceID]) {
         self.metrics = metrics
-        sources = metrics.sourceSeries.keep(only: ids)
+        sources = metrics.sourceSeries.keep(only: ids.map(\.rawValue))
     }
 
     /// A reload is in force: `ids` are the sources now. The others' series leave the scrape.
-    mutating func configured(_ ids: [String]) {
-        sources = metrics.sourceSeries.keep(only: ids)
-        requestedAt = requestedAt.filter { sources[$0.key] != nil }
+    mutating func configured(_ ids: [SourceID]) {
+        sources = metrics.sourceSeries.keep(only: ids.map(\.rawValue))
+        requestedAt = requestedAt.filter { sources[$0.key.rawValue] != nil }
     }
 
     mutating func observe(_ line: OutputLine) {
         // A source no longer configured gets no series back.
-        guard case .source(let id, let event?, let state) = line, let source = sources[id] else { return }
+        guard case .source(let id, let event?, let state) = line, let source = sources[id.rawValue] else { return }
         var outcome: Int?
         var duration: Double?
         switch event {

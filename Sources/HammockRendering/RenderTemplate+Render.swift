@@ -58,12 +58,12 @@ public struct RenderContext: Sendable {
     /// Every string is redacted first, so no filter can reshape a secret past the redactor.
     public init(view: ViewDefinition, state: ViewState, now: Timestamp, redactor: Redactor = .none) {
         var roots = JSONObject()
-        for source in view.sources { roots[source] = redactor.redact(state.content[source] ?? .null) }
+        for source in view.sources { roots[source.rawValue] = redactor.redact(state.content[source.rawValue] ?? .null) }
         roots["content"] = redactor.redact(state.content)
         roots["status"] = .string(state.status.rawValue)
         roots["latestError"] = state.latestError?.displayed(redactor: redactor) ?? .null
         var errors = JSONObject()
-        for entry in state.errors { errors[redactor.redact(entry.source)] = entry.error.displayed(redactor: redactor) }
+        for entry in state.errors { errors[redactor.redact(entry.source.rawValue)] = entry.error.displayed(redactor: redactor) }
         roots["errors"] = .object(errors)
         roots["canTryAgain"] = .bool(state.canTryAgain)
         self.init(roots: roots, now: now)

@@ -88,7 +88,7 @@ extension ViewDefinition {
     func defaultBlock(state: ViewState, context: RenderContext) -> RenderedBlock {
         // From the view's content, not the template names: a source may be called `status` or `content`,
         // names a template reserves for the view's own.
-        let content = sources.compactMap { source in context.roots["content"]?[source].map(shortForm) }
+        let content = sources.compactMap { source in context.roots["content"]?[source.rawValue].map(shortForm) }
             .filter { !$0.isEmpty }.joined(separator: " · ")
         let message = context.roots["latestError"]?["message"]?.stringValue
         let text: String

@@ -23,7 +23,7 @@ public enum StdoutFormat: String, Sendable, CaseIterable {
 
     /// What `--view` may select: `waybar` shows exactly one view, the text formats one or more, `i3bar` the
     /// views given or, with none, every view.
-    public func checkSelection(_ views: [String]) -> String? {
+    public func checkSelection(_ views: [ViewID]) -> String? {
         switch self {
         case .json, .tui:
             return views.isEmpty ? nil : "--view applies to the bar formats (waybar, polybar, text, tmux, i3bar), not to \(rawValue)"
@@ -50,14 +50,14 @@ public struct BarEncoder: Sendable {
     /// The selected views, in the order their texts are joined.
     private var views: [ViewDefinition]
     /// Each selected view's latest state, kept to render again as time passes (`refresh`).
-    private var states: [String: ViewState] = [:]
-    private var blocks: [String: (status: ViewStatus, block: RenderedBlock)] = [:]
+    private var states: [ViewID: ViewState] = [:]
+    private var blocks: [ViewID: (status: ViewStatus, block: RenderedBlock)] = [:]
     private var lastLine: String?
     /// `i3bar`: the header and the array's `[` go before the first blocks.
     private var hasStarted = false
     /// Each view's render problems as last reported, by key (`text`, `tooltip`, …): a problem is reported
     /// when its wording changes, not at every render (a bar re-renders `ago` every second).
-    private var reportedProblems: [String: [String: String]] = [:]
+    private var reportedProblems: [ViewID: [String: String]] = [:]
     /// Problems to report, oldest first (`takeProblems`).
     private var unreportedProblems: [String] = []
 
@@ -122,7 +122,7 @@ public struct BarEncoder: Sendable {
 
     /// Queues the problems whose wording changed for their key since it was last reported. A key whose
     /// problem went away keeps its last wording: the same problem coming back is no news.
-    private mutating func noteProblems(_ problems: [String], of view: String) {
+    private mutating func noteProblems(_ problems: [String], of view: ViewID) {
         guard !problems.isEmpty else { return }
         var byKey: [(key: String, wording: String)] = []
         for problem in problems {
@@ -164,7 +164,7 @@ public struct BarEncoder: Sendable {
         case .tmux:
             return selected.map { Self.tmux($0.block) }.joined(separator: Self.separator)
         case .i3bar:
-            return Self.i3bar(zip(views, selected).map { ($0.id, $1.block) }) + ","
+            return Self.i3bar(zip(views, selected).map { ($0.id.rawValue, $1.block) }) + ","
         }
     }
 

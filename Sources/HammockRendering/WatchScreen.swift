@@ -10,12 +10,14 @@ import HammockJSON
 public struct WatchScreen: Sendable {
     /// A row: a source or a view, by id.
     public enum Row: Sendable, Hashable {
-        case source(String)
-        case view(String)
+        case source(SourceID)
+        case view(ViewID)
 
+        /// The row's name as drawn.
         public var id: String {
             switch self {
-            case .source(let id), .view(let id): id
+            case .source(let id): id.rawValue
+            case .view(let id): id.rawValue
             }
         }
 
@@ -43,16 +45,16 @@ public struct WatchScreen: Sendable {
 
     /// The configuration's name for the header (its file name).
     public var title: String
-    public private(set) var sourceIDs: [String]
+    public private(set) var sourceIDs: [SourceID]
     public private(set) var views: [ViewDefinition]
-    private var sourceStates: [String: SourceState] = [:]
-    private var viewStates: [String: ViewState] = [:]
+    private var sourceStates: [SourceID: SourceState] = [:]
+    private var viewStates: [ViewID: ViewState] = [:]
     /// The selected row, kept on the same id when rows come and go; `nil` only while there is no row.
     public private(set) var selected: Row?
     /// The first row shown when there are more rows than lines.
     private var scroll = 0
 
-    public init(title: String, sources: [String], views: [ViewDefinition]) {
+    public init(title: String, sources: [SourceID], views: [ViewDefinition]) {
         self.title = title
         self.sourceIDs = sources
         self.views = views
@@ -73,10 +75,13 @@ public struct WatchScreen: Sendable {
             sourceIDs = sources
             keepSelection()
         case .removed(let id, let what):
+            // `what` says which kind of name the line's `id` is.
             if what == "source" {
+                let id = SourceID(id)
                 sourceStates[id] = nil
                 sourceIDs.removeAll { $0 == id }
             } else {
+                let id = ViewID(id)
                 viewStates[id] = nil
                 views.removeAll { $0.id == id }
             }

@@ -211,9 +211,10 @@ func usageError(_ message: String) -> ExitCode {
 /// started.
 private func runEngine(
     arguments: ConfigurationArguments, signals: SignalRouter, once: Bool, deadline onceDeadline: Duration,
-    format outputFormat: StdoutFormat, view: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
+    format outputFormat: StdoutFormat, view viewArguments: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
     watchConfig: Bool = false
 ) async throws {
+    let view = viewArguments.map { ViewID($0) }
     if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
     // The screen needs a terminal to draw on; a pipe or a file would get a stream of escape sequences.
     if outputFormat == .tui && isatty(STDOUT_FILENO) != 1 {
@@ -226,7 +227,7 @@ private func runEngine(
     let knownViews = loaded.configuration.views.map(\.id)
     if let unknown = view.first(where: { !knownViews.contains($0) }) {
         standardError.flush(timeout: .milliseconds(500))
-        let known = knownViews.isEmpty ? "none" : knownViews.joined(separator: ", ")
+        let known = knownViews.isEmpty ? "none" : knownViews.map(\.rawValue).joined(separator: ", ")
         throw usageError("--view \"\(unknown)\": \(arguments.config) has no such view (views: \(known))")
     }
     // hammock's last words, without waiting long for a consumer that does not read stderr.
@@ -294,7 +295,7 @@ struct Check: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let configuration = loaded.configuration
-        let kinds = configuration.kinds.joined(separator: ", ")
+        let kinds = configuration.kinds.map(\.rawValue).joined(separator: ", ")
         print(
             "\(arguments.config): ok: \(configuration.sources.count) sources (\(kinds)), \(configuration.views.count) views"
         )

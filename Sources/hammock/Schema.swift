@@ -27,7 +27,7 @@ struct Schema: AsyncParsableCommand {
     var config: String?
 
     func run() async throws {
-        var configured: [String: PluginDefinition] = [:]
+        var configured: [Kind: PluginDefinition] = [:]
         // A plugin's command may hold a secret (`command: [tool, --token, "${secret:TOKEN}"]`), and every
         // message below may quote the command or what the plugin wrote: all of stderr is redacted.
         var redactor = Redactor.none
@@ -48,9 +48,11 @@ struct Schema: AsyncParsableCommand {
         }
         func report(_ text: String) { writeAll(redactor.redact(text + "\n"), to: STDERR_FILENO) }
         let resolver = PluginResolver(configured: configured)
-        var kinds = BuiltInPlugins.kinds.sorted().map { ConfigurationSchema.Kind(name: $0, options: BuiltInPlugins.optionsSchema[$0]) }
+        var kinds = BuiltInPlugins.kinds.sorted().map {
+            ConfigurationSchema.Kind(name: $0.rawValue, options: BuiltInPlugins.optionsSchema[$0.rawValue])
+        }
         var problems: [String] = []
-        for kind in Set(Self.shippedKinds + configured.keys).subtracting(BuiltInPlugins.kinds).sorted() {
+        for kind in Set(Self.shippedKinds.map { Kind($0) } + configured.keys).subtracting(BuiltInPlugins.kinds).sorted() {
             guard let command = resolver.command(for: kind) else {
                 // Not an error: this hammock was installed without that plugin.
                 report(
@@ -59,11 +61,12 @@ struct Schema: AsyncParsableCommand {
             }
             switch await PluginHello.read(command: command, redactor: redactor) {
             case .success(let hello):
-                guard hello.kinds.contains(kind) else {
+                // The hello names kinds as the protocol's text.
+                guard hello.kinds.contains(kind.rawValue) else {
                     problems.append("the plugin of kind \"\(kind)\" (\(command.joined(separator: " "))) serves \(hello.kinds.joined(separator: ", ")), not \(kind)")
                     continue
                 }
-                let options = hello.optionsSchema[kind]
+                let options = hello.optionsSchema[kind.rawValue]
                 if let options {
                     var schemaProblems = JSONSchemaCheck.problems(in: options)
                     // Only a well-formed schema's references can be followed.
@@ -75,7 +78,7 @@ struct Schema: AsyncParsableCommand {
                         continue
                     }
                 }
-                kinds.append(ConfigurationSchema.Kind(name: kind, options: options))
+                kinds.append(ConfigurationSchema.Kind(name: kind.rawValue, options: options))
             case .failure(let error):
                 problems.append("the plugin of kind \"\(kind)\" did not say hello: \(error)")
             }

@@ -34,10 +34,10 @@ import Testing
         let names = ["a", "b", "c"]
         var compared = 0
         for display in Self.ruleSets {
-            let view = ViewDefinition(id: "v", sources: names, ready: ready, display: display)
+            let view = ViewDefinition(id: "v", sources: names.map { SourceID($0) }, ready: ready, display: display)
             for x in Self.cases { for y in Self.cases { for z in Self.cases {
                 let members = [x, y, z]
-                let engine = view.evaluate { id in members[names.firstIndex(of: id)!].source }
+                let engine = view.evaluate { id in members[names.firstIndex(of: id.rawValue)!].source }
                 let group = LoadableGroup(ready: ready, display: display, members: [
                     "a": ManualLoadable(x.client), "b": ManualLoadable(y.client), "c": ManualLoadable(z.client),
                 ])
@@ -45,7 +45,7 @@ import Testing
                 let state = group.viewState
                 #expect(state.status == engine.status, "\(label)")
                 #expect(state.canTryAgain == engine.canTryAgain, "\(label)")
-                #expect(state.errors.map(\.source) == engine.errors.map(\.source), "\(label)")
+                #expect(state.errors.map(\.source) == engine.errors.map(\.source.rawValue), "\(label)")
                 #expect(state.errors.map(\.error.message) == engine.errors.map(\.error.message), "\(label)")
                 #expect(state.latestError?.message == engine.latestError?.message, "\(label)")
                 if case .object(let merged) = engine.content {

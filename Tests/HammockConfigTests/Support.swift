@@ -28,5 +28,5 @@ func load(_ text: String, environment: [String: String] = [:]) throws -> LoadedC
 }
 
 extension Configuration {
-    func source(_ id: String) -> SourceDefinition? { sources.first { $0.id == id } }
+    func source(_ id: SourceID) -> SourceDefinition? { sources.first { $0.id == id } }
 }

@@ -5,7 +5,7 @@ import Testing
 /// What the core decides that the runtime used to work out for itself: what the offline cache keeps, the
 /// last `bye`, and that a reload is the runtime's to do.
 @Suite struct EngineCoreDecisions {
-    func cached(_ id: String, options: JSONObject = [:]) -> SourceDefinition {
+    func cached(_ id: SourceID, options: JSONObject = [:]) -> SourceDefinition {
         var source = fakeSource(id, options: options)
         source.cache = true
         return source

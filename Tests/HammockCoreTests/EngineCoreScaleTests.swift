@@ -9,14 +9,14 @@ import Testing
 struct EngineCoreScale {
     /// The shortest of 3 runs: start, then every load answered, until the core says `--once` is done.
     static func bestOnceTime(sources count: Int, view: Bool) -> Duration {
-        let ids = (0..<count).map { "s\($0)" }
+        let ids = (0..<count).map { SourceID("s\($0)") }
         let configuration = Configuration(
             sources: ids.map { fakeSource($0) }, views: view ? [ViewDefinition(id: "everything", sources: ids)] : [])
         var best = Duration.seconds(3600)
         for _ in 0..<3 {
             var core = EngineCore(configuration: configuration, mode: .once(deadline: .seconds(300)))
             let started = ContinuousClock.now
-            var loads: [(String, LoadID)] = []
+            var loads: [(SourceID, LoadID)] = []
             for case .startLoad(let request) in core.start(now: at(0)) { loads.append((request.source, request.loadID)) }
             var finished = false
             for (index, (id, loadID)) in loads.enumerated() {

@@ -133,14 +133,14 @@ import Testing
     @Test func sourcesWithTheSameRefreshComeDueTogether() {
         var engine = core(["a", "b", "c"].map { fakeSource($0, refresh: .seconds(1)) })
         _ = engine.start(now: at(0))
-        for (id, ended): (String, Int64) in [("a", 1_007), ("b", 1_019), ("c", 1_024)] {
+        for (id, ended): (SourceID, Int64) in [("a", 1_007), ("b", 1_019), ("c", 1_024)] {
             _ = engine.loadFinished(source: id, loadID: ["a": 1, "b": 2, "c": 3][id]!, outcome: .newData(1), now: at(ms: ended))
         }
         // Each is due a second after its load, moved to the nearest 50 ms: 2.0 s for all three.
         #expect(engine.nextDeadline == at(2))
         #expect(engine.tick(now: at(2)).summaries.filter { $0.hasPrefix("startLoad") } == ["startLoad a #4", "startLoad b #5", "startLoad c #6"])
         // Loads that take 12 ms keep them on the grid: the next poll is at 3.0 s, not 3.012 s.
-        for (id, loadID): (String, LoadID) in [("a", 4), ("b", 5), ("c", 6)] {
+        for (id, loadID): (SourceID, LoadID) in [("a", 4), ("b", 5), ("c", 6)] {
             _ = engine.loadFinished(source: id, loadID: loadID, outcome: .notModified, now: at(ms: 2_012))
         }
         #expect(engine.nextDeadline == at(3))
@@ -547,7 +547,7 @@ import Testing
 }
 
 extension EngineCoreDependencies {
-    static func dependent(_ id: String, on input: String) -> SourceDefinition {
+    static func dependent(_ id: SourceID, on input: SourceID) -> SourceDefinition {
         let text = "{{ \(input).id }}"
         return fakeSource(
             id, options: ["content": .string(text)],
@@ -700,7 +700,7 @@ struct Failure: Error {
         _ = engine.loadFinished(source: "c", loadID: 3, outcome: .error(SourceError(message: "HTTP 404", httpStatus: 404)), now: at(1))
         _ = engine.loadFinished(source: "b", loadID: 2, outcome: .error(SourceError(message: "HTTP 503", httpStatus: 503)), now: at(1))
         // a waits; b (503) and c (retry on any) retry within the first backoff step.
-        var retried: [String] = []
+        var retried: [SourceID] = []
         for ms in stride(from: Int64(1000), through: 3000, by: 100) {
             retried += engine.tick(now: at(ms: ms)).loads.map(\.source)
         }

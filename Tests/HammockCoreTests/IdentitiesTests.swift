@@ -25,4 +25,15 @@ import Testing
         #expect(load.next == 42)
         #expect(SourceID("a") < SourceID("b"))
     }
+
+    /// Tests and messages make names from interpolated text, and print lists of them: a list reads as the
+    /// list of their texts did, quoted, so that summaries and failure messages did not change with the types.
+    @Test func namesComeFromInterpolationAndListsOfThemReadAsListsOfText() {
+        let index = 3
+        let made: SourceID = "s\(index)"
+        #expect(made == SourceID("s3"))
+        let names: [SourceID] = ["a", made]
+        #expect("\(names)" == "\(["a", "s3"])")
+        #expect("\(names)" == #"["a", "s3"]"#)
+    }
 }

@@ -8,12 +8,12 @@ import Glibc
 
 private let now = Timestamp(millisecondsSince1970: 1_700_000_000_000)
 
-private func view(_ id: String, _ templates: [ViewRender.Field: String] = [:]) throws -> ViewDefinition {
+private func view(_ id: ViewID, _ templates: [ViewRender.Field: String] = [:]) throws -> ViewDefinition {
     let render = try ViewRender(templates: templates.mapValues { try RenderTemplate.parse($0) })
     return ViewDefinition(id: id, sources: ["s"], render: templates.isEmpty ? nil : render)
 }
 
-private func line(_ id: String, _ content: JSONValue, status: ViewStatus = .data) -> OutputLine {
+private func line(_ id: ViewID, _ content: JSONValue, status: ViewStatus = .data) -> OutputLine {
     .view(id: id, state: ViewState(status: status, content: ["s": content], latestError: nil, errors: [], canTryAgain: false))
 }
 

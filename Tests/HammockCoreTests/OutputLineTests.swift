@@ -55,7 +55,7 @@ import Testing
 
     @Test func viewLine() {
         let view = ViewDefinition(id: "repo_page", sources: ["repo", "contributors"])
-        let states: [String: SourceState] = [
+        let states: [SourceID: SourceState] = [
             "repo": SourceState(content: 5, timestamp: t0), "contributors": SourceState(content: ["x"], timestamp: t0),
         ]
         let state = view.evaluate { states[$0]! }
@@ -69,7 +69,7 @@ import Testing
         let first = SourceError(message: "a failed", code: .timeout)
         let second = SourceError(message: "b failed", exitStatus: 1)
         let view = ViewDefinition(id: "v", sources: ["a", "b"], display: [.error])
-        let states = ["a": SourceState(latestError: first), "b": SourceState(latestError: second)]
+        let states: [SourceID: SourceState] = ["a": SourceState(latestError: first), "b": SourceState(latestError: second)]
         let state = view.evaluate { states[$0]! }
         #expect(
             text(.view(id: "v", state: state), seq: 10)

@@ -13,7 +13,7 @@ struct RenderContextNames {
         let view = ViewDefinition(id: "v", sources: ["load", "repo"])
         let state = ViewState(status: .data, content: ["load": "1", "repo": "x"])
         let context = RenderContext(view: view, state: state, now: Timestamp(millisecondsSince1970: 0))
-        let names = Set(context.roots.keys).subtracting(view.sources)
+        let names = Set(context.roots.keys).subtracting(view.sources.map(\.rawValue))
         #expect(names == Set(ViewRender.reservedNames))
         #expect(context.roots.count == view.sources.count + ViewRender.reservedNames.count)
     }

@@ -10,7 +10,7 @@ private func render(
 ) throws -> (text: String, problems: [String]) {
     let view = ViewDefinition(id: "v", sources: ["load", "repo"])
     let state = ViewState(
-        status: status, content: content, latestError: error, errors: error.map { [(source: "repo", error: $0)] } ?? [],
+        status: status, content: content, latestError: error, errors: error.map { [(source: SourceID("repo"), error: $0)] } ?? [],
         canTryAgain: error != nil)
     return try RenderTemplate.parse(template).render(in: RenderContext(view: view, state: state, now: now))
 }
@@ -228,7 +228,7 @@ private func parseError(_ template: String) -> RenderTemplateError? {
 
     func state(_ status: ViewStatus, content: JSONValue = ["load": "0.52 0.58"], error: SourceError? = nil) -> ViewState {
         ViewState(
-            status: status, content: content, latestError: error, errors: error.map { [(source: "load", error: $0)] } ?? [],
+            status: status, content: content, latestError: error, errors: error.map { [(source: SourceID("load"), error: $0)] } ?? [],
             canTryAgain: error != nil)
     }
 

@@ -7,7 +7,7 @@ private let now = Timestamp(millisecondsSince1970: 1_700_000_000_000)
 
 /// A view of `repo` whose `render:` block has these top-level keys and these status keys.
 private func repoView(
-    _ templates: [ViewRender.Field: String], overrides: [ViewStatus: [ViewRender.Field: String]] = [:], id: String = "repo"
+    _ templates: [ViewRender.Field: String], overrides: [ViewStatus: [ViewRender.Field: String]] = [:], id: ViewID = "repo"
 ) throws -> ViewDefinition {
     let render = ViewRender(
         templates: try templates.mapValues { try RenderTemplate.parse($0) },
@@ -18,10 +18,10 @@ private func repoView(
 private func state(_ status: ViewStatus, _ repo: JSONValue?, error: SourceError? = nil) -> ViewState {
     ViewState(
         status: status, content: repo.map { ["repo": $0] } ?? .null, latestError: error,
-        errors: error.map { [(source: "repo", error: $0)] } ?? [], canTryAgain: error != nil)
+        errors: error.map { [(source: SourceID("repo"), error: $0)] } ?? [], canTryAgain: error != nil)
 }
 
-private func line(_ id: String, _ state: ViewState) -> OutputLine { .view(id: id, state: state) }
+private func line(_ id: ViewID, _ state: ViewState) -> OutputLine { .view(id: id, state: state) }
 
 /// A bar never shows a template rendered over nothing (`forks  stars `): while a view has no content, only
 /// its status's own keys render.

@@ -20,7 +20,7 @@ func at(_ seconds: Int64) -> MonotonicInstant { at(ms: seconds * 1000) }
 
 /// A source of the built-in `fake` kind with the given common keys.
 func fakeSource(
-    _ id: String, refresh: Duration? = nil, expiration: Duration = .seconds(30), retry: RetryPolicy = .standard,
+    _ id: SourceID, refresh: Duration? = nil, expiration: Duration = .seconds(30), retry: RetryPolicy = .standard,
     timeout: Duration = .seconds(10), select: String? = nil, options: JSONObject = [:],
     templates: [TemplatedOption] = []
 ) -> SourceDefinition {
@@ -42,7 +42,7 @@ extension OutputLine {
         switch self {
         case .hello(let sources, let views, _): "hello \(sources) \(views)"
         case .source(let id, let event, _):
-            (["source", id, event?.name ?? "nil"] + (event?.origin.map { [$0.rawValue] } ?? [])).joined(separator: " ")
+            (["source", id.rawValue, event?.name ?? "nil"] + (event?.origin.map { [$0.rawValue] } ?? [])).joined(separator: " ")
         case .view(let id, let state): "view \(id) \(state.status.rawValue)"
         case .reloaded(let sources, let views): "reloaded \(sources) \(views)"
         case .removed(let id, let what): "removed \(what) \(id)"
@@ -83,11 +83,11 @@ extension [EngineAction] {
     }
 
     /// The states on the source lines for `id`, in order.
-    func states(of id: String) -> [SourceState] {
+    func states(of id: SourceID) -> [SourceState] {
         lines.compactMap { if case .source(id, _, let state) = $0 { state } else { nil } }
     }
 
-    func viewStates(_ id: String) -> [ViewState] {
+    func viewStates(_ id: ViewID) -> [ViewState] {
         lines.compactMap { if case .view(id, let state) = $0 { state } else { nil } }
     }
 
@@ -102,4 +102,4 @@ extension TemplateRules {
 }
 
 /// The fake kind's rules for the core tests that fill in templates.
-let fakeTemplateRules = ["fake": TemplateRules.fakeURL]
+let fakeTemplateRules: [Kind: TemplateRules] = ["fake": .fakeURL]

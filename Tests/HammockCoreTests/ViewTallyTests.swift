@@ -29,10 +29,10 @@ import Testing
         for ready in Readiness.allCases {
             for display in Self.rules {
                 let view = ViewDefinition(id: "v", sources: ["a", "b", "c", "a", "d"], ready: ready, display: display)
-                var states: [String: SourceState] = [:]
+                var states: [SourceID: SourceState] = [:]
                 var tally = ViewTally(view) { states[$0] ?? SourceState() }
                 for _ in 0..<300 {
-                    let id = ["a", "b", "c", "d", "elsewhere"].randomElement(using: &random)!
+                    let id: SourceID = ["a", "b", "c", "d", "elsewhere"].randomElement(using: &random)!
                     states[id] = Self.pool.randomElement(using: &random)!
                     tally.update(id, to: states[id]!)
                     let full = view.evaluate { states[$0] ?? SourceState() }
@@ -51,7 +51,7 @@ import Testing
         var random = SplitMix64(seed: 7)
         for _ in 0..<200 {
             let view = ViewDefinition(id: "v", sources: ["a", "b", "b"], ready: Bool.random(using: &random) ? .all : .any)
-            let states = ["a": Self.pool.randomElement(using: &random)!, "b": Self.pool.randomElement(using: &random)!]
+            let states: [SourceID: SourceState] = ["a": Self.pool.randomElement(using: &random)!, "b": Self.pool.randomElement(using: &random)!]
             let tally = ViewTally(view) { states[$0]! }
             #expect(tally.evaluate { states[$0]?.content } == view.evaluate { states[$0]! })
         }
@@ -61,7 +61,7 @@ import Testing
     /// errors, cancels, wipes and a reload that changes a source, its view states are the full evaluation's.
     @Test("the engine's view states are the full evaluation's through loads, errors, wipes, cancels and a reload")
     func engineViewsMatchTheFullEvaluation() {
-        let ids = (0..<12).map { "s\($0)" }
+        let ids = (0..<12).map { SourceID("s\($0)") }
         let views = [
             ViewDefinition(id: "all", sources: ids, ready: .all),
             ViewDefinition(id: "any", sources: Array(ids.prefix(5)) + ["s0"], ready: .any, display: .overlay),
@@ -69,7 +69,7 @@ import Testing
         var configuration = Configuration(sources: ids.map { fakeSource($0) }, views: views)
         var core = EngineCore(configuration: configuration)
         var random = SplitMix64(seed: 99)
-        var inFlight: [String: LoadID] = [:]
+        var inFlight: [SourceID: LoadID] = [:]
         func take(_ actions: [EngineAction]) {
             for case .startLoad(let request) in actions { inFlight[request.source] = request.loadID }
         }

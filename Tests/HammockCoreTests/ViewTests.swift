@@ -103,7 +103,7 @@ import Testing
         var dataSeen = 0
         var dataWithoutContent: [String] = []
         for count in 0...3 {
-            let ids = (0..<count).map { "s\($0)" }
+            let ids = (0..<count).map { SourceID("s\($0)") }
             // Every assignment of a sample state to each source.
             var assignments: [[SourceState]] = [[]]
             for _ in 0..<count { assignments = assignments.flatMap { prefix in samples.map { prefix + [$0] } } }

@@ -84,7 +84,7 @@ final class EmbeddedEngine: Sendable {
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
 
         let catalog = TestPlugin.catalog(plugins)
-        let kinds = Set(plugins.flatMap(\.kinds)).union(BuiltInPlugins.kinds)
+        let kinds = Set(plugins.flatMap(\.kinds)).union(BuiltInPlugins.kinds.map(\.rawValue))
         let read: @Sendable () -> Result<LoadedConfiguration, ConfigurationError> = {
             ConfigurationLoader(
                 kindIsAvailable: { kinds.contains($0) }, pluginSearchDescription: { _ in "the test's plugins" }
@@ -617,7 +617,7 @@ struct TestPlugin: Sendable {
         PluginCatalog(
             origin: { kind, configured in
                 if BuiltInPlugins.kinds.contains(kind) { return .builtIn }
-                guard plugins.contains(where: { $0.kinds.contains(kind) }) else { return nil }
+                guard plugins.contains(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                 return .command(configured[kind]?.command ?? [])
             },
             makeHost: { kind, origin, inbox, logger, standardError in
@@ -625,7 +625,7 @@ struct TestPlugin: Sendable {
                 case .builtIn:
                     return PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
                 case .command(let command):
-                    guard let plugin = plugins.first(where: { $0.kinds.contains(kind) }) else { return nil }
+                    guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                     return PluginHost(
                         kind: kind, origin: origin, inbox: inbox, logger: logger, clock: .system,
                         secrets: standardError.secrets, makeTransport: { plugin.makeTransport(command) })

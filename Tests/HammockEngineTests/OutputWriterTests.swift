@@ -17,7 +17,7 @@ struct OutputWriterTests {
         let writer = Harness(output)
         let sources = (0..<20).map { "s\($0)" }
         for round in 0..<5000 {
-            for id in sources { writer.send(.source(id: id, event: .newData(.number(.init(round)), origin: .load), state: state(round))) }
+            for id in sources { writer.send(.source(id: SourceID(id), event: .newData(.number(.init(round)), origin: .load), state: state(round))) }
         }
         // The first lines fill the pipe and the writer blocks; what arrives meanwhile waits, one per source.
         #expect(writer.writer.waitingCount <= sources.count)
@@ -65,9 +65,9 @@ struct OutputWriterTests {
         for round in 0..<500 {
             for id in sources {
                 writer.writer.send(contentsOf: [
-                    .source(id: id, event: .newData(.number(.init(round)), origin: .load), state: state(round)),
-                    .source(id: id, event: .newData(.null, origin: .wipe), state: SourceState()),
-                    .source(id: id, event: .requested, state: SourceState(isLoading: true)),
+                    .source(id: SourceID(id), event: .newData(.number(.init(round)), origin: .load), state: state(round)),
+                    .source(id: SourceID(id), event: .newData(.null, origin: .wipe), state: SourceState()),
+                    .source(id: SourceID(id), event: .requested, state: SourceState(isLoading: true)),
                 ])
             }
         }

@@ -301,7 +301,7 @@ import Testing
         harness.clock.advance(by: .milliseconds(1))
         // 9 s after c was sent, 5 s after the last answer: the plugin is ended over c.
         let reason = "the test plugin did not answer `configure` for source \"c\" within 5s"
-        var ended: [String: String?] = [:]
+        var ended: [SourceID: String?] = [:]
         for _ in 0..<2 {
             guard case .loadFinished(let source, _, let outcome) = try await harness.nextInput() else { continue }
             ended[source] = HostHarness.errorMessage(outcome)

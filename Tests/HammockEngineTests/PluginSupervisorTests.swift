@@ -11,7 +11,7 @@ import Testing
     typealias Action = PluginSupervisor.Action
     static let t0 = SuspendingClock.Instant.now
 
-    static func request(_ source: String, id: Int, options: JSONValue = ["key": "value"]) -> LoadRequest {
+    static func request(_ source: SourceID, id: Int, options: JSONValue = ["key": "value"]) -> LoadRequest {
         LoadRequest(source: source, kind: "test", loadID: LoadID(id), options: options, etag: nil, lastModified: nil, timeout: .seconds(30))
     }
 
@@ -29,7 +29,7 @@ import Testing
         .send(.load(source: source, id: id, etag: nil, lastModified: nil, timeout: 30))
     }
 
-    static func failed(_ source: String, id: Int, _ message: String, _ code: SourceError.Code = .pluginFailed) -> Action {
+    static func failed(_ source: SourceID, id: Int, _ message: String, _ code: SourceError.Code = .pluginFailed) -> Action {
         .report(.loadFinished(source: source, loadID: id, outcome: .error(SourceError(message: message, code: code))))
     }
 

@@ -39,7 +39,7 @@ import Testing
             SourceDefinition(id: "a", kind: "http", options: ["url": "http://two"]),
             SourceDefinition(id: "c", kind: "exec", options: ["command": "date"]),
         ], secrets: ["s3cret"])
-    static let nextOrigins: [String: PluginOrigin] = ["http": http, "exec": exec]
+    static let nextOrigins: [Kind: PluginOrigin] = ["http": http, "exec": exec]
 
     static func ids(_ names: String...) -> [ControlID] { names.map { .string($0) } }
 
@@ -300,17 +300,17 @@ extension ReloadStateMachine.Action {
         case .check(let sources, let configuration, let loaders, let outcome):
             let roles = loaders.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
             let then = if case .refuse = outcome { "refuse" } else { "commit unless refused" }
-            return "check [\(sources.map(\.id).joined(separator: ", "))] of \(configuration.file) with [\(roles)], then \(then)"
+            return "check [\(sources.map(\.id.rawValue).joined(separator: ", "))] of \(configuration.file) with [\(roles)], then \(then)"
         case .retire(let kind, let role): return "retire \(role) \(kind)"
         case .promote(let kind): return "promote \(kind)"
         case .logReloaded(let file): return "log reloaded \(file)"
         case .reconfigure(let next, let rules, let replacing):
-            return "reconfigure \(next.file) rules [\(rules.keys.sorted().joined(separator: ", "))] replacing [\(replacing.sorted().joined(separator: ", "))]"
+            return "reconfigure \(next.file) rules [\(rules.keys.sorted().map(\.rawValue).joined(separator: ", "))] replacing [\(replacing.sorted().map(\.rawValue).joined(separator: ", "))]"
         case .acknowledge(let ids): return "ack \(names(ids))"
         case .logRefusal(let error):
             return "log refusal " + error.diagnostics.map { $0.formatted(file: error.file) }.joined(separator: " | ")
         case .refuse(let ids, let message): return "refuse \(names(ids)): \(message)"
-        case .ended(let sources): return "ended " + (sources.map { "[\($0.map(\.id).joined(separator: ", "))]" } ?? "nil")
+        case .ended(let sources): return "ended " + (sources.map { "[\($0.map(\.id.rawValue).joined(separator: ", "))]" } ?? "nil")
         }
     }
 }

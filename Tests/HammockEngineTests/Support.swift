@@ -268,7 +268,7 @@ struct HostHarness {
     let inbox = Mailbox<EngineInput>()
     /// The kinds whose hello told the engine their template rules (`EngineInput.templateRulesLearned`), kept
     /// apart so that tests read the loads' answers and pushes in order.
-    let rulesLearned = Mailbox<String>()
+    let rulesLearned = Mailbox<Kind>()
     private let inboxContinuation: EngineInbox
     private let pump: Task<Void, Never>
 
@@ -302,7 +302,7 @@ struct HostHarness {
         }
     }
 
-    func request(_ source: String, id: Int, options: JSONValue = ["key": "value"]) -> LoadRequest {
+    func request(_ source: SourceID, id: Int, options: JSONValue = ["key": "value"]) -> LoadRequest {
         LoadRequest(source: source, kind: "test", loadID: LoadID(id), options: options, etag: nil, lastModified: nil, timeout: .seconds(30))
     }
 
@@ -313,13 +313,13 @@ struct HostHarness {
 
     /// Starts a load of `source` and plays a plugin through the handshake and the source's `configure`.
     func startReady(
-        _ source: String = "a", id: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
+        _ source: SourceID = "a", id: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> EmbeddedPlugin {
         await host.start(request(source, id: id))
         let plugin = try await nextPlugin(sourceLocation: sourceLocation)
         await plugin.shakeHands(sourceLocation: sourceLocation)
         let configure = try #require(await plugin.expect("configure", sourceLocation: sourceLocation))
-        #expect(configure["source"] == .string(source), sourceLocation: sourceLocation)
+        #expect(configure["source"] == .string(source.rawValue), sourceLocation: sourceLocation)
         plugin.say(#"{"type":"configured","source":"\#(source)"}"#)
         let load = try #require(await plugin.expect("load", sourceLocation: sourceLocation))
         #expect(load["id"] == .number(JSONNumber(id)), sourceLocation: sourceLocation)
@@ -333,7 +333,7 @@ struct HostHarness {
 
     /// The outcome of the next input, which must be the end of load `id` of `source`.
     func loadOutcome(
-        _ source: String, id: Int, sourceLocation: SourceLocation = #_sourceLocation
+        _ source: SourceID, id: Int, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> LoadOutcome {
         let input = try await nextInput(sourceLocation: sourceLocation)
         guard case .loadFinished(source, id, let outcome) = input else {
