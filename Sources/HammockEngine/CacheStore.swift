@@ -144,16 +144,12 @@ actor CacheStore {
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return failed("cannot create") }
-        let complete = bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 { if errno == EINTR { continue } else { return false } }
-                offset += written
-            }
-            return true
+        var failure: String?
+        do throws(SystemCallError) {
+            try Descriptor.writeAll(bytes, to: descriptor)
+        } catch {
+            failure = "cannot write \(temporary): \(error)"
         }
-        var failure = complete ? nil : failed("cannot write")
         if failure == nil && fsync(descriptor) != 0 { failure = failed("cannot sync") }
         close(descriptor)
         if failure == nil && rename(temporary, target.path) != 0 { failure = failed("cannot rename") }
