@@ -11,6 +11,8 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
+@testable import HammockPluginHost
 
 /// A whole engine in memory, as swift-nio's `EmbeddedChannel` is a channel without a socket and
 /// HummingbirdTesting's `.router` client is an application without a network: the test writes the
@@ -623,11 +625,13 @@ struct TestPlugin: Sendable {
             makeHost: { kind, origin, inbox, logger, standardError in
                 switch origin {
                 case .builtIn:
-                    return PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
+                    return PluginHost(
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger,
+                        standardError: standardError)
                 case .command(let command):
                     guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, inbox: inbox, logger: logger, clock: .system,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: .system,
                         secrets: standardError.secrets, makeTransport: { plugin.makeTransport(command) })
                 }
             })
