@@ -11,6 +11,8 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
+@testable import HammockPluginHost
 
 /// A whole engine in memory, as swift-nio's `EmbeddedChannel` is a channel without a socket and
 /// HummingbirdTesting's `.router` client is an application without a network: the test writes the
@@ -631,12 +633,12 @@ struct TestPlugin: Sendable {
                 case .builtIn:
                     guard let serve = BuiltInPlugins.serve(kind) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, inbox: inbox, logger: logger, clock: clock,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
                         secrets: standardError.secrets, makeTransport: { InProcessTransport(serve: serve) })
                 case .command(let command):
                     guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, inbox: inbox, logger: logger, clock: clock,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
                         secrets: standardError.secrets, makeTransport: { plugin.makeTransport(command) })
                 }
             })

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// A plugin of kind `test` made with HammockPluginKit, standing in for the `good` mode of
 /// `Tests/Fixtures/misbehaving-plugin.py`: every load is answered with `{"n": <its plugin's load count>,

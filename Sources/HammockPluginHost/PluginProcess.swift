@@ -14,7 +14,7 @@ import Synchronization
 /// plugin shares (a terminal's Ctrl-C is hammock's to handle). Its stderr is cut into lines for
 /// `standardErrorLine`; its stdout into protocol lines of at most `maximumLineLength` bytes. When its stdout
 /// closes the plugin is ending, so its input is finished and nothing more is written to it.
-struct ProcessTransport: PluginTransport {
+package struct ProcessTransport: PluginTransport {
     let command: [String]
     let maximumLineLength: Int
     /// Whether hammock takes in the orphans of its plugins and ends them (`OrphanReaper`): the engine does;
@@ -32,7 +32,7 @@ struct ProcessTransport: PluginTransport {
         case kill
     }
 
-    init(
+    package init(
         command: [String], maximumLineLength: Int = PluginSupervisor.maximumLineLength, reapsOrphans: Bool,
         environment: [String: String] = [:], standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
     ) {
@@ -43,15 +43,15 @@ struct ProcessTransport: PluginTransport {
         self.standardErrorLine = standardErrorLine
     }
 
-    func send(line: [UInt8]) { input.send(line) }
+    package func send(line: [UInt8]) { input.send(line) }
 
-    func closeInput() { input.close() }
+    package func closeInput() { input.close() }
 
     /// Its guard kills it and everything below it (see `endGuardedPlugin`); a guard that has not ended
     /// after `PluginHost.killGrace` has its whole process group killed.
-    func kill() { control.continuation.yield(.kill) }
+    package func kill() { control.continuation.yield(.kill) }
 
-    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
+    package func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
         // (`Engine.run` asks too, but `check` and the start-up validation come before it).
         if reapsOrphans { OrphanReaper.becomeSubreaper() }
