@@ -15,7 +15,8 @@ import PackageDescription
 //                    keys. Over HammockCore, which renders nothing. Pure.
 //   HammockConfig    YAML configuration → validated Configuration, with file:line:column diagnostics.
 //   HammockSystem    blocking I/O on Linux, one way each: threads of their own, the condition a thread sleeps
-//                    on, the line reader and splitter, the write-everything loop, signals, /proc, the inotify
+//                    on, the line reader and splitter, the write-everything loop, signals, /proc, processes
+//                    (ChildProcess: the one way engine, plugins and client start one), the inotify
 //                    FileWatcher (hammock's --watch-config and the file plugin). Glibc and CHammockSystem only,
 //                    so the client builds on it with the traits off.
 //   HammockProtocol  the engine ↔ plugin messages as Codable types (PluginProtocol.swift; the hot `load` and
@@ -48,7 +49,7 @@ import PackageDescription
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
 //                    Executable/ (hammock-plugin-<kind>: a main.swift of a few lines that runs it).
-//                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it in its own process.
+//                    plugins/fake/ has only Library/ (HammockFakePlugin): hammock runs it inside its own process.
 //   CYAML, CHammockSystem  C: libyaml's headers; epoll, spawning, reaping and subreaping, thread names, the
 //                    terminal's size, for HammockSystem and the engine.
 //   HammockTestSupport (Tests/) the one harness for tests that start a built executable: HammockProcess,
