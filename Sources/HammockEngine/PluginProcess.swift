@@ -116,9 +116,8 @@ struct ProcessTransport: PluginTransport {
         let pid = process.pid
         LivePlugins.shared.started(pid, spawn: spawn)
         let stdin = process.standardInput!
-        let ended: AsyncStream<Result<ChildProcess.Termination, SystemCallError>>
         do throws(SystemCallError) {
-            ended = try watch.watch(process, stop: stop)
+            try watch.watch(process, stop: stop)
         } catch {
             // Nothing watches it: it ends here, now.
             killGuardGroup(pid)
@@ -144,11 +143,11 @@ struct ProcessTransport: PluginTransport {
             input.close()
             if case .success(let output) = output { for await _ in output {} }
             if case .success(let errors) = errors { for await _ in errors {} }
-            _ = await ended.first { _ in true }
+            _ = await watch.end()
             close(stop)
             return (.couldNotStart("(\(commandLine)): cannot start a thread to serve it: \(error)"), pid)
         }
-        let end = await ended.first { _ in true }
+        let end = await watch.end()
         close(stop)
         switch end {
         case .success(.exited(let code)): return (.exited(code), pid)
@@ -156,7 +155,6 @@ struct ProcessTransport: PluginTransport {
         // Reaped by someone else: it ended, but how is not known.
         case .failure(let error) where error.code == ECHILD: return (.endedWithUnknownStatus, pid)
         case .failure(let error): return (.couldNotStart("(\(commandLine)): \(error)"), pid)
-        case nil: return (.endedWithUnknownStatus, pid)
         }
     }
 
@@ -228,7 +226,12 @@ final class GuardWatch: Sendable {
         /// When the guard's group is killed if the guard has not ended by then.
         var killDeadline: SuspendingClock.Instant?
         var hasEnded = false
+        /// How it ended, once reaped, until `end` takes it.
+        var termination: Termination?
+        var endWaiter: CheckedContinuation<Termination, Never>?
     }
+
+    typealias Termination = Result<ChildProcess.Termination, SystemCallError>
 
     private let state = Mutex(State())
 
@@ -257,12 +260,10 @@ final class GuardWatch: Sendable {
         if state.wake >= 0 { hammock_event_post(state.wake) }
     }
 
-    /// Starts `guard.exit` for `process`: the stream brings how it ended, once it is reaped and `stop` has
-    /// been made readable. Throws when the thread (or its wake-up descriptor) cannot be made; nothing
-    /// watches the process then.
-    func watch(
-        _ process: ChildProcess, stop: Int32
-    ) throws(SystemCallError) -> AsyncStream<Result<ChildProcess.Termination, SystemCallError>> {
+    /// Starts `guard.exit` for `process`; `end` tells how it ended, once it is reaped and `stop` has been
+    /// made readable. Throws when the thread (or its wake-up descriptor) cannot be made; nothing watches the
+    /// process then.
+    func watch(_ process: ChildProcess, stop: Int32) throws(SystemCallError) {
         let wake = hammock_event_create()
         guard wake >= 0 else { throw SystemCallError(code: errno) }
         state.withLock { state in
@@ -270,14 +271,16 @@ final class GuardWatch: Sendable {
             state.wake = wake
             Self.beginKill(&state)
         }
-        let (ended, delivery) = AsyncStream.makeStream(of: Result<ChildProcess.Termination, SystemCallError>.self)
         do throws(SystemCallError) {
             try OwnThread.tryStart(named: "guard.exit") { [self] in
                 waitForEnd(process, wake: wake)
                 let termination = Result { () throws(SystemCallError) in try process.waitForEnd() }
                 hammock_event_post(stop)
-                delivery.yield(termination)
-                delivery.finish()
+                let waiter = state.withLock { state in
+                    state.termination = termination
+                    return state.endWaiter.take()
+                }
+                waiter?.resume(returning: termination)
             }
         } catch {
             state.withLock { state in
@@ -286,7 +289,18 @@ final class GuardWatch: Sendable {
             }
             throw error
         }
-        return ended
+    }
+
+    /// How the guard ended, once `guard.exit` has reaped it; called once, after `watch`. Not a stream: a
+    /// cancelled run still waits here for the end its cancellation brings.
+    func end() async -> Termination {
+        await withCheckedContinuation { continuation in
+            let termination = state.withLock { state in
+                if state.termination == nil { state.endWaiter = continuation }
+                return state.termination
+            }
+            if let termination { continuation.resume(returning: termination) }
+        }
     }
 
     /// Blocks until the guard has ended (not reaped yet), killing its group when a kill's grace runs out;
