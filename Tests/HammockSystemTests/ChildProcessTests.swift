@@ -119,22 +119,28 @@ struct ChildProcessTests {
     }
 
     @Test("a write to a full non-blocking stdin stops waiting for room once its stop is readable")
-    func stoppedWriterEnds() throws {
+    func stoppedWriterEnds() async throws {
         let process = try spawn(["/bin/sleep", "30"], input: .pipe, nonBlockingInput: true)
-        defer {
-            kill(process.pid, SIGKILL)
-            _ = try? process.waitForEnd()
-            for descriptor in [process.standardInput ?? -1, process.standardOutput, process.standardError] { close(descriptor) }
-        }
+        let input = try #require(process.standardInput)
+        defer { for descriptor in [input, process.standardOutput, process.standardError] { close(descriptor) } }
         var stop: [Int32] = [-1, -1]
         #expect(pipe(&stop) == 0)
         defer { for end in stop { close(end) } }
         #expect(write(stop[1], "x", 1) == 1)
-        // More than a pipe holds: the write fills it and then waits for room, which never comes.
-        let bytes = [UInt8](repeating: 0x41, count: 4 << 20)
-        #expect(throws: SystemCallError(code: ECANCELED)) {
-            try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: try #require(process.standardInput), stop: stop[0])
+        // More than a pipe holds: the write fills it and then waits for room, which never comes. A writer that
+        // did not heed the stop would wait until the reader is gone (EPIPE): it is killed after 5 s.
+        let killer = Task {
+            try? await Task.sleep(for: .seconds(5))
+            kill(process.pid, SIGKILL)
         }
+        let bytes = [UInt8](repeating: 0x41, count: 4 << 20)
+        let written = await OwnThread.run(named: "test.writer") { [stop = stop[0]] in
+            Result { () throws(SystemCallError) in try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: input, stop: stop) }
+        }
+        killer.cancel()
+        kill(process.pid, SIGKILL)
+        _ = try process.waitForEnd()
+        #expect(throws: SystemCallError(code: ECANCELED)) { try written.get() }
     }
 
     private func spawn(
