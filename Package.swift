@@ -20,18 +20,29 @@ import PackageDescription
 //                    so the client builds on it with the traits off.
 //   HammockProtocol  the engine ↔ plugin messages as Codable types (PluginProtocol.swift; the hot `load` and
 //                    `newData` lines hand-written beside them, pinned by tests).
-//   HammockEngine    the edges, as child tasks of one run: stdout writer and stdin reader over transports,
-//                    signals, the clock, the offline cache, systemd's notify socket, the watch terminal,
-//                    `hammock plugin check`'s conformance run, and the plugin host over a PluginTransport (a
-//                    process started by HammockSystem's ChildProcess, or a built-in plugin such as HammockFakePlugin run
-//                    in-process). EngineObserver: what a feature such as --metrics is told.
+//   HammockLogging   hammock's stderr, shared by the engine, the plugin host and the CLI: the bounded
+//                    StandardError writer, swift-log's handler over it (LogFormat), and the Secrets that
+//                    everything that writes redacts. Over HammockCore's Redactor and HammockSystem's writes.
+//   HammockPluginHost  the plugin host and its transports: PluginHost (an actor carrying out the pure
+//                    PluginSupervisor), PluginTransport over a process below hammock's guard
+//                    (ProcessTransport, started by HammockSystem's ChildProcess) or in-process
+//                    (InProcessTransport, for BuiltInPlugins such as HammockFakePlugin), the guard, the
+//                    resolver, the orphan reaper, PluginHello and PluginSession. It tells the engine what
+//                    happened as a PluginHostEvent and knows nothing of reloads or the engine's inputs.
+//   HammockEngine    the loop and its edges, as child tasks of one run: stdout writer and stdin reader over
+//                    transports, signals, the clock, the offline cache, click commands, systemd's notify
+//                    socket, the watch terminal, the reload state machine; a PluginHost per kind, whose
+//                    events it wraps into its inputs. EngineObserver: what a feature such as --metrics is told.
+//   HammockConformance  `hammock plugin check`: PluginConformance drives any plugin through the protocol
+//                    over HammockPluginHost's PluginSession. A feature module: only `hammock` links it.
 //   HammockMetrics   --metrics: swift-metrics instruments over a Prometheus registry (EngineMetrics, an
 //                    EngineObserver), the per-source series, and the HTTP server over SwiftNIO (MetricsServer).
 //   HammockPluginKit a small library that makes a plugin in Swift a handful of lines.
 //   HammockClient    the consumer's side: runs `hammock run` (or attaches to its pipes), keeps the latest
 //                    state of each source and view, decodes content into the app's types, acknowledged
 //                    control. Uses HammockCore's view rules for client-side groups; no I/O of the engine's.
-//   hammock          the command-line interface (swift-argument-parser): links the engine and its features.
+//   hammock          the command-line interface (swift-argument-parser): links the engine and its features
+//                    (HammockMetrics, HammockConformance).
 //   hammock-guard    the process each plugin runs below, which no process it started outlives. C, libc alone.
 //   hammock-dashboard  Examples/Dashboard: a page of code over HammockClient alone.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
@@ -129,13 +140,37 @@ let package = Package(
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),
+        // hammock's stderr and the secrets it redacts, for the engine, the plugin host and the CLI alike.
+        .target(
+            name: "HammockLogging",
+            dependencies: [
+                "HammockCore", "HammockJSON", "HammockSystem",
+                .product(name: "Logging", package: "swift-log", condition: engine),
+            ]
+        ),
+        // The plugin host and its transports; it reports to the engine through PluginHostEvent.
+        .target(
+            name: "HammockPluginHost",
+            dependencies: [
+                "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem", "HammockLogging", "CHammockSystem",
+                // The built-in kinds (BuiltInPlugins) are HammockPluginKit plugins served in process.
+                "HammockPluginKit", "HammockFakePlugin",
+                .product(name: "Logging", package: "swift-log", condition: engine),
+            ]
+        ),
         .target(
             name: "HammockEngine",
             dependencies: [
                 "HammockCore", "HammockRendering", "HammockConfig", "HammockProtocol", "HammockSystem", "HammockJSON",
-                "CHammockSystem", "HammockPluginKit", "HammockFakePlugin",
+                "CHammockSystem", "HammockLogging", "HammockPluginHost",
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
+        ),
+        // `hammock plugin check`, a feature the engine does not link: the conformance run over the host's
+        // PluginSession.
+        .target(
+            name: "HammockConformance",
+            dependencies: ["HammockPluginHost", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem"]
         ),
         // --metrics, a feature the engine knows only as an `EngineObserver`: swift-metrics instruments over a
         // Prometheus registry, served over NIO's HTTP/1.
@@ -154,8 +189,8 @@ let package = Package(
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockMetrics", "HammockRendering", "HammockConfig", "HammockCore", "HammockJSON",
-                "HammockProtocol", "HammockSystem",
+                "HammockEngine", "HammockMetrics", "HammockConformance", "HammockPluginHost", "HammockLogging",
+                "HammockRendering", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
             ]
@@ -251,12 +286,13 @@ let package = Package(
             ]
         ),
         // The engine's edges in memory: stdout's writer and stdin's control lines over in-memory transports,
-        // the plugin host over an in-memory plugin and a manual clock.
+        // the plugin host (HammockPluginHost) over an in-memory plugin and a manual clock, hammock's stderr
+        // (HammockLogging).
         .testTarget(
             name: "HammockEngineTests",
             dependencies: [
-                "HammockEngine", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockRendering",
-                "HammockSystem",
+                "HammockEngine", "HammockPluginHost", "HammockLogging", "HammockConfig", "HammockCore", "HammockJSON",
+                "HammockProtocol", "HammockRendering", "HammockSystem",
                 // EmbeddedEngine's test plugins are HammockPluginKit plugins, as the built-in fake is.
                 "HammockPluginKit",
                 .product(name: "Logging", package: "swift-log", condition: engine),

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HammockCore
 import HammockJSON
 import HammockProtocol
@@ -22,22 +23,34 @@ import HammockSystem
 public final class Hammock: Sendable {
     let lines: EngineLines
     /// `nil` when attached.
-    private let process: Process?
+    private let launched: Launched?
     /// The engine's process, to signal at `stop()`: launched, or given when attaching.
     private let enginePID: Int32?
     /// Written to, to end the reading of stdout without closing it under the reading thread.
     private let stopReading: Int32
 
-    private init(lines: EngineLines, process: Process?, enginePID: Int32?, stopReading: Int32) {
+    /// The engine the client started, and how it ended once it has.
+    private struct Launched: Sendable {
+        let pid: Int32
+        /// Set by the thread that reaps it, just after: from then on the pid may be another process's, and
+        /// is no longer signalled (Foundation's `isRunning` guarded the same way).
+        let exitStatus: LatestValue<EngineExitStatus?>
+
+        func kill(_ signal: Int32) {
+            if exitStatus.value == nil { _ = Glibc.kill(pid, signal) }
+        }
+    }
+
+    private init(lines: EngineLines, launched: Launched?, enginePID: Int32?, stopReading: Int32) {
         self.lines = lines
-        self.process = process
+        self.launched = launched
         self.enginePID = enginePID
         self.stopReading = stopReading
     }
 
     deinit {
         // Nothing can reach the engine any more: stop it (launched), stop reading it (attached).
-        if let process, process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        launched?.kill(SIGTERM)
         close(stopReading)
     }
 
@@ -63,36 +76,39 @@ public final class Hammock: Sendable {
         environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
     ) async throws -> Hammock {
         let executable = try findBinary(binary, environment: ProcessInfo.processInfo.environment)
-        let input = try makePipe()
-        let output = try makePipe()
-        let errors = try makePipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["run", configuration] + arguments
-        if let environment { process.environment = environment }
-        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
-        process.standardInput = FileHandle(fileDescriptor: input.read, closeOnDealloc: false)
-        process.standardOutput = FileHandle(fileDescriptor: output.write, closeOnDealloc: false)
-        process.standardError = FileHandle(fileDescriptor: errors.write, closeOnDealloc: false)
+        // Started the one way hammock starts a process (as the engine starts its plugins' guards): its pipes
+        // close-on-exec from the moment they are made, so a process the app's other threads spawn meanwhile
+        // cannot hold an end open; every signal at its default (an app that ignores SIGINT or SIGHUP does not
+        // hand that on to the engine); and a process group of its own, as Foundation's `Process` gave it: a
+        // Ctrl-C in the app's terminal goes to the app alone, which stops the engine (`stop()`, or its `deinit`)
+        // or, if it dies, leaves it a closed stdout, at which the engine stops with its plugins.
+        let child: ChildProcess
+        switch ChildProcess.spawn(
+            path: executable, arguments: CStringArray([executable, "run", configuration] + arguments),
+            environment: CStringArray(ProcessEnvironment.entries(environment ?? ProcessEnvironment.current())),
+            workingDirectory: workingDirectory, standardInput: .pipe, nonBlockingOutput: false)
+        {
+        case .success(let started): child = started
+        case .failure(.pipe(let error)): throw HammockError.io("could not make a pipe: \(error)")
+        case .failure(.spawn(let error)): throw HammockError.io("could not start \(executable): \(error)")
+        }
+        guard let input = child.standardInput else { preconditionFailure("spawned with standardInput: .pipe") }
         let exitStatus = LatestValue<EngineExitStatus?>(nil)
-        process.terminationHandler = { process in
-            exitStatus.send(
-                process.terminationReason == .uncaughtSignal
-                    ? .signaled(process.terminationStatus) : .exited(process.terminationStatus))
+        // A thread of its own for as long as the engine lives: it sleeps in `poll` on the pidfd, then reaps.
+        OwnThread.start(named: "hammock.exit") {
+            let status: EngineExitStatus
+            switch try? child.waitForEnd() {
+            case .exited(let code): status = .exited(code)
+            case .signaled(let signal): status = .signaled(signal)
+            case nil: status = .unknown
+            }
+            exitStatus.send(status)
         }
-        do {
-            try process.run()
-        } catch {
-            for descriptor in [input, output, errors].flatMap({ [$0.read, $0.write] }) { close(descriptor) }
-            throw HammockError.io("could not start \(executable): \(error)")
-        }
-        // The child has its own copies; ours would keep the pipes from reaching their ends.
-        for descriptor in [input.read, output.write, errors.write] { close(descriptor) }
-        let tail = StderrTail(descriptor: errors.read, forwarding: forwardingStderr)
+        let tail = StderrTail(descriptor: child.standardError, forwarding: forwardingStderr)
         let started: (lines: EngineLines, stopReading: Int32)
         do {
             started = try start(
-                input: input.write, output: output.read,
+                input: input, output: child.standardOutput,
                 whenOutputEnds: { stopRequested in
                     let status = await exitStatus.first { $0 != nil } ?? nil
                     // Processes the engine started may hold its stderr a moment longer than it lives.
@@ -102,19 +118,19 @@ public final class Hammock: Sendable {
                 })
         } catch {
             // Nothing would read it: the engine must not run on unseen.
-            kill(process.processIdentifier, SIGKILL)
-            close(input.write)
-            close(output.read)
+            kill(child.pid, SIGKILL)
+            close(input)
+            close(child.standardOutput)
             throw error
         }
+        let launched = Launched(pid: child.pid, exitStatus: exitStatus)
         let hammock = Hammock(
-            lines: started.lines, process: process, enginePID: process.processIdentifier,
-            stopReading: started.stopReading)
+            lines: started.lines, launched: launched, enginePID: child.pid, stopReading: started.stopReading)
         do {
             try await hammock.waitForHello()
         } catch {
             // The app never gets it to stop: what broke the protocol before its hello must not run on unseen.
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            launched.kill(SIGKILL)
             throw error
         }
         return hammock
@@ -144,7 +160,7 @@ public final class Hammock: Sendable {
                 await tail?.waitForEnd(timeout: .seconds(1))
                 return .engineExited(status: .unknown, stderrTail: tail?.text ?? "")
             })
-        self.init(lines: started.lines, process: nil, enginePID: processIdentifier, stopReading: started.stopReading)
+        self.init(lines: started.lines, launched: nil, enginePID: processIdentifier, stopReading: started.stopReading)
     }
 
     /// Starts reading `output` into a new `EngineLines`; when it ends, asks `whenOutputEnds` how the engine
@@ -222,8 +238,13 @@ public final class Hammock: Sendable {
     public func stop() async {
         await lines.requestStop()
         if let pid = enginePID {
-            kill(pid, SIGTERM)
-            if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { kill(pid, SIGKILL) }
+            // A launched engine is signalled only until it is reaped: its pid may be another process's then.
+            let launched = launched
+            func signal(_ number: Int32) {
+                if let launched { launched.kill(number) } else { _ = kill(pid, number) }
+            }
+            signal(SIGTERM)
+            if await lines.ended.first(timeout: .seconds(10), where: { $0 }) == nil { signal(SIGKILL) }
         } else {
             // The reading may have ended already (its end of this pipe closed): no SIGPIPE for that.
             try? Descriptor.writeAllWithoutBrokenPipeSignal([1], to: stopReading)
@@ -253,7 +274,7 @@ public final class Hammock: Sendable {
     }
 
     /// The engine's process id, when launched.
-    public var processIdentifier: Int32? { process?.processIdentifier }
+    public var processIdentifier: Int32? { launched?.pid }
 
     // MARK: Sources, views, control
 
@@ -332,16 +353,14 @@ public final class Hammock: Sendable {
         throw HammockError.binaryNotFound(searched: searched)
     }
 
-    /// A pipe whose ends are closed on `exec`, so that no other process the app starts inherits them (which
-    /// would keep them from reaching their ends). Glibc's `pipe2` is not visible from Swift, so the flag is
-    /// set just after `pipe`.
+    /// A pipe whose ends are closed on `exec` from the moment it is made, so that no other process the app
+    /// starts inherits them (which would keep them from reaching their ends).
     private static func makePipe() throws -> (read: Int32, write: Int32) {
-        var descriptors: [Int32] = [-1, -1]
-        guard pipe(&descriptors) == 0 else {
-            throw HammockError.io("could not make a pipe: \(String(cString: strerror(errno)))")
+        do {
+            return try Descriptor.makePipe()
+        } catch {
+            throw HammockError.io("could not make a pipe: \(error)")
         }
-        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        return (descriptors[0], descriptors[1])
     }
 }
 

@@ -23,6 +23,11 @@ public enum ControlCommand: Sendable, Equatable {
 public enum ControlTarget: Sendable, Equatable {
     case source(SourceID)
     case view(ViewID)
+
+    /// A source by its id's text, for an app that holds ids as strings (`.source(name)`).
+    public static func source(_ id: String) -> ControlTarget { .source(SourceID(id)) }
+    /// A view by its id's text.
+    public static func view(_ id: String) -> ControlTarget { .view(ViewID(id)) }
 }
 
 /// The consumer's name for one control line, echoed on the line that answers it (`ack` when the op was

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockJSON
+import HammockLogging
 import HammockSystem
 
 /// The offline cache: each `cache: true` source's last content on disk, shown at once at the next start

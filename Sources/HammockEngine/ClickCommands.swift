@@ -1,4 +1,6 @@
 import HammockCore
+import HammockLogging
+import HammockPluginHost
 import Logging
 
 /// The `on-click` commands that are running. Each runs as a plugin does, below hammock's guard, so it dies

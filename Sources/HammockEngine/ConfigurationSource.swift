@@ -1,5 +1,6 @@
 import HammockConfig
 import HammockCore
+import HammockPluginHost
 
 /// The configuration file, read the same way at start (`hammock run`, `hammock check`) and at every reload:
 /// which kinds are available is the built-in ones and what `PluginResolver` finds, and a missing one says

@@ -3,6 +3,8 @@ import Glibc
 import HammockConfig
 import HammockCore
 import HammockJSON
+import HammockLogging
+import HammockPluginHost
 import HammockProtocol
 import HammockRendering
 import HammockSystem
@@ -76,8 +78,8 @@ public final class Engine: Sendable {
             standardError: standardError
         ) { inbox in
             LoaderFactory.makeLoaders(
-                for: configuration.configuration, resolver: pluginResolver, inbox: inbox, logger: logger,
-                standardError: standardError)
+                for: configuration.configuration, resolver: pluginResolver, report: { inbox.yield(.plugin($0)) },
+                logger: logger, standardError: standardError)
         }
     }
 
@@ -167,7 +169,7 @@ public final class Engine: Sendable {
 
     /// The template rules of the kinds whose sources hold templates, from their plugins' hellos (starting a
     /// plugin that never ran). A kind whose plugin failed to start has none yet: the core holds its
-    /// templated sources back until the plugin's hello brings them (`EngineInput.templateRulesLearned`).
+    /// templated sources back until the plugin's hello brings them (`PluginHostEvent.templateRulesLearned`).
     static func templateRules(
         for configuration: Configuration, from loaders: [Kind: PluginHost]
     ) async -> [Kind: TemplateRules] {
@@ -674,17 +676,17 @@ extension Engine {
             /// What the core (or the reload machine) decides about `input`.
             func decide(_ input: EngineInput, now: EngineTime, work: inout TaskGroup<Void>) async -> [EngineAction] {
                 switch input {
-                case .loadFinished(let source, let loadID, let outcome):
+                case .plugin(.loadFinished(let source, let loadID, let outcome)):
                     return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
-                case .loadsFinished(let answers):
+                case .plugin(.loadsFinished(let answers)):
                     return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
-                case .loadQueued(let source, let loadID):
+                case .plugin(.loadQueued(let source, let loadID)):
                     return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
-                case .loadStarted(let source, let loadID):
+                case .plugin(.loadStarted(let source, let loadID)):
                     return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
-                case .pushed(let source, let mailbox):
+                case .plugin(.pushed(let source, let mailbox)):
                     return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
-                case .pushedError(let source, let error):
+                case .plugin(.pushedError(let source, let error)):
                     return core.pushedError(source: source, error: error, now: now)
                 case .controls, .stop:
                     return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
@@ -697,7 +699,7 @@ extension Engine {
                     return carryOut(reloads.requested(), work: &work)
                 case .loadEverySource(let failingOnly):
                     return core.loadEverySource(failingOnly: failingOnly, now: now)
-                case .templateRulesLearned(let kind):
+                case .plugin(.templateRulesLearned(let kind)):
                     // Only the running plugin's word counts, not a plugin started to check a reload.
                     guard let host = loaders[kind], let rules = await host.templateRules else { return [] }
                     return core.learnTemplateRules(rules, for: kind, now: now)

@@ -1,6 +1,8 @@
 import FoundationEssentials
 import HammockConfig
 import HammockCore
+import HammockLogging
+import HammockPluginHost
 import Logging
 
 /// What the engine loop reaches outside itself, in one value, so that a test can put its own in place of
@@ -68,7 +70,8 @@ struct PluginCatalog: Sendable {
     /// is found (its sources fail). Looking for an executable is I/O, so the loop asks this, not
     /// `ReloadStateMachine`.
     var origin: @Sendable (_ kind: Kind, _ plugins: [Kind: PluginDefinition]) -> PluginOrigin?
-    /// A host of what `origin` says runs `kind`; nil for a built-in origin of a kind hammock does not serve.
+    /// A host of what `origin` says runs `kind`, whose events go into `inbox` (as `EngineInput.plugin`); nil for
+    /// a built-in origin of a kind hammock does not serve.
     var makeHost: @Sendable (
         _ kind: Kind, _ origin: PluginOrigin, _ inbox: EngineInbox, _ logger: Logger, _ standardError: StandardError
     ) -> PluginHost?
@@ -78,7 +81,9 @@ struct PluginCatalog: Sendable {
     static let system = PluginCatalog(
             origin: { kind, plugins in LoaderFactory.origin(of: kind, resolver: PluginResolver(configured: plugins)) },
             makeHost: { kind, origin, inbox, logger, standardError in
-                PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
+                PluginHost(
+                    kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger,
+                    standardError: standardError)
             })
 
     /// One host for each kind `configuration` uses whose plugin is found.

@@ -1,5 +1,5 @@
 import HammockCore
-import Synchronization
+import HammockPluginHost
 
 /// What the engine tells a feature that watches a run from outside, so that the feature lives in a module
 /// of its own and the engine links none of what it needs. `--metrics` is the one such feature
@@ -17,7 +17,8 @@ public protocol EngineObserver: Sendable {
     func coalescedLine()
     /// The engine's loop: a reload ended, in force (`succeeded`) or refused.
     func reloadEnded(succeeded: Bool)
-    /// A `PluginHost`: its plugin restarts after it crashed or stopped answering.
+    /// A `PluginHost`'s actor: its plugin restarts after it crashed or stopped answering (the host finds this
+    /// observer in `PluginRestartObserver`, which `InstalledEngineObserver.install` sets).
     func pluginRestarted(kind: String)
     /// The engine's loop, at the start of a run: what sees each line the loop emits, for the configured
     /// `sources`. The loop owns it and alone mutates it, so it needs no lock of its own.
@@ -36,10 +37,9 @@ public protocol EngineLineObserver {
 /// The observer of this process, for the plugin hosts, which the engine makes and remakes on reloads
 /// without a path for it: set once at start-up (`--metrics`), read only when a plugin restarts.
 public enum InstalledEngineObserver {
-    static let current = Mutex<(any EngineObserver)?>(nil)
-
-    /// Makes `observer` the process's: plugin restarts reach it from now on.
+    /// Makes `observer` the process's: plugin restarts reach it from now on (through the plugin host's
+    /// `PluginRestartObserver`, which knows nothing of the engine's observer).
     public static func install(_ observer: any EngineObserver) {
-        current.withLock { $0 = observer }
+        PluginRestartObserver.current.withLock { $0 = { kind in observer.pluginRestarted(kind: kind.rawValue) } }
     }
 }

@@ -56,8 +56,8 @@ enum EngineStop {
         var finishedStatus: Int32 = 0
         /// How the writer's drain ended.
         var completion: OutputWriter.Completion
-        /// Why the loop stopped, when something asked it to (a signal, a closed stdout); read after the
-        /// drain, so a signal that came during it counts.
+        /// Why the loop stopped, when something asked it to (a signal, a closed stdout), as it stood when the
+        /// loop ended (a second signal during the drain only cuts the drain short: `completion` says so).
         var stopReason: StopReason?
         var stopSignal: Int32?
         /// `--once`'s output deadline had passed when the drain ended.

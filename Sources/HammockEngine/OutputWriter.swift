@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockCore
+import HammockLogging
 import HammockProtocol
 import HammockRendering
 import HammockSystem

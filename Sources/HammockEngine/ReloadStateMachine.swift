@@ -1,5 +1,6 @@
 import HammockConfig
 import HammockCore
+import HammockPluginHost
 
 /// The reload protocol (SIGHUP, `{"op":"reload"}`, a change `--watch-config` saw) as decisions: what to do
 /// when a reload is asked for, when the configuration has been read again, and when the plugins have said

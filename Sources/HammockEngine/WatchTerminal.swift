@@ -2,6 +2,7 @@ import CHammockSystem
 import FoundationEssentials
 import Glibc
 import HammockCore
+import HammockLogging
 import HammockProtocol
 import HammockRendering
 import HammockSystem

@@ -1,3 +1,4 @@
+import CHammockSystem
 import Glibc
 
 /// A failed system call, by its `errno`: the caller decides what it means (`EPIPE`: the reader is gone).
@@ -105,5 +106,16 @@ public enum Descriptor {
             guard code == EINTR else { throw SystemCallError(code: code) }
         }
         if watched[1].revents != 0 { throw SystemCallError(code: ECANCELED) }
+    }
+}
+
+extension Descriptor {
+    /// A pipe, both ends blocking and close-on-exec from the moment it is made (`hammock_pipe`: `pipe2` with
+    /// `O_CLOEXEC` in one call), so that a process another thread spawns meanwhile cannot inherit an end and
+    /// keep the pipe from reaching its end.
+    public static func makePipe() throws(SystemCallError) -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [-1, -1]
+        guard hammock_pipe(&ends) == 0 else { throw SystemCallError(code: errno) }
+        return (ends[0], ends[1])
     }
 }

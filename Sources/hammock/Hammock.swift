@@ -5,7 +5,9 @@ import HammockConfig
 import HammockCore
 import HammockEngine
 import HammockJSON
+import HammockLogging
 import HammockMetrics
+import HammockPluginHost
 import HammockProtocol
 import HammockRendering
 import HammockSystem

@@ -1,8 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import HammockEngine
+import HammockConformance
 import HammockJSON
+import HammockPluginHost
 
 /// `hammock plugin ...`: tools for plugin authors.
 struct PluginCommand: AsyncParsableCommand {

@@ -5,6 +5,7 @@ import HammockConfig
 import HammockCore
 import HammockEngine
 import HammockJSON
+import HammockPluginHost
 
 /// `hammock schema [CONFIG]`: the configuration's JSON Schema, for editors.
 struct Schema: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import Foundation
 import HammockClient
 import HammockCore
 import HammockJSON
+import HammockSystem
 import HammockTestSupport
 import Testing
 
@@ -96,6 +97,25 @@ struct ClientLifecycleTests {
             kill(pid, SIGCONT)
             // The engine carried the line out later; calls go on.
             try await hammock.snapshot()
+        }
+    }
+
+    /// As Foundation's `Process` started it: a Ctrl-C in the app's terminal (SIGINT to the terminal's
+    /// foreground group, the app's) goes to the app alone, which decides when the engine stops.
+    @Test("the launched engine runs in a process group of its own, not the app's")
+    func engineHasAGroupOfItsOwn() async throws {
+        try await RunSlots.withSlot {
+            let directory = try HammockProcess.makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = try HammockProcess.writeConfig(fakeConfig, in: directory)
+            let hammock = try await Hammock.launch(
+                configuration: path, binary: try HammockProcess.executablePath(), workingDirectory: directory)
+            let pid = try #require(hammock.processIdentifier)
+            let stat = try #require(ProcessStat(pid: pid))
+            await hammock.stop()
+            #expect(stat.group == pid)
+            #expect(stat.group != getpgrp())
+            #expect(stat.parent == getpid())
         }
     }
 

@@ -36,4 +36,12 @@ import Testing
         #expect("\(names)" == "\(["a", "s3"])")
         #expect("\(names)" == #"["a", "s3"]"#)
     }
+
+    /// An app that holds ids as strings names a control target with them as it did before the types.
+    @Test func aControlTargetIsNamedByTextToo() {
+        let name = "cpu"
+        #expect(ControlTarget.source(name) == .source(SourceID("cpu")))
+        #expect(ControlTarget.view(name) == .view(ViewID("cpu")))
+        #expect(ControlCommand.load(.source(name)) == .load(.source("cpu")))
+    }
 }

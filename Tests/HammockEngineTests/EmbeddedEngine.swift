@@ -11,6 +11,8 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
+@testable import HammockPluginHost
 
 /// A whole engine in memory, as swift-nio's `EmbeddedChannel` is a channel without a socket and
 /// HummingbirdTesting's `.router` client is an application without a network: the test writes the
@@ -20,7 +22,7 @@ import Testing
 /// a file in a temporary folder, so that a reload reads what the test wrote), every `PluginHost` and its
 /// supervisor, `OutputWriter` (its coalescing, its JSON or bar encoding), `ControlMailbox`, `CacheStore`
 /// (under the temporary folder). What is the test's: the clock (`ManualEngineClock`: time moves only when
-/// the test says), stdout (`MemoryStdout`: every line written is kept), stdin (`send(controlLine:)` puts
+/// the test says, for the core's deadlines and the plugin hosts' alike), stdout (`MemoryStdout`: every line written is kept), stdin (`send(controlLine:)` puts
 /// the line in the mailbox, as the stdin thread would), the plugins (in process: the built-in `fake`, and
 /// whatever `TestPlugin`s the test names), on-click commands (recorded, not run), the log (recorded). No
 /// process is started and no signal is sent: the signals' inputs go straight into the engine's inbox.
@@ -83,7 +85,8 @@ final class EmbeddedEngine: Sendable {
         let configPath = directory + "/config.yaml"
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
 
-        let catalog = TestPlugin.catalog(plugins)
+        let clock = ManualEngineClock()
+        let catalog = TestPlugin.catalog(plugins, clock: SupervisionClock(clock.supervision))
         let kinds = Set(plugins.flatMap(\.kinds)).union(BuiltInPlugins.kinds.map(\.rawValue))
         let read: @Sendable () -> Result<LoadedConfiguration, ConfigurationError> = {
             ConfigurationLoader(
@@ -96,7 +99,6 @@ final class EmbeddedEngine: Sendable {
         case .failure(let error):
             throw HarnessError("the configuration does not read: \(error.diagnostics.map { $0.formatted(file: error.file) })", sourceLocation)
         }
-        let clock = ManualEngineClock()
         let clicks = ClickBook()
         let environment = EngineEnvironment(
             now: { clock.now },
@@ -198,8 +200,9 @@ final class EmbeddedEngine: Sendable {
         try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
     }
 
-    /// Moves the engine's clock on by `duration`: the core's deadlines that fall in it are due (at once, as
-    /// for a loop that woke late; call it in steps to see each on its own).
+    /// Moves the engine's clock on by `duration`: the core's deadlines and the plugin hosts' (handshake,
+    /// `configure`, restart backoff, the waits of a shutdown) that fall in it are due (at once, as for a loop
+    /// that woke late; call it in steps to see each on its own).
     func advance(by duration: Duration) { clock.advance(by: duration) }
 
     // MARK: What the consumer reads (as `HammockProcess` offers for a process)
@@ -506,6 +509,10 @@ final class ManualEngineClock: EngineDeadlines {
     }
 
     private let state: Mutex<State>
+    /// The plugin hosts' clock (handshake and `configure` deadlines, restart backoff, the waits of a
+    /// shutdown), moved by `advance` with the engine's: a test steps through a supervision deadline as
+    /// through a load's, instead of waiting it out in real time.
+    let supervision = ManualClock()
 
     /// Starts at an arbitrary instant, and a wall clock on 2026-09-21.
     init(start: EngineTime = EngineTime(
@@ -535,6 +542,7 @@ final class ManualEngineClock: EngineDeadlines {
                 wall: Timestamp(millisecondsSince1970: state.now.wall.millisecondsSince1970 + duration.milliseconds))
             fireIfDue(&state)
         }
+        supervision.advance(by: duration)
     }
 
     private func fireIfDue(_ state: inout State) {
@@ -613,7 +621,7 @@ struct TestPlugin: Sendable {
     }
 
     /// The engine's catalog: built-in kinds as hammock serves them, the test's kinds from `plugins`.
-    static func catalog(_ plugins: [TestPlugin]) -> PluginCatalog {
+    static func catalog(_ plugins: [TestPlugin], clock: SupervisionClock) -> PluginCatalog {
         PluginCatalog(
             origin: { kind, configured in
                 if BuiltInPlugins.kinds.contains(kind) { return .builtIn }
@@ -623,11 +631,14 @@ struct TestPlugin: Sendable {
             makeHost: { kind, origin, inbox, logger, standardError in
                 switch origin {
                 case .builtIn:
-                    return PluginHost(kind: kind, origin: origin, inbox: inbox, logger: logger, standardError: standardError)
+                    guard let serve = BuiltInPlugins.serve(kind) else { return nil }
+                    return PluginHost(
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
+                        secrets: standardError.secrets, makeTransport: { InProcessTransport(serve: serve) })
                 case .command(let command):
                     guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, inbox: inbox, logger: logger, clock: .system,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
                         secrets: standardError.secrets, makeTransport: { plugin.makeTransport(command) })
                 }
             })

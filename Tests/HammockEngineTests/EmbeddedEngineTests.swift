@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// The harness itself: its clock moves only when told, its plugins are the test's, its stdout and stop
 /// behave as hammock's do.

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// A plugin of kind `test` made with HammockPluginKit, standing in for the `good` mode of
 /// `Tests/Fixtures/misbehaving-plugin.py`: every load is answered with `{"n": <its plugin's load count>,
@@ -226,6 +227,12 @@ struct EngineReloadTests {
             _ = await plugin.expect("configure")
             let sent = 1_100
             for index in 0..<sent { hammock.send(controlLine: #"{"op":"reload","id":"r\#(index)"}"#) }
+            // Every line taken (the last 100 refused at once, the queue being full), the `configure` is let
+            // run out of time: the reload then ends, and the waiting ones are answered.
+            try await hammock.waitUntil("the reloads beyond the queue are refused", timeout: .seconds(30)) { lines in
+                lines.filter { $0.type == "error" && $0["id"] != nil }.count >= sent - 1_000
+            }
+            hammock.advance(by: PluginSupervisor.configureTimeout)
             try await hammock.waitUntil("every reload line is answered", timeout: .seconds(30)) { lines in
                 lines.filter { ["ack", "error"].contains($0.type ?? "") && $0["id"] != nil }.count >= sent
             }

@@ -4,6 +4,7 @@ import HammockSystem
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// The built-in `fake` plugin through the transport that runs it inside hammock: lines in, lines out, and
 /// an end for each way a plugin process ends.

@@ -4,6 +4,7 @@ import Logging
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
 
 /// `--log-format json`: a record a line on stderr, secrets redacted, over a real pipe.
 @Suite(.timeLimit(.minutes(1)))

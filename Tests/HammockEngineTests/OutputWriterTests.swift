@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
 
 /// stdout's writer over an in-memory pipe: what a slow, absent or leaving consumer does to it, in
 /// milliseconds rather than the seconds a real process and pipe take.

@@ -3,6 +3,7 @@ import HammockJSON
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// The plugin host against a plugin played in memory: every rule of supervision, in milliseconds, with
 /// deadlines stepped on a manual clock.

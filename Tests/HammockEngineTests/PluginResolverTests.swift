@@ -1,5 +1,5 @@
 import Foundation
-import HammockEngine
+import HammockPluginHost
 import Testing
 
 /// Where hammock finds a kind's plugin: beside itself, then in ../libexec/hammock (an installed layout), then

@@ -4,6 +4,7 @@ import HammockProtocol
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// The supervision rules as pure decisions: inputs in, actions out, time passed in. No process, task or
 /// sleep: each test is a sequence of calls on one `PluginSupervisor` and the exact actions it returns.

@@ -3,6 +3,7 @@ import HammockSystem
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 @Suite struct ProcessControlTests {
     @Test func aKilledChildIsReapedAsItDiesAndALiveOneIsNotWaitedPastTheDeadline() throws {

@@ -3,7 +3,7 @@ import HammockSystem
 import Synchronization
 import Testing
 
-@testable import HammockEngine
+@testable import HammockPluginHost
 
 /// `ProcessTransport` with real guards and plugins: how a run ends when what its plugin left holds the
 /// pipes, and when the run is cancelled.

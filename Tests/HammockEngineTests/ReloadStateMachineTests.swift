@@ -4,6 +4,7 @@ import HammockJSON
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// The reload protocol as pure decisions: reloads asked for, the configuration read, the plugins' answers in;
 /// the actions out, compared in full and in order. No process, file, plugin, task or sleep: each test is a

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import HammockEngine
+@testable import HammockLogging
 
 /// stderr is best-effort (README): while nobody reads it, at most 1,000 lines or 1 MiB wait, and what is
 /// dropped beyond is counted and said once stderr is read again. Plugins' stderr lines are passed through

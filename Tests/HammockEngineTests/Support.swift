@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import HammockEngine
+@testable import HammockPluginHost
 
 /// A plugin the test plays, in memory, as swift-nio's `EmbeddedChannel` stands in for a socket: the test
 /// reads the lines the host sent, writes whatever bytes it likes (answers, garbage, half lines, lines over the
@@ -264,17 +265,17 @@ struct HostHarness {
     let clock = ManualClock()
     /// Each plugin the host starts, in order.
     let launches = Mailbox<EmbeddedPlugin>()
-    /// What reached the engine's inbox.
-    let inbox = Mailbox<EngineInput>()
-    /// The kinds whose hello told the engine their template rules (`EngineInput.templateRulesLearned`), kept
-    /// apart so that tests read the loads' answers and pushes in order.
+    /// What the host reported (what the engine would wrap into its inbox's `EngineInput.plugin`).
+    let inbox = Mailbox<PluginHostEvent>()
+    /// The kinds whose hello told the engine their template rules (`PluginHostEvent.templateRulesLearned`),
+    /// kept apart so that tests read the loads' answers and pushes in order.
     let rulesLearned = Mailbox<Kind>()
-    private let inboxContinuation: EngineInbox
+    private let inboxContinuation: AsyncStream<PluginHostEvent>.Continuation
     private let pump: Task<Void, Never>
 
     /// - Parameter plugins: makes each plugin as the host starts it (`diesWhenKilled` and so on).
     init(plugins: @escaping @Sendable () -> EmbeddedPlugin = { EmbeddedPlugin() }) {
-        let (stream, continuation) = AsyncStream.makeStream(of: EngineInput.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: PluginHostEvent.self)
         inboxContinuation = continuation
         let (inbox, launches, rulesLearned) = (inbox, launches, rulesLearned)
         pump = Task {
@@ -295,7 +296,10 @@ struct HostHarness {
         }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        host = PluginHost(kind: "test", origin: .command(["test-plugin"]), inbox: continuation, logger: logger, clock: SupervisionClock(clock)) {
+        host = PluginHost(
+            kind: "test", origin: .command(["test-plugin"]), report: { continuation.yield($0) }, logger: logger,
+            clock: SupervisionClock(clock)
+        ) {
             let plugin = plugins()
             launches.put(plugin)
             return plugin
@@ -327,7 +331,7 @@ struct HostHarness {
     }
 
     /// The next input the engine got; fails the test when none comes.
-    func nextInput(sourceLocation: SourceLocation = #_sourceLocation) async throws -> EngineInput {
+    func nextInput(sourceLocation: SourceLocation = #_sourceLocation) async throws -> PluginHostEvent {
         try #require(await inbox.take(), "nothing reached the engine", sourceLocation: sourceLocation)
     }
 

@@ -12,9 +12,9 @@ import Synchronization
 /// it (its parent-death signal), and what the plugin started is re-parented. So hammock makes itself a
 /// *child subreaper*, and these come to hammock instead of init: it ends every child that is not a guard
 /// it started, and reaps it.
-enum OrphanReaper {
+package enum OrphanReaper {
     /// Call early; calling it again does no harm.
-    static func becomeSubreaper() {
+    package static func becomeSubreaper() {
         _ = hammock_become_child_subreaper()
     }
 
@@ -23,7 +23,7 @@ enum OrphanReaper {
     ///
     /// Also reaps the orphans that died by themselves: as their subreaper, hammock must, or they stay
     /// zombies. The engine calls it when a plugin dies, every few seconds, and at exit.
-    static func sweep() {
+    package static func sweep() {
         // Each orphan killed hands its own children to hammock: look again until a look finds none.
         for _ in 0..<20 {
             if sweepOnce() == 0 { return }

@@ -6,7 +6,7 @@ import HammockSystem
 /// `ProcessTransport` runs a real plugin process below hammock's guard; the tests put an in-memory plugin
 /// here (as swift-nio's `EmbeddedChannel` stands in for a socket) and play the plugin line by line, so
 /// that crashes, garbage, half lines and deadlines are tested in milliseconds.
-protocol PluginTransport: Sendable {
+package protocol PluginTransport: Sendable {
     /// Starts the plugin and serves it until it has ended; called once, by the task that supervises it.
     ///
     /// Every piece of the plugin's stdout goes to `receive` in order, a read's worth at a time (one hop to
@@ -29,14 +29,14 @@ protocol PluginTransport: Sendable {
 }
 
 extension PluginTransport {
-    func send(_ message: EngineMessage) { send(line: message.line) }
+    package func send(_ message: EngineMessage) { send(line: message.line) }
 }
 
 /// Makes the transport of each process a host starts (the first, and one per restart).
-typealias PluginTransportFactory = @Sendable () -> any PluginTransport
+package typealias PluginTransportFactory = @Sendable () -> any PluginTransport
 
 /// How a plugin ended, in the words the messages use ("the shell plugin exited with status 3").
-enum PluginExit: Sendable, Equatable, CustomStringConvertible {
+package enum PluginExit: Sendable, Equatable, CustomStringConvertible {
     case exited(Int32)
     case killed(signal: Int32)
     /// It never ran; the text says what was run and why it failed.
@@ -44,7 +44,7 @@ enum PluginExit: Sendable, Equatable, CustomStringConvertible {
     /// It ended, but how is not known: something else reaped it and took its status.
     case endedWithUnknownStatus
 
-    var description: String {
+    package var description: String {
         switch self {
         case .exited(let code): "exited with status \(code)"
         case .killed(let signal): "was killed by signal \(signal)"
@@ -62,22 +62,22 @@ enum PluginExit: Sendable, Equatable, CustomStringConvertible {
 /// while the machine sleeps, so a plugin is never failed for time in which it could not run.
 /// `ContinuousClock` (CLOCK_BOOTTIME) would instead fail every handshake in progress at a resume.
 /// Tests pass a clock of their own to step through the deadlines exactly.
-struct SupervisionClock: Sendable {
-    typealias Instant = SuspendingClock.Instant
+package struct SupervisionClock: Sendable {
+    package typealias Instant = SuspendingClock.Instant
 
     let now: @Sendable () -> Instant
     /// Throws `CancellationError` when the task sleeping is cancelled.
     let sleepUntil: @Sendable (Instant) async throws -> Void
 
-    init<C: Clock>(_ clock: C) where C.Instant == SuspendingClock.Instant {
+    package init<C: Clock>(_ clock: C) where C.Instant == SuspendingClock.Instant {
         now = { clock.now }
         sleepUntil = { try await clock.sleep(until: $0, tolerance: nil) }
     }
 
-    static let system = SupervisionClock(SuspendingClock())
+    package static let system = SupervisionClock(SuspendingClock())
 
     /// Sleeps until `deadline`; false when cancelled first.
-    func sleep(until deadline: Instant) async -> Bool {
+    package func sleep(until deadline: Instant) async -> Bool {
         (try? await sleepUntil(deadline)) != nil
     }
 }

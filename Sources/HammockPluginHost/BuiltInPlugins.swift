@@ -21,7 +21,7 @@ public enum BuiltInPlugins {
 }
 
 /// What runs a kind's plugin; a reload keeps the running plugin of a kind only while this stays the same.
-enum PluginOrigin: Sendable, Equatable {
+package enum PluginOrigin: Sendable, Equatable {
     /// Built into hammock (`BuiltInPlugins`).
     case builtIn
     /// A process started from this command below hammock's guard.

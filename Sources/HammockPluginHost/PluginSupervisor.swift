@@ -26,15 +26,15 @@ import Logging
 ///
 /// Every process has a generation: a line, an exit or a deadline of a process that is no longer the
 /// running one is ignored.
-struct PluginSupervisor: Sendable {
-    typealias Instant = SupervisionClock.Instant
+package struct PluginSupervisor: Sendable {
+    package typealias Instant = SupervisionClock.Instant
 
     static let handshakeTimeout: Duration = .seconds(5)
     static let configureTimeout: Duration = .seconds(5)
     static let maximumCrashes = 5
     static let crashWindow: Duration = .seconds(60)
     /// A plugin line longer than this is a protocol violation, not something to buffer.
-    static let maximumLineLength = maximumPluginLineLength
+    package static let maximumLineLength = maximumPluginLineLength
     /// The longest line HammockPluginKit reads from the engine (its `LineReader` limit): a `configure`
     /// longer than this would be dropped unanswered, so it is not sent.
     static let maximumLineToPlugin = 64 << 20
@@ -69,7 +69,7 @@ struct PluginSupervisor: Sendable {
         case tooLong(length: Int, head: LineHead)
     }
 
-    /// What the engine hears (`EngineInput`); a push carries its content, which the host puts in a mailbox.
+    /// What the engine hears (`PluginHostEvent`); a push carries its content, which the host puts in a mailbox.
     enum Report: Sendable, Equatable {
         case loadFinished(source: SourceID, loadID: Int, outcome: LoadOutcome)
         case loadQueued(source: SourceID, loadID: Int)
@@ -79,7 +79,7 @@ struct PluginSupervisor: Sendable {
         case templateRulesLearned(kind: Kind)
     }
 
-    enum ValidationAnswer: Sendable, Equatable {
+    package enum ValidationAnswer: Sendable, Equatable {
         case valid
         case invalid([OptionProblem])
         case pluginFailed(String)

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockJSON
+import HammockPluginHost
 import HammockProtocol
 import HammockSystem
 import Synchronization
@@ -11,14 +12,9 @@ import Synchronization
 /// A plugin host (`PluginHost`) answers its loads through these, never by return value, because a load may
 /// take minutes and a plugin may push new data at any time.
 enum EngineInput: Sendable {
-    case loadFinished(source: SourceID, loadID: Int, outcome: LoadOutcome)
-    /// The answers of one read of a plugin's output, in order: applied in one turn of the engine.
-    case loadsFinished([FinishedLoad])
-    /// The loader holds the load back (its plugin queues loads); `loadStarted` follows when it begins.
-    case loadQueued(source: SourceID, loadID: Int)
-    case loadStarted(source: SourceID, loadID: Int)
-    case pushed(source: SourceID, mailbox: PushMailbox)
-    case pushedError(source: SourceID, error: SourceError)
+    /// What a plugin host told the engine (a load's end, a push, a hello's template rules), through the
+    /// `PluginHost.Report` the engine gave it.
+    case plugin(PluginHostEvent)
     /// Control lines wait in the `ControlMailbox`; at most one of these is in the inbox at a time.
     case controls
     case tick
@@ -30,9 +26,6 @@ enum EngineInput: Sendable {
     case loadEverySource(failingOnly: Bool)
     /// A step of a reload, done off the loop, is over (see `Engine.ReloadStep`).
     case reloadStep(Engine.ReloadStep)
-    /// A plugin said hello, with its template rules (`TemplateRules`): the core may fill in its sources'
-    /// templates from now on.
-    case templateRulesLearned(kind: Kind)
     /// Time to tell systemd's watchdog that the loop is alive (`WATCHDOG_USEC`).
     case watchdog
     /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
@@ -41,47 +34,6 @@ enum EngineInput: Sendable {
 }
 
 typealias EngineInbox = AsyncStream<EngineInput>.Continuation
-
-/// The end of one load: what `EngineInput.loadFinished` says, for a batch of them.
-struct FinishedLoad: Sendable {
-    let source: SourceID
-    let loadID: Int
-    let outcome: LoadOutcome
-}
-
-/// The newest push of one source that the engine has not taken yet.
-///
-/// A plugin may push faster than the engine shows content (a stream printing a million lines), and the
-/// inbox is unbounded, so each push cannot be an input of its own. Instead a source has at most one
-/// `pushed` input waiting, which carries this mailbox: pushes that arrive before the engine gets to it
-/// replace its content, and the engine takes whatever is newest when it does. So the engine shows every
-/// push while it keeps up, the newest one when it does not, and the inbox holds at most one push per source.
-///
-/// A lock, not an actor: the plugin host and the engine loop each touch it once per push, for the time
-/// of a swap, and neither may wait for the other.
-final class PushMailbox: Sendable {
-    private let content: Mutex<JSONValue?>
-
-    init(_ content: JSONValue) { self.content = Mutex(content) }
-
-    /// Puts newer content in the mailbox; false when the engine has already emptied it, and a new
-    /// mailbox (with an input of its own) must carry the push.
-    func replace(with newer: JSONValue) -> Bool {
-        content.withLock { waiting in
-            guard waiting != nil else { return false }
-            waiting = newer
-            return true
-        }
-    }
-
-    /// The newest content; the engine calls this once, when it reaches the mailbox's input.
-    func take() -> JSONValue? {
-        content.withLock { waiting in
-            defer { waiting = nil }
-            return waiting
-        }
-    }
-}
 
 /// Control lines read from stdin that the engine has not carried out yet.
 ///

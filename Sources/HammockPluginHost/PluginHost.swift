@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockJSON
+import HammockLogging
 import HammockProtocol
 import HammockSystem
 import Logging
@@ -10,7 +11,8 @@ import Logging
 ///
 /// The supervisor holds every rule (handshake, `configure` deadlines, held-back sources, restarts with
 /// backoff, the crash window, the give-up); this actor only does what it says: it starts processes, sends
-/// and reads lines, kills, arms deadlines on `clock`, and hands the engine its inputs. It also keeps what
+/// and reads lines, kills, arms deadlines on `clock`, and tells the engine what happened (`report`, with a
+/// `PluginHostEvent`: the host knows nothing of the engine's other inputs, reloads among them). It also keeps what
 /// is about waiting, which a pure value cannot hold: whoever waits for the plugin to be ready, for a
 /// validation, or for the process to exit, and each source's push mailbox.
 ///
@@ -19,11 +21,15 @@ import Logging
 ///
 /// Every task the host starts (each process and each deadline) is a child of one task group, which
 /// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
-actor PluginHost {
-    let kind: Kind
-    let origin: PluginOrigin
+package actor PluginHost {
+    /// How a host tells the engine what its plugin did; called on the host's actor, so it must not block
+    /// (the engine puts the event in its inbox).
+    package typealias Report = @Sendable (PluginHostEvent) -> Void
+
+    package nonisolated let kind: Kind
+    package nonisolated let origin: PluginOrigin
     private let logger: Logger
-    private let inbox: EngineInbox
+    private let report: Report
     private let makeTransport: PluginTransportFactory
     private let clock: SupervisionClock
     /// The configuration's secrets, to redact what the host quotes of a plugin's line before it cuts it.
@@ -35,7 +41,7 @@ actor PluginHost {
     /// How long the guard gets to end a plugin it was told to end, before its group is killed outright.
     static let killGrace: Duration = .seconds(3)
 
-    typealias ValidationAnswer = PluginSupervisor.ValidationAnswer
+    package typealias ValidationAnswer = PluginSupervisor.ValidationAnswer
 
     /// The running process, if any; `nil` once it ended.
     private var process: (any PluginTransport)?
@@ -54,12 +60,14 @@ actor PluginHost {
     private var pushMailboxes: [SourceID: PushMailbox] = [:]
 
     /// What the plugin's hello declared about templates in this kind's options; `nil` until a hello came.
-    var templateRules: TemplateRules? { supervisor.templateRules }
+    package var templateRules: TemplateRules? { supervisor.templateRules }
 
     /// A host of what `origin` says runs `kind`'s plugin: processes started from its command below hammock's
     /// guard (their stderr passed on line by line with the kind as prefix), or the plugin built into hammock
     /// and served in its own process. `nil` for a built-in origin of a kind hammock does not serve.
-    init?(kind: Kind, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, standardError: StandardError) {
+    package init?(
+        kind: Kind, origin: PluginOrigin, report: @escaping Report, logger: Logger, standardError: StandardError
+    ) {
         let makeTransport: PluginTransportFactory
         switch origin {
         case .builtIn:
@@ -71,19 +79,19 @@ actor PluginHost {
             }
         }
         self.init(
-            kind: kind, origin: origin, inbox: inbox, logger: logger, clock: .system, secrets: standardError.secrets,
+            kind: kind, origin: origin, report: report, logger: logger, clock: .system, secrets: standardError.secrets,
             makeTransport: makeTransport)
     }
 
     /// - Parameter makeTransport: makes the transport of each process it starts (tests pass an in-memory one).
-    init(
-        kind: Kind, origin: PluginOrigin, inbox: EngineInbox, logger: Logger, clock: SupervisionClock,
+    package init(
+        kind: Kind, origin: PluginOrigin, report: @escaping Report, logger: Logger, clock: SupervisionClock,
         secrets: Secrets = Secrets(), makeTransport: @escaping PluginTransportFactory
     ) {
         self.kind = kind
         self.secrets = secrets
         self.origin = origin
-        self.inbox = inbox
+        self.report = report
         self.logger = logger
         self.clock = clock
         self.makeTransport = makeTransport
@@ -92,23 +100,23 @@ actor PluginHost {
 
     // MARK: Requests from the engine
 
-    func start(_ request: LoadRequest) {
+    package func start(_ request: LoadRequest) {
         perform(supervisor.start(request, now: clock.now()))
     }
 
-    func start(_ requests: [LoadRequest]) {
+    package func start(_ requests: [LoadRequest]) {
         for request in requests { start(request) }
     }
 
-    func cancel(source: SourceID, loadID: Int) {
+    package func cancel(source: SourceID, loadID: Int) {
         perform(supervisor.cancel(loadID: loadID))
     }
 
-    func remove(source: SourceID) {
+    package func remove(source: SourceID) {
         perform(supervisor.remove(source: source))
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         perform(supervisor.shutdown())
         var exited = true
         if let process {
@@ -145,7 +153,7 @@ actor PluginHost {
     ///
     /// Every `configure` goes out at once, in order, and each answer is waited for at most
     /// `PluginSupervisor.configureTimeout` (counted from the plugin's last answer to one while it works through them).
-    func validate(_ sources: [(id: SourceID, options: JSONValue)]) async -> [SourceID: ValidationAnswer] {
+    package func validate(_ sources: [(id: SourceID, options: JSONValue)]) async -> [SourceID: ValidationAnswer] {
         for source in sources { supervisor.want(source.id, options: source.options) }
         if let failure = await ready() {
             return Dictionary(uniqueKeysWithValues: sources.map { ($0.id, .pluginFailed(failure)) })
@@ -172,7 +180,7 @@ actor PluginHost {
     /// The rules of the plugin's hello, starting the plugin if it never was (a kind whose plugin command
     /// changed on reload, with no changed source to check): its sources are about to load on it. `nil` when
     /// no hello came: the plugin failed to start, or is waiting to restart.
-    func templateRulesStartingIfNeeded() async -> TemplateRules? {
+    package func templateRulesStartingIfNeeded() async -> TemplateRules? {
         if supervisor.phase == .stopped { _ = await ready() }
         return templateRules
     }
@@ -232,7 +240,7 @@ actor PluginHost {
             case .log(let level, let message, let metadata):
                 logger.log(level: level, "\(message)", metadata: metadata.isEmpty ? nil : metadata.mapValues { .string($0) })
             case .countRestart:
-                InstalledEngineObserver.current.withLock { $0 }?.pluginRestarted(kind: kind.rawValue)
+                PluginRestartObserver.current.withLock { $0 }?(kind)
             }
         }
     }
@@ -283,36 +291,36 @@ actor PluginHost {
     /// in `answersOfRead` to go as one input (one wake-up and one turn of the engine for all of them);
     /// anything else goes after the answers before it, so the engine sees everything in the plugin's order.
     private func deliver(_ report: PluginSupervisor.Report) {
-        let input: EngineInput
+        let event: PluginHostEvent
         switch report {
         case .loadFinished(let source, let loadID, let outcome):
             if answersOfRead != nil {
                 answersOfRead?.append(FinishedLoad(source: source, loadID: loadID, outcome: outcome))
                 return
             }
-            input = .loadFinished(source: source, loadID: loadID, outcome: outcome)
-        case .loadQueued(let source, let loadID): input = .loadQueued(source: source, loadID: loadID)
-        case .loadStarted(let source, let loadID): input = .loadStarted(source: source, loadID: loadID)
-        case .pushedError(let source, let error): input = .pushedError(source: source, error: error)
-        case .templateRulesLearned(let kind): input = .templateRulesLearned(kind: kind)
+            event = .loadFinished(source: source, loadID: loadID, outcome: outcome)
+        case .loadQueued(let source, let loadID): event = .loadQueued(source: source, loadID: loadID)
+        case .loadStarted(let source, let loadID): event = .loadStarted(source: source, loadID: loadID)
+        case .pushedError(let source, let error): event = .pushedError(source: source, error: error)
+        case .templateRulesLearned(let kind): event = .templateRulesLearned(kind: kind)
         case .pushed(let source, let content):
             // While its last push still waits for the engine, a newer one takes its place.
             if let waiting = pushMailboxes[source], waiting.replace(with: content) { return }
             let mailbox = PushMailbox(content)
             pushMailboxes[source] = mailbox
-            input = .pushed(source: source, mailbox: mailbox)
+            event = .pushed(source: source, mailbox: mailbox)
         }
         deliverAnswersOfRead()
-        inbox.yield(input)
+        self.report(event)
     }
 
     private func deliverAnswersOfRead() {
         guard let answers = answersOfRead, let first = answers.first else { return }
         answersOfRead = []
         if answers.count == 1 {
-            inbox.yield(.loadFinished(source: first.source, loadID: first.loadID, outcome: first.outcome))
+            report(.loadFinished(source: first.source, loadID: first.loadID, outcome: first.outcome))
         } else {
-            inbox.yield(.loadsFinished(answers))
+            report(.loadsFinished(answers))
         }
     }
 }

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import Glibc
 import HammockCore
-import HammockProtocol
 import HammockJSON
 import HammockSystem
 import Logging
@@ -38,7 +37,7 @@ public struct StandardError: Sendable {
 
     /// A line a plugin (or a click's command) wrote on its stderr: `prefix: line` as text; as JSON, the line
     /// is the message and `prefix` the value of `field`.
-    func write(prefix: String, line: [UInt8], field: String = "plugin") {
+    package func write(prefix: String, line: [UInt8], field: String = "plugin") {
         switch format {
         case .text:
             var bytes = Array(prefix.utf8)

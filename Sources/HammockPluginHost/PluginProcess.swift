@@ -14,7 +14,7 @@ import Synchronization
 /// plugin shares (a terminal's Ctrl-C is hammock's to handle). Its stderr is cut into lines for
 /// `standardErrorLine`; its stdout into protocol lines of at most `maximumLineLength` bytes. When its stdout
 /// closes the plugin is ending, so its input is finished and nothing more is written to it.
-struct ProcessTransport: PluginTransport {
+package struct ProcessTransport: PluginTransport {
     let command: [String]
     let maximumLineLength: Int
     /// Whether hammock takes in the orphans of its plugins and ends them (`OrphanReaper`): the engine does;
@@ -27,7 +27,7 @@ struct ProcessTransport: PluginTransport {
     /// The guard's end and the kill of it.
     private let watch = GuardWatch()
 
-    init(
+    package init(
         command: [String], maximumLineLength: Int = PluginSupervisor.maximumLineLength, reapsOrphans: Bool,
         environment: [String: String] = [:], standardErrorLine: @escaping @Sendable ([UInt8]) async -> Void
     ) {
@@ -38,17 +38,17 @@ struct ProcessTransport: PluginTransport {
         self.standardErrorLine = standardErrorLine
     }
 
-    func send(line: [UInt8]) { input.send(line) }
+    package func send(line: [UInt8]) { input.send(line) }
 
-    func closeInput() { input.close() }
+    package func closeInput() { input.close() }
 
     /// Its guard kills it and everything below it (see `endGuardedPlugin`); a guard that has not ended
     /// after `PluginHost.killGrace` has its whole process group killed.
-    func kill() { watch.requestKill() }
+    package func kill() { watch.requestKill() }
 
     /// Cancelled, the run ends its plugin as `kill` does and returns once the guard has ended: a plugin
     /// whose supervisor has gone must not run on unwatched, and a guard is reaped only by its run.
-    func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
+    package func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
         // (`Engine.run` asks too, but `check` and the start-up validation come before it).
         if reapsOrphans { OrphanReaper.becomeSubreaper() }
