@@ -185,6 +185,11 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
 
 int hammock_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+int hammock_pipe_buffered(int fd) {
+    int count = 0;
+    return ioctl(fd, FIONREAD, &count) == 0 ? count : -1;
+}
+
 int hammock_command_pipe(int fds[2]) {
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
     // O_NONBLOCK belongs to each end's open file description: the command's end stays blocking.

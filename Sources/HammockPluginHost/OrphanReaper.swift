@@ -37,24 +37,45 @@ package enum OrphanReaper {
         guard let pids = ProcessStat.allPIDs() else { return 0 }
         var orphans: [pid_t] = []
         for pid in pids {
-            guard pid != me, !plugins.guards.contains(pid),
-                let stat = ProcessStat(pid: pid), stat.parent == me
-            else { continue }
-            if stat.state == "Z" {
-                reapChild(pid, within: .zero)
+            guard pid != me, !plugins.guards.contains(pid), let stat = ProcessStat(pid: pid) else { continue }
+            switch verdict(on: pid, stat, me: me, plugins: plugins) {
+            case .spare:
                 continue
+            case .reap:
+                reapChild(pid, within: .zero)
+            case .kill:
+                if !plugins.guards.contains(stat.group) { killProcessGroup(stat.group) }
+                kill(pid, SIGKILL)
+                orphans.append(pid)
             }
-            // A guard being spawned right now is a child whose pid is not known yet: spare whatever started
-            // since the oldest spawn in flight began; an orphan among them is ended by the next sweep.
-            if let spawnStart = plugins.oldestSpawnStart, stat.startTime + 1 >= spawnStart { continue }
-            if !plugins.guards.contains(stat.group) { killProcessGroup(stat.group) }
-            kill(pid, SIGKILL)
-            orphans.append(pid)
         }
         // Reap exactly these pids, each as it dies, within a second for them all.
         let deadline = SuspendingClock.now + .seconds(1)
         for pid in orphans { reapChild(pid, within: deadline - .now) }
         return orphans.count
+    }
+
+    enum Verdict: Equatable {
+        /// Not an orphan of hammock's, or one that may be a guard being spawned.
+        case spare
+        /// An orphan that has ended by itself: reaped.
+        case reap
+        /// An orphan that runs: killed with its group, then reaped.
+        case kill
+    }
+
+    /// What the sweep does with process `pid`, which `stat` describes.
+    ///
+    /// A guard being spawned right now is a child whose pid is not known yet: whatever started since the
+    /// oldest spawn in flight began is spared, a zombie too (a guard that died at once is its spawner's to
+    /// reap, for its status; reaped here, its spawner would learn nothing of how it ended). An orphan among
+    /// them is ended by the next sweep.
+    static func verdict(
+        on pid: pid_t, _ stat: ProcessStat, me: pid_t, plugins: (guards: Set<pid_t>, oldestSpawnStart: UInt64?)
+    ) -> Verdict {
+        guard stat.parent == me, !plugins.guards.contains(pid) else { return .spare }
+        if let spawnStart = plugins.oldestSpawnStart, stat.startTime + 1 >= spawnStart { return .spare }
+        return stat.state == "Z" ? .reap : .kill
     }
 }
 

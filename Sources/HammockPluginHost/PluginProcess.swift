@@ -24,13 +24,8 @@ package struct ProcessTransport: PluginTransport {
     let environment: [String: String]
     let standardErrorLine: @Sendable ([UInt8]) async -> Void
     private let input = PluginInput()
-    /// What the task that enforces a kill hears: the guard's pid once it is spawned, and kill requests.
-    private let control = AsyncStream.makeStream(of: Control.self)
-
-    private enum Control {
-        case started(pid_t)
-        case kill
-    }
+    /// The guard's end and the kill of it.
+    private let watch = GuardWatch()
 
     package init(
         command: [String], maximumLineLength: Int = PluginSupervisor.maximumLineLength, reapsOrphans: Bool,
@@ -49,50 +44,37 @@ package struct ProcessTransport: PluginTransport {
 
     /// Its guard kills it and everything below it (see `endGuardedPlugin`); a guard that has not ended
     /// after `PluginHost.killGrace` has its whole process group killed.
-    package func kill() { control.continuation.yield(.kill) }
+    package func kill() { watch.requestKill() }
 
+    /// Cancelled, the run ends its plugin as `kill` does and returns once the guard has ended: a plugin
+    /// whose supervisor has gone must not run on unwatched, and a guard is reaped only by its run.
     package func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit {
         // Orphans of a guard that was itself killed come to hammock, not to init, from the first plugin on
         // (`Engine.run` asks too, but `check` and the start-up validation come before it).
         if reapsOrphans { OrphanReaper.becomeSubreaper() }
         let spawn = LivePlugins.shared.spawning()
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask { [control] in await Self.enforceKill(control.stream) }
-            let (exit, pid) = await runProcess(spawn: spawn, receive: receive)
-            LivePlugins.shared.ended(pid, spawn: spawn)
-            // Its guard ended what it left; if the guard was killed too, the orphans came to hammock: end them.
-            if reapsOrphans { OrphanReaper.sweep() }
-            // A kill's grace period ends with the process.
-            control.continuation.finish()
-            group.cancelAll()
-            return exit
+        let (exit, pid) = await withTaskCancellationHandler {
+            await runProcess(spawn: spawn, receive: receive)
+        } onCancel: { [watch] in
+            watch.requestKill()
         }
-    }
-
-    /// Carries out a kill once the guard's pid is known: `endGuardedPlugin`, then the group's SIGKILL if
-    /// the process has not ended within `killGrace` (the task is cancelled when it ends).
-    private static func enforceKill(_ events: AsyncStream<Control>) async {
-        var pid: pid_t?
-        var isWanted = false
-        for await event in events {
-            switch event {
-            case .started(let started): pid = started
-            case .kill: isWanted = true
-            }
-            guard isWanted, let pid else { continue }
-            endGuardedPlugin(pid)
-            let clock = SupervisionClock.system
-            guard await clock.sleep(until: clock.now() + PluginHost.killGrace) else { return }
-            killGuardGroup(pid)
-            return
-        }
+        LivePlugins.shared.ended(pid, spawn: spawn)
+        // Its guard ended what it left; if the guard was killed too, the orphans came to hammock: end them.
+        if reapsOrphans { OrphanReaper.sweep() }
+        return exit
     }
 
     /// Runs the process to its end; returns how it ended and the guard's pid, if it was spawned.
     ///
-    /// The guard is started as every process is (`ChildProcess`); its pipes are served by threads of their
-    /// own, not the Swift pool: `guard.stdout` and `guard.stderr` read (`PipeChunks`), `guard.stdin` writes
-    /// the batches of `PluginInput` (a `BlockingExecutor`), and `guard.exit` waits on its pidfd at the end.
+    /// The guard is started as every process is (`ChildProcess`), and served by threads of its own, not the
+    /// Swift pool: `guard.exit` waits for its end from the spawn on (`GuardWatch`), `guard.stdout` and
+    /// `guard.stderr` read its pipes (`PipeChunks`), `guard.stdin` writes the batches of `PluginInput` (a
+    /// `BlockingExecutor`).
+    ///
+    /// The guard's end, not its pipes', ends the run: a process that escaped the guard (`setsid`) may hold
+    /// the pipes open for ever. Once the guard is reaped, `guard.exit` makes `stop` readable: the readers
+    /// take what the pipes hold then (a last line the plugin wrote before dying) and end, and the writer
+    /// stops waiting for room.
     private func runProcess(spawn: Int, receive: ([LineSplitter.Piece]) async -> Void) async -> (PluginExit, pid_t?) {
         let input = input
         let commandLine = command.joined(separator: " ")
@@ -113,40 +95,90 @@ package struct ProcessTransport: PluginTransport {
         var environment = ProcessEnvironment.current()
         for (name, value) in self.environment { environment[name] = value }
         environment["HAMMOCK_ENGINE_PID"] = String(getpid())
+        // Readable once the guard is reaped: ends the reading of its pipes and the wait to write to its stdin.
+        let stop = hammock_event_create()
+        guard stop >= 0 else {
+            input.close()
+            return (.couldNotStart("(\(commandLine)): \(SystemCallError(code: errno))"), nil)
+        }
         let process: ChildProcess
         switch ChildProcess.spawn(
             path: guardPath, arguments: CStringArray([guardPath, path] + command),
             environment: CStringArray(ProcessEnvironment.entries(environment)), standardInput: .pipe,
-            nonBlockingOutput: false)
+            nonBlockingInput: true, nonBlockingOutput: false)
         {
         case .success(let started): process = started
         case .failure(.pipe(let error)), .failure(.spawn(let error)):
+            close(stop)
             input.close()
             return (.couldNotStart("(\(commandLine)): \(error)"), nil)
         }
         let pid = process.pid
         LivePlugins.shared.started(pid, spawn: spawn)
-        control.continuation.yield(.started(pid))
-        let (standardErrorLine, maximumLineLength) = (standardErrorLine, maximumLineLength)
-        let output = PipeChunks(reading: process.standardOutput, name: "guard.stdout")
-        let errors = PipeChunks(reading: process.standardError, name: "guard.stderr")
+        let stdin = process.standardInput!
+        do throws(SystemCallError) {
+            try watch.watch(process, stop: stop)
+        } catch {
+            // Nothing watches it: it ends here, now.
+            killGuardGroup(pid)
+            _ = try? process.waitForEnd()
+            for descriptor in [stdin, process.standardOutput, process.standardError, stop] { close(descriptor) }
+            input.close()
+            return (.couldNotStart("(\(commandLine)): cannot start a thread to serve it: \(error)"), pid)
+        }
+        let output = Result { () throws(SystemCallError) in
+            try PipeChunks(reading: process.standardOutput, name: "guard.stdout", stopDescriptor: stop)
+        }
+        let errors = Result { () throws(SystemCallError) in
+            try PipeChunks(reading: process.standardError, name: "guard.stderr", stopDescriptor: stop)
+        }
+        let writer = Result { () throws(SystemCallError) in try BlockingExecutor.started(name: "guard.stdin") }
+        switch (output, errors, writer) {
+        case (.success(let output), .success(let errors), .success(let writer)):
+            await serve(output: output, errors: errors, writer: writer, stdin: stdin, stop: stop, receive: receive)
+        case (.failure(let error), _, _), (_, .failure(let error), _), (_, _, .failure(let error)):
+            // The guard ends now, with its plugin; the readers that started end at its end.
+            watch.killGroupNow()
+            close(stdin)
+            input.close()
+            if case .success(let output) = output { for await _ in output {} }
+            if case .success(let errors) = errors { for await _ in errors {} }
+            _ = await watch.end()
+            close(stop)
+            return (.couldNotStart("(\(commandLine)): cannot start a thread to serve it: \(error)"), pid)
+        }
+        let end = await watch.end()
+        close(stop)
+        switch end {
+        case .success(.exited(let code)): return (.exited(code), pid)
+        case .success(.signaled(let signal)): return (.killed(signal: signal), pid)
+        // Reaped by someone else: it ended, but how is not known.
+        case .failure(let error) where error.code == ECHILD: return (.endedWithUnknownStatus, pid)
+        case .failure(let error): return (.couldNotStart("(\(commandLine)): \(error)"), pid)
+        }
+    }
+
+    /// Serves the guard's pipes until its stdout has ended and its stdin's writer has stopped.
+    private func serve(
+        output: PipeChunks, errors: PipeChunks, writer: BlockingExecutor, stdin: Int32, stop: Int32,
+        receive: ([LineSplitter.Piece]) async -> Void
+    ) async {
+        let (input, standardErrorLine, maximumLineLength) = (input, standardErrorLine, maximumLineLength)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                let writer = BlockingExecutor(name: "guard.stdin")
-                let descriptor = process.standardInput!
                 do {
                     try await input.writeBatches { batch in
                         // SIGPIPE held off: a plugin that died must not take the process that writes to it along.
                         try await writer.run {
                             Result { () throws(SystemCallError) in
-                                try Descriptor.writeAllWithoutBrokenPipeSignal(batch, to: descriptor)
+                                try Descriptor.writeAllWithoutBrokenPipeSignal(batch, to: stdin, stop: stop)
                             }
                         }.get()
                     }
                 } catch {
-                    // The plugin closed its stdin or died; its exit is reported below.
+                    // The plugin closed its stdin or died, or its guard has ended; its exit is reported by the run.
                 }
-                await writer.run { _ = close(descriptor) }
+                await writer.run { _ = close(stdin) }
             }
             group.addTask {
                 var splitter = LineSplitter(maximumLineLength: 64 << 10)
@@ -174,14 +206,138 @@ package struct ProcessTransport: PluginTransport {
             if !last.isEmpty { await receive(last) }
             input.close()
         }
-        let ended = await OwnThread.run(named: "guard.exit") {
-            Result { () throws(SystemCallError) in try process.waitForEnd() }
+    }
+}
+
+/// The end of one plugin's guard, and the kill of it: the thread `guard.exit` waits on the guard's pidfd
+/// from its spawn on, reaps it, and then makes the run's stop descriptor readable; while a kill's grace
+/// runs, it wakes at its end to kill the guard's group.
+///
+/// A thread and a lock rather than a task: the kill must be carried out when the run that would own such a
+/// task is cancelled (its task's cancellation is what asks for it), and a kill may be asked for before the
+/// spawn (it is carried out once the pid is known). Signals go out under the lock, before the guard is
+/// marked ended and reaped, so none reaches a pid the kernel has given to another process.
+final class GuardWatch: Sendable {
+    private struct State {
+        var pid: pid_t?
+        /// Wakes `guard.exit` to look at `killDeadline` again; -1 when it is not watching.
+        var wake: Int32 = -1
+        var isKillWanted = false
+        /// When the guard's group is killed if the guard has not ended by then.
+        var killDeadline: SuspendingClock.Instant?
+        var hasEnded = false
+        /// How it ended, once reaped, until `end` takes it.
+        var termination: Termination?
+        var endWaiter: CheckedContinuation<Termination, Never>?
+    }
+
+    typealias Termination = Result<ChildProcess.Termination, SystemCallError>
+
+    private let state = Mutex(State())
+
+    /// Asks the guard to end its plugin (`endGuardedPlugin`), and kills its group if it has not ended after
+    /// `PluginHost.killGrace`; before the spawn, once it has happened. Asking again does nothing more.
+    func requestKill() {
+        state.withLock { state in
+            guard !state.isKillWanted else { return }
+            state.isKillWanted = true
+            Self.beginKill(&state)
         }
-        switch ended {
-        case .success(.exited(let code)): return (.exited(code), pid)
-        case .success(.signaled(let signal)): return (.killed(signal: signal), pid)
-        case .failure(let error): return (.couldNotStart("(\(commandLine)): \(error)"), pid)
+    }
+
+    /// SIGKILL to the guard's group at once, unless it has ended.
+    func killGroupNow() {
+        state.withLock { state in
+            guard !state.hasEnded, let pid = state.pid else { return }
+            killGuardGroup(pid)
         }
+    }
+
+    private static func beginKill(_ state: inout State) {
+        guard state.isKillWanted, !state.hasEnded, state.killDeadline == nil, let pid = state.pid else { return }
+        endGuardedPlugin(pid)
+        state.killDeadline = .now + PluginHost.killGrace
+        if state.wake >= 0 { hammock_event_post(state.wake) }
+    }
+
+    /// Starts `guard.exit` for `process`; `end` tells how it ended, once it is reaped and `stop` has been
+    /// made readable. Throws when the thread (or its wake-up descriptor) cannot be made; nothing watches the
+    /// process then.
+    func watch(_ process: ChildProcess, stop: Int32) throws(SystemCallError) {
+        let wake = hammock_event_create()
+        guard wake >= 0 else { throw SystemCallError(code: errno) }
+        state.withLock { state in
+            state.pid = process.pid
+            state.wake = wake
+            Self.beginKill(&state)
+        }
+        do throws(SystemCallError) {
+            try OwnThread.tryStart(named: "guard.exit") { [self] in
+                waitForEnd(process, wake: wake)
+                let termination = Result { () throws(SystemCallError) in try process.waitForEnd() }
+                hammock_event_post(stop)
+                let waiter = state.withLock { state in
+                    state.termination = termination
+                    return state.endWaiter.take()
+                }
+                waiter?.resume(returning: termination)
+            }
+        } catch {
+            state.withLock { state in
+                state.wake = -1
+                close(wake)
+            }
+            throw error
+        }
+    }
+
+    /// How the guard ended, once `guard.exit` has reaped it; called once, after `watch`. Not a stream: a
+    /// cancelled run still waits here for the end its cancellation brings.
+    func end() async -> Termination {
+        await withCheckedContinuation { continuation in
+            let termination = state.withLock { state in
+                if state.termination == nil { state.endWaiter = continuation }
+                return state.termination
+            }
+            if let termination { continuation.resume(returning: termination) }
+        }
+    }
+
+    /// Blocks until the guard has ended (not reaped yet), killing its group when a kill's grace runs out;
+    /// then it is marked ended, and no signal goes to its pid any more.
+    private func waitForEnd(_ process: ChildProcess, wake: Int32) {
+        var watched = [
+            pollfd(fd: process.pidfd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let timeout = state.withLock { state in state.killDeadline.map { Self.milliseconds(until: $0) } ?? -1 }
+            watched[0].revents = 0
+            watched[1].revents = 0
+            let ready = poll(&watched, 2, timeout)
+            if ready < 0 && errno == EINTR { continue }
+            // A poll that fails leaves the wait to `ChildProcess.waitForEnd`, which reports the failure.
+            if ready < 0 || watched[0].revents != 0 { break }
+            if watched[1].revents != 0 { hammock_event_clear(wake) }
+            state.withLock { state in
+                guard let deadline = state.killDeadline, deadline <= .now, let pid = state.pid else { return }
+                state.killDeadline = nil
+                killGuardGroup(pid)
+            }
+        }
+        state.withLock { state in
+            state.hasEnded = true
+            state.killDeadline = nil
+            state.wake = -1
+            close(wake)
+        }
+    }
+
+    /// How long a `poll` waits for `deadline`, rounded up to a whole millisecond.
+    private static func milliseconds(until deadline: SuspendingClock.Instant) -> Int32 {
+        let (seconds, attoseconds) = (deadline - .now).components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: max(0, milliseconds))
     }
 }
 

@@ -12,7 +12,9 @@ package protocol PluginTransport: Sendable {
     /// Every piece of the plugin's stdout goes to `receive` in order, a read's worth at a time (one hop to
     /// the host for all the lines a read brought, not one a line), each awaited before more is read, so a
     /// plugin that writes faster than the host reads is held back by its pipe rather than by memory.
-    /// Returns once its stdout is read to the end (a last line without a newline included) and it has exited.
+    /// Returns once it has exited and its stdout is read: to the end (a last line without a newline
+    /// included), or, when a process it left behind holds stdout open, to what the pipe held at its exit.
+    /// A cancelled run ends the plugin as `kill` does, and returns once it has ended.
     func run(receive: ([LineSplitter.Piece]) async -> Void) async -> PluginExit
 
     /// Queues one encoded line (`\n` included) for the plugin's stdin; dropped once the input is closed
@@ -39,12 +41,15 @@ package enum PluginExit: Sendable, Equatable, CustomStringConvertible {
     case killed(signal: Int32)
     /// It never ran; the text says what was run and why it failed.
     case couldNotStart(String)
+    /// It ended, but how is not known: something else reaped it and took its status.
+    case endedWithUnknownStatus
 
     package var description: String {
         switch self {
         case .exited(let code): "exited with status \(code)"
         case .killed(let signal): "was killed by signal \(signal)"
         case .couldNotStart(let why): "could not be started \(why)"
+        case .endedWithUnknownStatus: "ended (its exit status is unknown)"
         }
     }
 }

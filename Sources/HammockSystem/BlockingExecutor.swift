@@ -32,6 +32,15 @@ public final class BlockingExecutor: Sendable {
         state.signal()
     }
 
+    /// An executor whose thread is made now rather than at the first job, for an owner that reports a
+    /// thread it cannot make (a plugin's start) instead of stopping the process, as `submit` would.
+    public static func started(name: String) throws(SystemCallError) -> BlockingExecutor {
+        let executor = BlockingExecutor(name: name)
+        executor.state.withLock { $0.isStarted = true }
+        try OwnThread.tryStart(named: name) { [state = executor.state] in Self.work(state) }
+        return executor
+    }
+
     /// Runs `body` after every job handed over before, and returns what it returns.
     public func run<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
         await withCheckedContinuation { continuation in

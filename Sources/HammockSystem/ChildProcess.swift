@@ -43,10 +43,11 @@ public struct ChildProcess: Sendable {
     /// Starts `path` with `arguments` (`argv`, its first element included) and `environment` (`NAME=value`
     /// entries), in `workingDirectory` when it is not nil. The read ends of stdout and stderr block unless
     /// `nonBlockingOutput` (for an owner that waits for them in epoll); the child's ends always block, as a
-    /// program expects of its output.
+    /// program expects of its output. The write end of a stdin pipe blocks unless `nonBlockingInput` (for a
+    /// writer that waits for room in `poll` beside a stop descriptor: `Descriptor.writeAll(_:to:stop:)`).
     public static func spawn(
         path: String, arguments: CStringArray, environment: CStringArray, workingDirectory: String? = nil,
-        standardInput: Input, nonBlockingOutput: Bool
+        standardInput: Input, nonBlockingInput: Bool = false, nonBlockingOutput: Bool
     ) -> Result<ChildProcess, Failure> {
         var opened: [Int32] = []
         func closeOpened() { for descriptor in opened { close(descriptor) } }
@@ -61,6 +62,12 @@ public struct ChildProcess: Sendable {
         if case .pipe = standardInput {
             input = makePipe(nonBlockingRead: false)
             if input == nil { return .failure(.pipe(SystemCallError(code: errno))) }
+            // O_NONBLOCK belongs to the write end's open file description: the child's read end still blocks.
+            if nonBlockingInput, let input, fcntl(input.write, F_SETFL, O_NONBLOCK) != 0 {
+                let error = errno
+                closeOpened()
+                return .failure(.pipe(SystemCallError(code: error)))
+            }
         }
         guard let output = makePipe(nonBlockingRead: nonBlockingOutput), let errors = makePipe(nonBlockingRead: nonBlockingOutput)
         else {
@@ -170,17 +177,26 @@ public enum ProcessEnvironment {
     }
 }
 
-/// The bytes of a pipe as they come, read on a thread of its own (`name`) until the pipe's end or a read
-/// error; the descriptor is closed then. The reading waits while `maximumWaiting` chunks wait for the
-/// consumer, so a writer faster than its reader fills the pipe and blocks, rather than this process's memory.
-/// Iterate it once.
+/// The bytes of a pipe as they come, read on a thread of its own (`name`) until the pipe's end, a read
+/// error or the stop; the descriptor is closed then. The reading waits while `maximumWaiting` chunks wait
+/// for the consumer, so a writer faster than its reader fills the pipe and blocks, rather than this
+/// process's memory. Iterate it once.
+///
+/// The stop is for a pipe whose end may never come: the process that wrote it has ended, but one it left
+/// (escaped from its group, `setsid`) still holds the write end. Once `stopDescriptor` is readable, what
+/// the pipe holds at that moment is read without blocking and delivered, and the reading ends: a last line
+/// written before the writer died is not lost, and nothing waits for the one that escaped.
 public struct PipeChunks: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     private let chunks: AsyncStream<[UInt8]>
     /// How many more chunks the reading thread may hand over before one is taken.
     private let room: LockedCondition<Int>
 
-    public init(reading descriptor: Int32, name: String, chunkSize: Int = 64 << 10, maximumWaiting: Int = 4) {
+    /// Throws when the reading thread cannot be made; the descriptor is closed then, and nothing is read.
+    public init(
+        reading descriptor: Int32, name: String, chunkSize: Int = 64 << 10, maximumWaiting: Int = 4,
+        stopDescriptor: Int32? = nil
+    ) throws(SystemCallError) {
         let (chunks, delivery) = AsyncStream.makeStream(of: [UInt8].self)
         let room = LockedCondition(maximumWaiting)
         self.chunks = chunks
@@ -191,18 +207,59 @@ public struct PipeChunks: AsyncSequence, Sendable {
             room.withLock { $0 = .max / 2 }
             room.signal()
         }
-        OwnThread.start(named: name) {
-            var buffer = [UInt8](repeating: 0, count: chunkSize)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                // 0 is the end; any other error on a pipe cannot be read past either.
-                guard count > 0 else { break }
-                room.withLock(when: { $0 > 0 }) { $0 -= 1 }
-                delivery.yield(Array(buffer[..<count]))
+        do throws(SystemCallError) {
+            try OwnThread.tryStart(named: name) {
+                Self.read(descriptor, chunkSize: chunkSize, stopDescriptor: stopDescriptor) { chunk in
+                    room.withLock(when: { $0 > 0 }) { $0 -= 1 }
+                    delivery.yield(chunk)
+                }
+                close(descriptor)
+                delivery.finish()
             }
+        } catch {
             close(descriptor)
             delivery.finish()
+            throw error
+        }
+    }
+
+    /// Reads `descriptor` to its end, or until `stopDescriptor` is readable and what the pipe held then is
+    /// read.
+    private static func read(
+        _ descriptor: Int32, chunkSize: Int, stopDescriptor: Int32?, deliver: ([UInt8]) -> Void
+    ) {
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        /// Reads at most `limit` bytes; nil at the end or on an error, which a pipe cannot be read past.
+        func readChunk(limit: Int) -> [UInt8]? {
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, Swift.min(limit, $0.count)) }
+                if count < 0 && errno == EINTR { continue }
+                return count > 0 ? Array(buffer[..<count]) : nil
+            }
+        }
+        while true {
+            if let stopDescriptor {
+                var watched = [
+                    pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: stopDescriptor, events: Int16(POLLIN), revents: 0),
+                ]
+                if poll(&watched, 2, -1) < 0 {
+                    if errno == EINTR { continue }
+                    break
+                }
+                if watched[1].revents != 0 {
+                    // Only what is there now: this process is the pipe's one reader, so these reads never block,
+                    // and a writer that goes on writing cannot keep the reading going.
+                    var left = Int(hammock_pipe_buffered(descriptor))
+                    while left > 0, let chunk = readChunk(limit: left) {
+                        left -= chunk.count
+                        deliver(chunk)
+                    }
+                    return
+                }
+            }
+            guard let chunk = readChunk(limit: chunkSize) else { return }
+            deliver(chunk)
         }
     }
 

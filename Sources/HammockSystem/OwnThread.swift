@@ -9,8 +9,22 @@ import Glibc
 /// which has no threads, and full Foundation (with ICU) costs each process about 6 MiB and 3 ms of start.
 public enum OwnThread {
     /// Starts `body` on a new detached thread named `name` (the kernel keeps 15 bytes of it).
+    ///
+    /// For the threads a process cannot go on without (the engine's own, made at its start, and those of
+    /// the system layer's primitives): as Foundation's Thread does, a thread that cannot be made stops the
+    /// process. A caller that can report the failure instead (a plugin's start) calls `tryStart`.
     public static func start(named name: String, _ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Work(name: name, body: body)).toOpaque()
+        do throws(SystemCallError) {
+            try tryStart(named: name, body)
+        } catch {
+            preconditionFailure("cannot start the thread \(name): \(error)")
+        }
+    }
+
+    /// Starts `body` on a new detached thread named `name`, or throws `pthread_create`'s error (EAGAIN:
+    /// the process or the user has as many threads as it may have; ENOMEM) without running `body`.
+    public static func tryStart(named name: String, _ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
+        let context = Unmanaged.passRetained(Work(name: name, body: body))
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
@@ -20,10 +34,12 @@ public enum OwnThread {
             _ = hammock_name_thread(work.name)
             work.body()
             return nil
-        }, context)
+        }, context.toOpaque())
         pthread_attr_destroy(&attributes)
-        // As Foundation's Thread does: a process that cannot make a thread cannot go on.
-        precondition(created == 0, "cannot start the thread \(name): \(String(cString: strerror(created)))")
+        guard created == 0 else {
+            context.release()
+            throw SystemCallError(code: created)
+        }
     }
 
     /// Runs `body` on a new thread named `name` and waits for it without holding one of the cooperative

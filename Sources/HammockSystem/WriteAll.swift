@@ -18,13 +18,20 @@ public struct SystemCallError: Error, Equatable, Sendable, CustomStringConvertib
 /// - any other error (`EPIPE` when the reader is gone): thrown as `SystemCallError`, at once, and the caller
 ///   decides (drop the rest, stop its writer, exit).
 ///
+/// - a `stop` descriptor, when one is given, ends a wait for room once it is readable: the write throws
+///   `ECANCELED` then. Only a non-blocking `descriptor` waits in `poll` (a blocking one waits in `write`,
+///   where nothing but the reader can end the wait): a plugin's stdin, whose writer stops when the plugin's
+///   guard has ended though a process that escaped it still holds the pipe without reading.
+///
 /// `writeAll` goes on from where a short write stopped, so the loop never reorders or cuts bytes: a line
 /// handed over whole arrives whole unless the descriptor fails, and a write of at most `PIPE_BUF` bytes to a
 /// pipe goes in one piece, as the kernel promises.
 public enum Descriptor {
     /// Writes some of `bytes` (at least one byte when there are any), blocking as long as there is no room;
     /// returns how many went.
-    public static func writeSome(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) throws(SystemCallError) -> Int {
+    public static func writeSome(
+        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, stop: Int32? = nil
+    ) throws(SystemCallError) -> Int {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
         while true {
             let written = write(descriptor, base, bytes.count)
@@ -32,25 +39,27 @@ public enum Descriptor {
             let code = errno
             switch code {
             case EINTR: continue
-            case EAGAIN: try waitForRoom(descriptor)
+            case EAGAIN: try waitForRoom(descriptor, stop: stop)
             default: throw SystemCallError(code: code)
             }
         }
     }
 
     /// Writes all of `bytes`, blocking as long as there is no room.
-    public static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) throws(SystemCallError) {
+    public static func writeAll(
+        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, stop: Int32? = nil
+    ) throws(SystemCallError) {
         var offset = 0
         while offset < bytes.count {
-            offset += try writeSome(UnsafeRawBufferPointer(rebasing: bytes[offset...]), to: descriptor)
+            offset += try writeSome(UnsafeRawBufferPointer(rebasing: bytes[offset...]), to: descriptor, stop: stop)
         }
     }
 
     /// Writes all of `bytes`, blocking as long as there is no room.
-    public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) throws(SystemCallError) {
+    public static func writeAll(_ bytes: [UInt8], to descriptor: Int32, stop: Int32? = nil) throws(SystemCallError) {
         // `withUnsafeBytes` rethrows untyped errors: the typed one goes through a `Result`.
         let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(SystemCallError) in try writeAll(raw, to: descriptor) }
+            Result { () throws(SystemCallError) in try writeAll(raw, to: descriptor, stop: stop) }
         }
         try result.get()
     }
@@ -66,7 +75,9 @@ public enum Descriptor {
     /// app's signal disposition: writing to a pipe whose reader is gone raises `SIGPIPE`, whose default ends
     /// the process. One the write raised (it is sent to the writing thread) is taken off before the mask is
     /// restored, so the write just fails with `EPIPE`.
-    public static func writeAllWithoutBrokenPipeSignal(_ bytes: [UInt8], to descriptor: Int32) throws(SystemCallError) {
+    public static func writeAllWithoutBrokenPipeSignal(
+        _ bytes: [UInt8], to descriptor: Int32, stop: Int32? = nil
+    ) throws(SystemCallError) {
         var brokenPipe = sigset_t()
         sigemptyset(&brokenPipe)
         sigaddset(&brokenPipe, SIGPIPE)
@@ -80,17 +91,21 @@ public enum Descriptor {
             }
             pthread_sigmask(SIG_SETMASK, &previousMask, nil)
         }
-        try writeAll(bytes, to: descriptor)
+        try writeAll(bytes, to: descriptor, stop: stop)
     }
 
     /// Sleeps until `descriptor` can take a write, or has an error or a hang-up (the write made next then
-    /// fails with the reason).
-    private static func waitForRoom(_ descriptor: Int32) throws(SystemCallError) {
-        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-        while poll(&ready, 1, -1) < 0 {
+    /// fails with the reason); throws `ECANCELED` once `stop` is readable.
+    private static func waitForRoom(_ descriptor: Int32, stop: Int32?) throws(SystemCallError) {
+        var watched = [
+            pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0),
+            pollfd(fd: stop ?? -1, events: Int16(POLLIN), revents: 0),
+        ]
+        while poll(&watched, 2, -1) < 0 {
             let code = errno
             guard code == EINTR else { throw SystemCallError(code: code) }
         }
+        if watched[1].revents != 0 { throw SystemCallError(code: ECANCELED) }
     }
 }
 

@@ -149,6 +149,23 @@ struct PluginCheckTests {
         #expect(left.isEmpty, "the plugin was killed: \(left)")
     }
 
+    @Test("a plugin whose guard is killed while a process it left (setsid) holds its pipes: the check sees the end at once")
+    func escapedHolderDoesNotHideTheEnd() async throws {
+        // Known by a variable in its environment, to end the sleeper that outlives the check.
+        let run = UUID().uuidString
+        let marker = "HAMMOCK_PLUGIN_CHECK_RUN=\(run)"
+        defer { for process in ProcessTable.processes(withEnvironment: marker) { kill(process.pid, SIGKILL) } }
+        let start = ContinuousClock.now
+        // The sleeper's session is its own: the guard's group kill would not reach it, and `check` sweeps no
+        // orphans. It holds the pipes for 60 s, longer than the harness waits.
+        let check = try await Self.check(
+            ["--kind", "test"], ["/bin/sh", "-c", "setsid sleep 60 & kill -9 $PPID; sleep 60"],
+            environment: ["HAMMOCK_PLUGIN_CHECK_RUN": run])
+        #expect(check.termination == .exited(1), "\(check.stdout)\(check.stderr)")
+        #expect(Self.lines(check, "FAIL handshake").contains { $0.contains("was killed by signal 9") }, "\(check.stdout)")
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
+
     @Test("a line over 16 MiB is a violation")
     func hugeLine() async throws {
         let run = try await Self.check(

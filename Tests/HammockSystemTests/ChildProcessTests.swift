@@ -12,7 +12,7 @@ struct ChildProcessTests {
         try Descriptor.writeAllWithoutBrokenPipeSignal(Array("one\ntwo\n".utf8), to: input)
         close(input)
         var output: [UInt8] = []
-        for await chunk in PipeChunks(reading: process.standardOutput, name: "test.stdout") { output += chunk }
+        for await chunk in try PipeChunks(reading: process.standardOutput, name: "test.stdout") { output += chunk }
         close(process.standardError)
         #expect(String(decoding: output, as: UTF8.self) == "one\ntwo\n")
         #expect(try process.waitForEnd() == .exited(0))
@@ -24,9 +24,9 @@ struct ChildProcessTests {
             ["/bin/sh", "-c", "cat; echo \"$GREETING\" >&2; exit 3"], input: .null, environment: ["GREETING=hello"])
         #expect(process.standardInput == nil)
         var output: [UInt8] = []
-        for await chunk in PipeChunks(reading: process.standardOutput, name: "test.stdout") { output += chunk }
+        for await chunk in try PipeChunks(reading: process.standardOutput, name: "test.stdout") { output += chunk }
         var errors: [UInt8] = []
-        for await chunk in PipeChunks(reading: process.standardError, name: "test.stderr") { errors += chunk }
+        for await chunk in try PipeChunks(reading: process.standardError, name: "test.stderr") { errors += chunk }
         #expect(output.isEmpty)
         #expect(String(decoding: errors, as: UTF8.self) == "hello\n")
         #expect(try process.waitForEnd() == .exited(3))
@@ -55,7 +55,7 @@ struct ChildProcessTests {
     func chunksWaitForTheConsumer() async throws {
         // 64 MiB written; with 4 chunks waiting at most, the writer cannot finish before the reader takes any.
         let process = try spawn(["/bin/sh", "-c", "head -c 67108864 /dev/zero; echo done >&2"], input: .null)
-        let output = PipeChunks(reading: process.standardOutput, name: "test.stdout", maximumWaiting: 4)
+        let output = try PipeChunks(reading: process.standardOutput, name: "test.stdout", maximumWaiting: 4)
         try await Task.sleep(for: .milliseconds(300))
         #expect(try process.reapIfEnded() == nil)
         var total = 0
@@ -68,7 +68,7 @@ struct ChildProcessTests {
     @Test("a consumer that stops taking chunks (its task cancelled) does not leave the pipe's writer blocked")
     func stoppedConsumerLetsTheWriterFinish() async throws {
         let process = try spawn(["/bin/sh", "-c", "head -c 67108864 /dev/zero"], input: .null)
-        let output = PipeChunks(reading: process.standardOutput, name: "test.stdout", maximumWaiting: 4)
+        let output = try PipeChunks(reading: process.standardOutput, name: "test.stdout", maximumWaiting: 4)
         await Task {
             var chunks = output.makeAsyncIterator()
             _ = await chunks.next()
@@ -88,10 +88,67 @@ struct ChildProcessTests {
         if ended == nil { kill(process.pid, SIGKILL) }
     }
 
-    private func spawn(_ argv: [String], input: ChildProcess.Input, environment: [String] = []) throws -> ChildProcess {
+    @Test("stopped, the reading takes what the pipe holds and ends, though a process the child left (setsid) still holds it")
+    func stopReadsWhatIsBufferedAndEnds() async throws {
+        // The child writes (the last line without its newline), says its sleeper's pid on stderr and closes
+        // it, and waits; the sleeper, in a session of its own, holds stdout for 30 s.
+        let process = try spawn(
+            ["/bin/sh", "-c", "setsid sleep 30 2>/dev/null & printf 'before\\nlast'; echo $! >&2; exec sleep 30 2>&-"],
+            input: .null)
+        var errors: [UInt8] = []
+        for await chunk in try PipeChunks(reading: process.standardError, name: "test.stderr") { errors += chunk }
+        let sleeper = pid_t(String(decoding: errors, as: UTF8.self).split(separator: "\n").first ?? "")
+        defer {
+            // Hammock's tests may make this process a subreaper: the sleeper is reaped here if it came to it.
+            if let sleeper, kill(sleeper, SIGKILL) == 0 { _ = waitpid(sleeper, nil, 0) }
+        }
+        kill(process.pid, SIGKILL)
+        #expect(try process.waitForEnd() == .signaled(SIGKILL))
+        // The child's end, told before the reading starts: all it wrote waits in the pipe.
+        var stop: [Int32] = [-1, -1]
+        #expect(pipe(&stop) == 0)
+        defer { for end in stop { close(end) } }
+        #expect(write(stop[1], "x", 1) == 1)
+        let start = ContinuousClock.now
+        var output: [UInt8] = []
+        for await chunk in try PipeChunks(reading: process.standardOutput, name: "test.stdout", stopDescriptor: stop[0]) {
+            output += chunk
+        }
+        #expect(String(decoding: output, as: UTF8.self) == "before\nlast")
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test("a write to a full non-blocking stdin stops waiting for room once its stop is readable")
+    func stoppedWriterEnds() async throws {
+        let process = try spawn(["/bin/sleep", "30"], input: .pipe, nonBlockingInput: true)
+        let input = try #require(process.standardInput)
+        defer { for descriptor in [input, process.standardOutput, process.standardError] { close(descriptor) } }
+        var stop: [Int32] = [-1, -1]
+        #expect(pipe(&stop) == 0)
+        defer { for end in stop { close(end) } }
+        #expect(write(stop[1], "x", 1) == 1)
+        // More than a pipe holds: the write fills it and then waits for room, which never comes. A writer that
+        // did not heed the stop would wait until the reader is gone (EPIPE): it is killed after 5 s.
+        let killer = Task {
+            try? await Task.sleep(for: .seconds(5))
+            kill(process.pid, SIGKILL)
+        }
+        let bytes = [UInt8](repeating: 0x41, count: 4 << 20)
+        let written = await OwnThread.run(named: "test.writer") { [stop = stop[0]] in
+            Result { () throws(SystemCallError) in try Descriptor.writeAllWithoutBrokenPipeSignal(bytes, to: input, stop: stop) }
+        }
+        killer.cancel()
+        kill(process.pid, SIGKILL)
+        _ = try process.waitForEnd()
+        #expect(throws: SystemCallError(code: ECANCELED)) { try written.get() }
+    }
+
+    private func spawn(
+        _ argv: [String], input: ChildProcess.Input, nonBlockingInput: Bool = false, environment: [String] = []
+    ) throws -> ChildProcess {
         try ChildProcess.spawn(
             path: argv[0], arguments: CStringArray(argv), environment: CStringArray(["PATH=/usr/bin:/bin"] + environment),
-            standardInput: input, nonBlockingOutput: false
+            standardInput: input, nonBlockingInput: nonBlockingInput, nonBlockingOutput: false
         ).get()
     }
 }

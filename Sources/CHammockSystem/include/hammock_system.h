@@ -61,6 +61,10 @@ int hammock_command_pipe(int fds[2]);
 /// with errno set.
 int hammock_pipe(int fds[2]);
 
+/// How many bytes wait to be read in the pipe `fd` (ioctl FIONREAD, which Swift cannot call: ioctl is
+/// variadic), or -1 with errno set.
+int hammock_pipe_buffered(int fd);
+
 /// epoll, which Swift's Glibc module leaves out. `hammock_epoll_watch` registers `fd` edge-triggered for input
 /// and hang-up with `token` as its data; `hammock_epoll_wait` blocks until some are ready or `timeout_ms` has
 /// passed (-1: no limit) and writes their tokens (at most `capacity`; 0 when the time ran out), retrying on
