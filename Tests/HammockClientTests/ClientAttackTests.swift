@@ -220,7 +220,7 @@ struct ClientAttackTests {
         engine.closeStdout()
     }
 
-    @Test("attached: unknown line types and acks for ids never sent are passed over; a 20 MB line is read")
+    @Test("attached: unknown line types and fields, and acks for ids never sent, are passed over; a 20 MB line is read")
     func toleratedLines() async throws {
         let engine = try FakeEngine()
         let hammock = try Hammock(attachingTo: engine.clientInput, output: engine.clientOutput)
@@ -232,7 +232,8 @@ struct ClientAttackTests {
                     + #"{"type":"fromTheFuture","id":"a","state":42}"# + "\n"
                     + #"{"type":"ack","id":987654}"# + "\n" + #"{"type":"ack","id":"not ours"}"# + "\n"
                     + #"{"type":"error","message":"not ours","id":123456}"# + "\n"
-                    + #"{"type":"source","id":"a","state":{"content":"\#(big)","failures":1e400}}"# + "\n")
+                    + #"{"type":"source","id":"a","fromTheFuture":{"x":1},"state":{"content":"\#(big)","failures":1e400,"alsoNew":[1]}}"#
+                    + "\n")
         }
         writer.start()
         let state = try await first("the 20 MB content", in: source.states, timeout: .seconds(60)) {

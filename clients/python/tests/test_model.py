@@ -59,6 +59,10 @@ def test_lines_build_the_latest_states() -> None:
     assert model.apply({"type": "error", "seq": 8, "id": 4, "message": "no"}).reply.error == "no"  # type: ignore[union-attr]
     assert model.apply({"type": "error", "seq": 9, "message": "refused"}).update == ErrorReport("refused", seq=9)
     assert model.apply({"type": "something-new", "seq": 10}).update is None
+    # Fields this client does not know (a newer engine's) are passed over too.
+    newer = model.apply({"type": "source", "seq": 10, "id": "a", "event": "newData", "fromTheFuture": {"x": 1},
+                         "state": {"content": [2], "isLoading": False, "failures": 0, "alsoNew": True}}).update
+    assert newer == model.states.source("a") and model.states.source("a").content == [2]
     model.apply({"type": "bye", "seq": 11, "reason": "signal"})
     assert model.bye_reason == "signal"
 
