@@ -71,23 +71,18 @@ public final class Engine: Sendable {
     ///   redacted from everything hammock writes.
     public convenience init(
         configuration: LoadedConfiguration, from source: ConfigurationSource, options: RunOptions, logger: Logger,
-        standardError: StandardError, pluginResolver: PluginResolver
+        standardError: StandardError
     ) {
         self.init(
             configuration: configuration, environment: .system(source: source), options: options, logger: logger,
-            standardError: standardError
-        ) { inbox in
-            LoaderFactory.makeLoaders(
-                for: configuration.configuration, resolver: pluginResolver, report: { inbox.yield(.plugin($0)) },
-                logger: logger, standardError: standardError)
-        }
+            standardError: standardError)
     }
 
-    /// An engine over `environment`; its first plugin hosts are `makeLoaders`' (by default the
-    /// environment's catalog's).
+    /// An engine over `environment`; its first plugin hosts come from the environment's catalog, as a
+    /// reload's do.
     init(
         configuration: LoadedConfiguration, environment: EngineEnvironment, options: RunOptions, logger: Logger,
-        standardError: StandardError, makeLoaders: ((EngineInbox) -> [Kind: PluginHost])? = nil
+        standardError: StandardError
     ) {
         self.loaded = configuration
         self.environment = environment
@@ -96,9 +91,8 @@ public final class Engine: Sendable {
         (inputs, inbox) = AsyncStream.makeStream(of: EngineInput.self)
         self.standardError = standardError
         standardError.secrets.add(configuration.configuration.secrets)
-        loaders = makeLoaders?(inbox)
-            ?? environment.plugins.makeHosts(
-                for: configuration.configuration, inbox: inbox, logger: logger, standardError: standardError)
+        loaders = environment.plugins.makeHosts(
+            for: configuration.configuration, inbox: inbox, logger: logger, standardError: standardError)
     }
 
     /// What the plugins said of the configuration's sources.

@@ -79,8 +79,7 @@ struct ConfigurationArguments: ParsableArguments {
         _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError, signals: SignalRouter
     ) async -> Engine.PluginValidation {
         let engine = Engine(
-            configuration: loaded, from: source, options: RunOptions(), logger: logger, standardError: standardError,
-            pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+            configuration: loaded, from: source, options: RunOptions(), logger: logger, standardError: standardError)
         guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
         let validation = await engine.validatePlugins()
         await signals.waitIfStopping()
@@ -255,8 +254,7 @@ private func runEngine(
         options: RunOptions(
             once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
             metrics: metrics?.0, watchConfiguration: watchConfig),
-        logger: logger, standardError: standardError,
-        pluginResolver: PluginResolver(configured: loaded.configuration.plugins))
+        logger: logger, standardError: standardError)
     guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
     // Plugins check their own options first, so a typo stops hammock with its line and column instead of
     // turning into a source error at run time. A plugin that fails to start is not a configuration
