@@ -36,9 +36,20 @@ struct ProcessTransportTests {
 
     @Test("a cancelled run ends its plugin, and returns once the guard has ended")
     func cancellingARunEndsThePlugin() async throws {
-        let transport = ProcessTransport(command: ["/bin/sleep", "30"], reapsOrphans: false) { _ in }
-        let run = Task { await transport.run { _ in } }
-        try await Task.sleep(for: .milliseconds(300))
+        // The plugin says it runs, so the guard has taken its signals: a SIGUSR1 that came before would end
+        // the guard by its default action (a start-up race of the test, not of the cancellation).
+        let transport = ProcessTransport(command: ["/bin/sh", "-c", "echo running; exec sleep 30"], reapsOrphans: false) { _ in }
+        let (running, saidRunning) = AsyncStream.makeStream(of: Void.self)
+        let run = Task {
+            let exit = await transport.run { pieces in
+                for case .line(let bytes) in pieces where bytes.elementsEqual("running".utf8) { saidRunning.yield() }
+            }
+            saidRunning.finish()  // a plugin that ended without saying so fails the test below, not hangs it
+            return exit
+        }
+        var said = running.makeAsyncIterator()
+        let saidIt = await said.next() != nil
+        try #require(saidIt, "the plugin ended without saying it runs")
         let start = ContinuousClock.now
         run.cancel()
         let exit = await run.value
