@@ -7,7 +7,9 @@ import OrderedCollections
 /// may replace a queued state of a source or view by a newer one (a slow consumer gets the newest state,
 /// not a backlog) and numbers lines (`seq`) in the order they actually leave.
 public enum OutputLine: Sendable {
-    case hello(sources: [SourceID], views: [ViewID], version: String)
+    /// `configuration`: the canonical path of the configuration file, told to `hammock serve`'s clients so
+    /// that `attach` can refuse an engine of another configuration (nil on `hammock run`'s stdout).
+    case hello(sources: [SourceID], views: [ViewID], version: String, configuration: String? = nil)
     /// `event` is `nil` only in a snapshot of a source that has had no event yet.
     case source(id: SourceID, event: SourceEvent?, state: SourceState)
     case view(id: ViewID, state: ViewState)
@@ -65,12 +67,16 @@ public enum OutputLine: Sendable {
         var line = LineWriter(out: [], redactor: redactor)
         swap(&line.out, &out)
         switch self {
-        case .hello(let sources, let views, let version):
+        case .hello(let sources, let views, let version, let configuration):
             line.begin(type: "hello", seq: seq)
             line.key("protocol")
             line.raw(String(Self.protocolVersion))
             line.key("version")
             writeJSONString(version, into: &line.out)
+            if let configuration {
+                line.key("configuration")
+                writeJSONString(configuration, into: &line.out)
+            }
             line.key("sources")
             JSONValue.array(sources.map { .string($0.rawValue) }).write(into: &line.out)
             line.key("views")

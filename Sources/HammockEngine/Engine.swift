@@ -228,6 +228,12 @@ public final class Engine: Sendable {
     }
 
 
+    /// The secrets redacted from everything hammock writes (a client's output takes them too).
+    var secrets: Secrets { standardError.secrets }
+
+    /// The view `id` of the configuration the engine started with.
+    func view(_ id: ViewID) -> ViewDefinition? { loaded.configuration.views.first { $0.id == id } }
+
     /// What encodes the lines for `--format`'s status bar; nil for the protocol's lines and the watch screen.
     var barEncoder: BarEncoder? {
         let definitions = loaded.configuration.views
@@ -262,7 +268,7 @@ public final class Engine: Sendable {
             writer = WatchTerminal(
                 title: URL(fileURLWithPath: loaded.file).lastPathComponent, sources: loaded.configuration.sources.map(\.id),
                 views: definitions, secrets: standardError.secrets,
-                act: { if keyCommands.command($0) { inbox.yield(.controls) } },
+                act: { if keyCommands.command($0) { inbox.yield(.controls(.standardOutput)) } },
                 quit: { if stop.request(.quit, signal: nil) { inbox.yield(.stop) } })
         } else {
             let lines = OutputWriter(
@@ -331,22 +337,35 @@ public final class Engine: Sendable {
         }
     }
 
-    /// The loop and its stop over `writer` and `controls`, with the clock, the configuration, the plugins
-    /// and the cache of `environment`; returns the exit status. What `run(signals:)` does around it (signals,
-    /// stdin, the orphan sweep, the watchdog) is the process's; a test calls this with an output and a
-    /// control mailbox in memory (`EmbeddedEngine`). `whenStopping` is called once the loop has ended.
+    /// The loop and its stop over `writer` and `controls` (stdout and stdin, which read everything), with the
+    /// clock, the configuration, the plugins and the cache of `environment`; returns the exit status. What
+    /// `run(signals:)` does around it (signals, stdin, the orphan sweep, the watchdog) is the process's; a test
+    /// calls this with an output and a control mailbox in memory (`EmbeddedEngine`). `whenStopping` is called
+    /// once the loop has ended.
     func run(
         output writer: any EngineOutput, controls: ControlMailbox, stop: StopRequest,
         whenStopping: @escaping @Sendable () -> Void = {}
     ) async -> Int32 {
+        let primary = Consumer(
+            id: .standardOutput, subscription: .everything, output: writer, controls: controls, format: options.format)
+        return await run(primary: primary, clients: nil, stop: stop, whenStopping: whenStopping)
+    }
+
+    /// The loop and its stop over `primary` (stdout, when there is one) and whatever clients `clients`
+    /// accepts (`hammock serve`'s socket, a test's connections in memory); returns the exit status.
+    func run(
+        primary: Consumer?, clients: (any ClientListener)?, stop: StopRequest,
+        whenStopping: @escaping @Sendable () -> Void = {}
+    ) async -> Int32 {
         let clock = environment.makeClock(inbox)
         return await withTaskGroup(of: Void.self) { services in
-            services.addTask { await writer.run() }
+            if let primary { services.addTask { await primary.output.run() } }
             services.addTask { await clock.run() }
+            if let clients { services.addTask { [inbox] in await clients.run(inbox: inbox) } }
             let status = await withTaskGroup(of: Void.self) { work in
-                await serve(writer: writer, controls: controls, clock: clock, stop: stop, whenStopping: whenStopping, work: &work)
+                await serve(primary: primary, clock: clock, stop: stop, whenStopping: whenStopping, work: &work)
             }
-            // The writer is over (`finish` has returned); the clock runs until told to stop.
+            // The writer is over (`finish` has returned); the clock and the listener run until told to stop.
             services.cancelAll()
             return status
         }
@@ -362,7 +381,7 @@ public final class Engine: Sendable {
                     descriptor: STDIN_FILENO, maximumLineLength: ControlMailbox.maximumLineLength,
                     stopDescriptor: stopping.readEnd
                 ) {
-                    if clicks ? controls.receiveClick($0) : controls.receive($0) { inbox.yield(.controls) }
+                    if clicks ? controls.receiveClick($0) : controls.receive($0) { inbox.yield(.controls(.standardOutput)) }
                 }
             }
         } onCancel: {
@@ -381,10 +400,10 @@ public final class Engine: Sendable {
     /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
     /// wait on one): a reload stuck on a plugin never holds up a stop.
     private func serve(
-        writer: any EngineOutput, controls: ControlMailbox, clock: any EngineDeadlines, stop: StopRequest,
+        primary: Consumer?, clock: any EngineDeadlines, stop: StopRequest,
         whenStopping: @Sendable () -> Void, work: inout TaskGroup<Void>
     ) async -> Int32 {
-        let loop = Loop(engine: self, writer: writer, controls: controls, stop: stop)
+        let loop = Loop(engine: self, primary: primary, stop: stop)
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
         for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders) {
             _ = loop.core.learnTemplateRules(rules, for: kind, now: environment.now())
@@ -403,7 +422,7 @@ public final class Engine: Sendable {
         while running {
             clock.schedule(loop.core.nextDeadline)
             guard let input = await pending.next(), !stop.isRequested else { break }
-            if case .controls = input { running = await loop.takeControls(work: &work) }
+            if case .controls(let consumer) = input { running = await loop.takeControls(from: consumer, work: &work) }
             if running { running = await loop.perform(await loop.decide(input, now: environment.now(), work: &work), work: &work) }
         }
 
@@ -413,7 +432,7 @@ public final class Engine: Sendable {
         for step in EngineStop.steps {
             switch step {
             case .closeControls:
-                controls.close()
+                for consumer in loop.consumers.values { consumer.controls.close() }
                 loop.notify(loop.notifier?.stopping())
             case .rerouteSignals:
                 whenStopping()
@@ -428,10 +447,10 @@ public final class Engine: Sendable {
             case .logStopping:
                 if let stopped { logger.info("stopping", metadata: ["reason": "\(stopped.reason)"]) }
             case .bye:
-                for case .emit(let line) in loop.core.stop(reason: stopped?.reason ?? .signal) { writer.send(line) }
+                loop.deliver(loop.core.stop(reason: stopped?.reason ?? .signal).compactMap(\.line))
             case .finishOutput:
                 status = await finishOutput(
-                    writer, stopped: stopped, isFinished: loop.isFinished, exitStatus: loop.exitStatus, stop: stop,
+                    loop, stopped: stopped, isFinished: loop.isFinished, exitStatus: loop.exitStatus, stop: stop,
                     onceOutputDeadline: onceOutputDeadline)
             }
         }
@@ -441,7 +460,7 @@ public final class Engine: Sendable {
     /// Writes what is left for the consumer, for as long as `EngineStop.drain` says, and returns the exit
     /// status `EngineStop.verdict` decides, logging what it says.
     private func finishOutput(
-        _ writer: any EngineOutput, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest,
+        _ loop: Loop, stopped: StopRequest.Reason?, isFinished: Bool, exitStatus: Int32, stop: StopRequest,
         onceOutputDeadline: MonotonicInstant
     ) async -> Int32 {
         let deadline: Duration
@@ -449,7 +468,18 @@ public final class Engine: Sendable {
         case .untilOnceOutputDeadline: deadline = max(onceOutputDeadline - environment.now().instant, .zero)
         case .drainTimeout: deadline = options.drainTimeout
         }
-        let completion = await writer.finish(with: nil, deadline: deadline)
+        // Every client drains at once, each for at most the drain time; only stdout's decides the status.
+        let clients = loop.consumers.values.filter { $0.id != .standardOutput }
+        async let clientsDone: Void = withTaskGroup(of: Void.self) { [drain = options.drainTimeout] group in
+            for client in clients {
+                group.addTask {
+                    _ = await client.output.finish(with: nil, deadline: drain)
+                    client.close()
+                }
+            }
+        }
+        let completion = await loop.primary?.output.finish(with: nil, deadline: deadline) ?? .complete
+        await clientsDone
         let (status, records) = EngineStop.verdict(
             EngineStop.Ending(
                 once: options.once, isFinished: isFinished, finishedStatus: exitStatus, completion: completion,
@@ -461,6 +491,13 @@ public final class Engine: Sendable {
     }
 }
 
+extension EngineAction {
+    /// The line an `emit` writes.
+    var line: OutputLine? {
+        if case .emit(let line) = self { line } else { nil }
+    }
+}
+
 extension Engine {
     /// What the loop owns while it runs, and how it carries out what the core and the reload machine decide:
     /// the core, the plugin hosts by role, the cache, the click runner, systemd's notifier, the metrics'
@@ -468,8 +505,11 @@ extension Engine {
     /// off the loop (a reload step, a retiring host, a click command) adds it to `serve`'s group, `work`.
     fileprivate final class Loop {
         let engine: Engine
-        let writer: any EngineOutput
-        let controls: ControlMailbox
+        /// `hammock run`'s stdout (and stdin); nil under `hammock serve`, whose readers are all clients.
+        let primary: Consumer?
+        /// Every reader of the engine's lines, the primary included, and which lines each reads.
+        var consumers: [ConsumerID: Consumer] = [:]
+        var fanout: Fanout
         let stop: StopRequest
         var core: EngineCore
         // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
@@ -494,11 +534,15 @@ extension Engine {
         var standardError: StandardError { engine.standardError }
         var inbox: EngineInbox { engine.inbox }
 
-        init(engine: Engine, writer: any EngineOutput, controls: ControlMailbox, stop: StopRequest) {
+        init(engine: Engine, primary: Consumer?, stop: StopRequest) {
             self.engine = engine
-            self.writer = writer
-            self.controls = controls
+            self.primary = primary
             self.stop = stop
+            fanout = Fanout(configuration: engine.loaded.file)
+            if let primary {
+                consumers[primary.id] = primary
+                fanout.join(primary.id, primary.subscription)
+            }
             let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
             let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
             core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
@@ -518,7 +562,19 @@ extension Engine {
             func notify(_ message: String?) {
                 if let message { notifySocket?.send(message) }
             }
-            func perform(_ actions: [EngineAction], work: inout TaskGroup<Void>) async -> Bool {
+            /// Hands `lines` to the consumers that read them (`Fanout.route`); `answering` and `only` as there.
+            func deliver(_ lines: [OutputLine], answering: ConsumerID? = nil, only: ConsumerID? = nil) {
+                guard !lines.isEmpty else { return }
+                for (id, batch) in fanout.route(lines, answering: answering, only: only) {
+                    consumers[id]?.output.send(contentsOf: batch)
+                }
+            }
+
+            /// Carries out `actions` in order; false when the run is to end. `answering`, `only`: the consumer
+            /// whose control line they answer, and whether it alone reads their lines (`snapshot`).
+            func perform(
+                _ actions: [EngineAction], answering: ConsumerID? = nil, only: ConsumerID? = nil, work: inout TaskGroup<Void>
+            ) async -> Bool {
                 // The loads of one turn go to their loader in one call (one hop onto its actor, one write to the
                 // plugin), in order, and its lines to the writer together (one wake-up of its thread); what else
                 // reaches a loader or the writer (a cancel, a removal, a reload) or ends the run goes after
@@ -526,7 +582,7 @@ extension Engine {
                 var loadsToStart: [(kind: Kind, requests: [LoadRequest])] = []
                 var lines: [OutputLine] = []
                 func handOver() async {
-                    writer.send(contentsOf: lines)
+                    deliver(lines, answering: answering, only: only)
                     lines.removeAll()
                     for (kind, requests) in loadsToStart { await loaders[kind]?.start(requests) }
                     loadsToStart.removeAll()
@@ -545,7 +601,7 @@ extension Engine {
                         await cache.save(source, content: content)
                     case .reload(let ids):
                         // A reload line over the bound is refused at once.
-                        for case .emit(let line) in carryOut(reloads.requested(replyingTo: ids), work: &work) { writer.send(line) }
+                        deliver(carryOut(reloads.requested(replyingTo: ids), work: &work).compactMap(\.line), answering: answering)
                     case .startLoad(let request):
                         if let index = loadsToStart.firstIndex(where: { $0.kind == request.kind }) {
                             loadsToStart[index].requests.append(request)
@@ -620,7 +676,7 @@ extension Engine {
                     case .logReloaded(let file):
                         logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
                     case .reconfigure(let next, let rules, let replacedKinds):
-                        writer.viewsReloaded(next.configuration.views)
+                        for consumer in consumers.values { consumer.output.viewsReloaded(next.configuration.views) }
                         for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: environment.now()) }
                         actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: environment.now())
                     case .acknowledge(let ids):
@@ -640,31 +696,68 @@ extension Engine {
                 return actions
             }
 
-            /// The control lines that wait, each carried out in order; false when the run is to end. A stop goes
-            /// before the control lines that came ahead of it.
-            func takeControls(work: inout TaskGroup<Void>) async -> Bool {
+            /// The control lines of `consumer` that wait, each carried out in order; false when the run is to end.
+            /// A stop goes before the control lines that came ahead of it. Answers go to `consumer` alone; the
+            /// states an op changes go to every consumer that reads them, but a `snapshot`'s, which only its
+            /// asker reads.
+            func takeControls(from id: ConsumerID, work: inout TaskGroup<Void>) async -> Bool {
                 #if DEBUG
                     if let stall = Engine.testLoopStall { try? await Task.sleep(for: stall) }
                 #endif
-                for entry in controls.take() {
+                guard let consumer = consumers[id] else { return true }  // it left; its lines go with it
+                for entry in consumer.controls.take() {
                     if stop.isRequested { return false }
                     let now = environment.now()
                     switch entry {
-                    case .invalid(let message, nil) where options.format == .i3bar:
-                        logger.warning("stdin: \(message)")  // the bar shows no error lines
-                    case .invalid(let message, let id):
-                        guard await perform([.emit(.error(message: message, id: id))], work: &work) else { return false }
+                    case .invalid(let message, nil) where consumer.format == .i3bar:
+                        logger.warning("\(id == .standardOutput ? "stdin" : "\(id)"): \(message)")  // the bar shows no error lines
+                    case .invalid(let message, let id?):
+                        let reply = fanout.replyIDs(for: consumer.id, [id])[0]
+                        guard await perform([.emit(.error(message: message, id: reply))], answering: consumer.id, work: &work) else { return false }
+                    case .invalid(let message, nil):
+                        guard await perform([.emit(.error(message: message))], answering: consumer.id, work: &work) else { return false }
                     case .click(let click):
                         guard let clicked = core.clicked(click, now: now) else {
                             logger.warning("a click on \"\(click.view)\", which is not a view; ignored")
                             continue
                         }
-                        guard await perform(clicked, work: &work) else { return false }
+                        guard await perform(clicked, answering: consumer.id, work: &work) else { return false }
                     case .command(let command, let ids):
-                        guard await perform(core.handle(command, replyingTo: ids, now: now), work: &work) else { return false }
+                        let replies = fanout.replyIDs(for: consumer.id, ids)
+                        let only = command == .snapshot ? consumer.id : nil
+                        guard await perform(core.handle(command, replyingTo: replies, now: now), answering: consumer.id, only: only, work: &work)
+                        else { return false }
                     }
                 }
                 return true
+            }
+
+            /// A client joins: its `hello` and a snapshot of what it reads, then (its subscription had an `id`)
+            /// the `ack` that says the snapshot is whole, all before any other line; then what its demand
+            /// loads. A subscription that names what the configuration does not have is refused.
+            func join(_ consumer: Consumer, now: EngineTime) -> [EngineAction] {
+                let sources = core.configuration.sources.map(\.id)
+                let views = core.configuration.views.map(\.id)
+                if let problem = consumer.subscription.unknownIDs(sources: sources, views: views) {
+                    consumer.output.send(.error(message: problem, id: consumer.subscriptionID))
+                    consumer.close()
+                    return []
+                }
+                consumers[consumer.id] = consumer
+                fanout.join(consumer.id, consumer.subscription)
+                var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + core.snapshot()
+                if let id = consumer.subscriptionID { lines.append(.ack(id: fanout.replyIDs(for: consumer.id, [id])[0])) }
+                deliver(lines, only: consumer.id)
+                return []  // demand: the core's `demandChanged` (issue 27's second half)
+            }
+
+            /// A client left, or the engine dropped it.
+            func leave(_ id: ConsumerID, now: EngineTime) -> [EngineAction] {
+                guard let consumer = consumers.removeValue(forKey: id) else { return [] }
+                fanout.leave(id)
+                consumer.controls.close()
+                consumer.close()
+                return []  // demand: the core's `demandChanged`
             }
 
             /// What the core (or the reload machine) decides about `input`.
@@ -682,6 +775,10 @@ extension Engine {
                     return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
                 case .plugin(.pushedError(let source, let error)):
                     return core.pushedError(source: source, error: error, now: now)
+                case .joined(let consumer):
+                    return join(consumer, now: now)
+                case .left(let id):
+                    return leave(id, now: now)
                 case .controls, .stop:
                     return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
                 case .tick:

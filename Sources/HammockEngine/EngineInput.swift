@@ -15,8 +15,14 @@ enum EngineInput: Sendable {
     /// What a plugin host told the engine (a load's end, a push, a hello's template rules), through the
     /// `PluginHost.Report` the engine gave it.
     case plugin(PluginHostEvent)
-    /// Control lines wait in the `ControlMailbox`; at most one of these is in the inbox at a time.
-    case controls
+    /// Control lines wait in the consumer's `ControlMailbox`; at most one of these per consumer is in the
+    /// inbox at a time.
+    case controls(ConsumerID)
+    /// A client connected to `hammock serve`'s socket and said what it reads: it gets `hello` and a snapshot
+    /// of that in this turn of the loop, before any later line, so it misses nothing and sees nothing twice.
+    case joined(Consumer)
+    /// A client closed its connection (or the engine dropped it): nothing more goes to it.
+    case left(ConsumerID)
     case tick
     /// The wall clock was stepped or the machine slept (`ClockWatch`).
     case clockJumped

@@ -71,7 +71,7 @@ public struct WatchScreen: Sendable {
             sourceStates[id] = state
         case .view(let id, let state):
             viewStates[id] = state
-        case .hello(let sources, _, _), .reloaded(let sources, _):
+        case .hello(let sources, _, _, _), .reloaded(let sources, _):
             sourceIDs = sources
             keepSelection()
         case .removed(let id, let what):

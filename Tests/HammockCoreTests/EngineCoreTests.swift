@@ -18,7 +18,7 @@ import Testing
                 #"hello ["a", "b"] ["v"]"#, "source a requested", "startLoad a #1", "source b requested",
                 "startLoad b #2", "view v loading",
             ])
-        guard case .emit(.hello(_, _, let version)) = actions[0] else { throw Failure("no hello") }
+        guard case .emit(.hello(_, _, let version, _)) = actions[0] else { throw Failure("no hello") }
         #expect(version == hammockVersion)
         let requests = actions.loads
         #expect(requests[0].kind == "fake")

@@ -40,7 +40,7 @@ extension OutputLine {
     /// `source a newData load`, `view v data`, `error <message>`, `bye once [a]`.
     var summary: String {
         switch self {
-        case .hello(let sources, let views, _): "hello \(sources) \(views)"
+        case .hello(let sources, let views, _, _): "hello \(sources) \(views)"
         case .source(let id, let event, _):
             (["source", id.rawValue, event?.name ?? "nil"] + (event?.origin.map { [$0.rawValue] } ?? [])).joined(separator: " ")
         case .view(let id, let state): "view \(id) \(state.status.rawValue)"

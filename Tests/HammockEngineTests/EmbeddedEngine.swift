@@ -47,6 +47,8 @@ final class EmbeddedEngine: Sendable {
     private let stdout: MemoryStdout
     private let writer: OutputWriter
     private let format: StdoutFormat
+    private let nextClient = Atomic<Int>(0)
+    private var standardErrorSecrets: Secrets { engine.secrets }
 
     /// Waits this long, at most, for a line; a busy machine must not fail a test that is only slow.
     static let defaultTimeout: Duration = .seconds(10)
@@ -77,8 +79,8 @@ final class EmbeddedEngine: Sendable {
     @discardableResult
     static func run(
         _ yaml: String, plugins: [TestPlugin] = [], options: RunOptions = RunOptions(),
-        directory existing: String? = nil, validatingPlugins: Bool = true, sourceLocation: SourceLocation = #_sourceLocation,
-        _ body: (EmbeddedEngine) async throws -> Void
+        directory existing: String? = nil, validatingPlugins: Bool = true, serving: Bool = false,
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: (EmbeddedEngine) async throws -> Void
     ) async throws -> Int32 {
         let directory = try existing ?? makeTemporaryDirectory()
         defer { if existing == nil { try? FileManager.default.removeItem(atPath: directory) } }
@@ -144,7 +146,10 @@ final class EmbeddedEngine: Sendable {
             format: options.format)
 
         async let status: Int32 = {
-            let status = await engine.run(output: writer, controls: controls, stop: stop) { output.stopping() }
+            let status =
+                serving
+                ? await engine.run(primary: nil, clients: nil, stop: stop) { output.stopping() }
+                : await engine.run(output: writer, controls: controls, stop: stop) { output.stopping() }
             output.finished(status: status)
             return status
         }()
@@ -173,7 +178,21 @@ final class EmbeddedEngine: Sendable {
     func send(controlLine: String) {
         let event = LineReader.Event.line(Array(controlLine.utf8))
         let announce = format == .i3bar ? controls.receiveClick(event) : controls.receive(event)
-        if announce { engine.inbox.yield(.controls) }
+        if announce { engine.inbox.yield(.controls(.standardOutput)) }
+    }
+
+    /// A client connects, as `hammock serve`'s listener hands one to the loop: it reads `subscription`'s
+    /// lines (acknowledged with `subscriptionID`), in `format` over `views`, from a queue of its own.
+    func connect(
+        _ subscription: Subscription = .everything, subscriptionID: ControlID? = nil, format: StdoutFormat = .json,
+        views: [ViewID] = []
+    ) -> EmbeddedClient {
+        let client = EmbeddedClient(
+            id: ConsumerID(rawValue: nextClient.add(1, ordering: .relaxed).newValue), inbox: engine.inbox,
+            secrets: standardErrorSecrets, format: format,
+            bar: format == .json ? nil : BarEncoder(format: format, views: views.compactMap { engine.view($0) }))
+        engine.inbox.yield(.joined(client.consumer(subscription, subscriptionID: subscriptionID)))
+        return client
     }
 
     /// SIGHUP: read the configuration again.
@@ -207,73 +226,9 @@ final class EmbeddedEngine: Sendable {
 
     // MARK: What the consumer reads (as `HammockProcess` offers for a process)
 
-    var lines: [WrittenLine] { output.lines }
-    var lineCount: Int { output.lines.count }
-    func lines(since mark: Int) -> [WrittenLine] { Array(output.lines.dropFirst(mark)) }
-    /// Lines that were not JSON (none, for the protocol's lines).
-    var malformedLines: [String] { output.lines.filter { !$0.isJSON }.map(\.text) }
     /// The loop takes inputs: it has not begun to stop.
     var isRunning: Bool { !output.isStopping }
     var logText: String { log.text }
-
-    /// The first line after the previous match (or from the start) that satisfies `predicate`; lines
-    /// skipped over stay in `lines`. Throws when none comes within `timeout`.
-    @discardableResult
-    func nextLine(
-        where predicate: @escaping (WrittenLine) -> Bool, timeout: Duration = defaultTimeout,
-        _ what: String = "a line matching the condition", sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws -> WrittenLine {
-        try await output.await(what, timeout: timeout, sourceLocation: sourceLocation) { state in
-            while state.cursor < state.lines.count {
-                let line = state.lines[state.cursor]
-                state.cursor += 1
-                if predicate(line) { return line }
-            }
-            return nil
-        }
-    }
-
-    /// `nextLine` for a line of `type` (and `id`) that also satisfies `predicate`.
-    @discardableResult
-    func waitFor(
-        type: String, id: String? = nil, timeout: Duration = defaultTimeout,
-        sourceLocation: SourceLocation = #_sourceLocation, where predicate: @escaping (WrittenLine) -> Bool = { _ in true }
-    ) async throws -> WrittenLine {
-        try await nextLine(
-            where: { $0.type == type && (id == nil || $0.id == id) && predicate($0) }, timeout: timeout,
-            "a \"\(type)\" line\(id.map { " for \"\($0)\"" } ?? "")", sourceLocation: sourceLocation)
-    }
-
-    /// The next `source` line of `source` satisfying `predicate`, after the last one this returned for it.
-    @discardableResult
-    func next(
-        _ source: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
-        where predicate: @escaping (WrittenLine) -> Bool = { _ in true }
-    ) async throws -> WrittenLine {
-        try await output.await("the next line of \"\(source)\"", timeout: timeout, sourceLocation: sourceLocation) { state in
-            var cursor = state.sourceCursors[source] ?? 0
-            defer { state.sourceCursors[source] = cursor }
-            while cursor < state.lines.count {
-                let line = state.lines[cursor]
-                cursor += 1
-                if line.type == "source" && line.id == source && predicate(line) { return line }
-            }
-            return nil
-        }
-    }
-
-    /// Waits until `condition` holds for every line written so far.
-    func waitUntil(
-        _ what: String, timeout: Duration = defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
-        _ condition: @escaping ([WrittenLine]) -> Bool
-    ) async throws {
-        _ = try await output.await(what, timeout: timeout, sourceLocation: sourceLocation) { state in
-            condition(state.lines) ? true : nil
-        }
-    }
-
-    /// Forgets the lines read so far for `nextLine` and `waitFor`: the next match comes after them.
-    func skipLinesReadSoFar() { output.skipReadSoFar() }
 
     /// Waits until the log has a record containing `text`.
     func waitForLog(
@@ -355,6 +310,139 @@ struct WrittenLine: Sendable, CustomStringConvertible {
     var description: String { text }
 }
 
+/// A client of a serving `EmbeddedEngine` (`connect`): its own queue (`OutputWriter`) over memory, its own
+/// control lines.
+final class EmbeddedClient: LineReading, Sendable {
+    let id: ConsumerID
+    let output: OutputBook
+    private let stdout: MemoryStdout
+    private let writer: OutputWriter
+    private let controls: ControlMailbox
+    private let inbox: EngineInbox
+    private let format: StdoutFormat
+
+    init(id: ConsumerID, inbox: EngineInbox, secrets: Secrets, format: StdoutFormat, bar: BarEncoder?) {
+        self.id = id
+        self.inbox = inbox
+        self.format = format
+        output = OutputBook(parsesJSON: format == .json)
+        stdout = MemoryStdout(book: output)
+        let writer = OutputWriter(transport: stdout, secrets: secrets, bar: bar) { [inbox] in inbox.yield(.left(id)) }
+        self.writer = writer
+        controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
+        Task { [writer] in await writer.run() }  // ends when the engine finishes or drops this client
+    }
+
+    func consumer(_ subscription: Subscription, subscriptionID: ControlID?) -> Consumer {
+        Consumer(
+            id: id, subscription: subscription, subscriptionID: subscriptionID, output: writer, controls: controls,
+            format: format
+        ) { [writer, output] in
+            Task {
+                _ = await writer.finish(with: nil, deadline: .seconds(2))
+                output.finished(status: 0)
+            }
+        }
+    }
+
+    /// A control line from this client (without its newline).
+    func send(controlLine: String) {
+        let event = LineReader.Event.line(Array(controlLine.utf8))
+        let announce = format == .i3bar ? controls.receiveClick(event) : controls.receive(event)
+        if announce { inbox.yield(.controls(id)) }
+    }
+
+    /// The client closes its connection.
+    func disconnect() { stdout.close() }
+
+    /// The engine closed this client (it left, was refused, or the engine stopped).
+    var isClosed: Bool { output.isFinishedForTest }
+
+    /// Waits until the engine closes this client.
+    func waitUntilClosed(
+        timeout: Duration = EmbeddedEngine.defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        _ = try await output.await("the engine to close the client", timeout: timeout, sourceLocation: sourceLocation) {
+            $0.isFinished ? true : nil
+        }
+    }
+}
+
+/// What reads the engine's lines in a test: its stdout (`EmbeddedEngine`), or a client (`EmbeddedClient`).
+protocol LineReading {
+    var output: OutputBook { get }
+}
+
+extension EmbeddedEngine: LineReading {}
+
+extension LineReading {
+    var lines: [WrittenLine] { output.lines }
+    var lineCount: Int { output.lines.count }
+    func lines(since mark: Int) -> [WrittenLine] { Array(output.lines.dropFirst(mark)) }
+    /// Lines that were not JSON (none, for the protocol's lines).
+    var malformedLines: [String] { output.lines.filter { !$0.isJSON }.map(\.text) }
+
+    /// The first line after the previous match (or from the start) that satisfies `predicate`; lines
+    /// skipped over stay in `lines`. Throws when none comes within `timeout`.
+    @discardableResult
+    func nextLine(
+        where predicate: @escaping (WrittenLine) -> Bool, timeout: Duration = EmbeddedEngine.defaultTimeout,
+        _ what: String = "a line matching the condition", sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> WrittenLine {
+        try await output.await(what, timeout: timeout, sourceLocation: sourceLocation) { state in
+            while state.cursor < state.lines.count {
+                let line = state.lines[state.cursor]
+                state.cursor += 1
+                if predicate(line) { return line }
+            }
+            return nil
+        }
+    }
+
+    /// `nextLine` for a line of `type` (and `id`) that also satisfies `predicate`.
+    @discardableResult
+    func waitFor(
+        type: String, id: String? = nil, timeout: Duration = EmbeddedEngine.defaultTimeout,
+        sourceLocation: SourceLocation = #_sourceLocation, where predicate: @escaping (WrittenLine) -> Bool = { _ in true }
+    ) async throws -> WrittenLine {
+        try await nextLine(
+            where: { $0.type == type && (id == nil || $0.id == id) && predicate($0) }, timeout: timeout,
+            "a \"\(type)\" line\(id.map { " for \"\($0)\"" } ?? "")", sourceLocation: sourceLocation)
+    }
+
+    /// The next `source` line of `source` satisfying `predicate`, after the last one this returned for it.
+    @discardableResult
+    func next(
+        _ source: String, timeout: Duration = EmbeddedEngine.defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
+        where predicate: @escaping (WrittenLine) -> Bool = { _ in true }
+    ) async throws -> WrittenLine {
+        try await output.await("the next line of \"\(source)\"", timeout: timeout, sourceLocation: sourceLocation) { state in
+            var cursor = state.sourceCursors[source] ?? 0
+            defer { state.sourceCursors[source] = cursor }
+            while cursor < state.lines.count {
+                let line = state.lines[cursor]
+                cursor += 1
+                if line.type == "source" && line.id == source && predicate(line) { return line }
+            }
+            return nil
+        }
+    }
+
+    /// Waits until `condition` holds for every line written so far.
+    func waitUntil(
+        _ what: String, timeout: Duration = EmbeddedEngine.defaultTimeout, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: @escaping ([WrittenLine]) -> Bool
+    ) async throws {
+        _ = try await output.await(what, timeout: timeout, sourceLocation: sourceLocation) { state in
+            condition(state.lines) ? true : nil
+        }
+    }
+
+    /// Forgets the lines read so far for `nextLine` and `waitFor`: the next match comes after them.
+    func skipLinesReadSoFar() { output.skipReadSoFar() }
+
+}
+
 /// Every line written to the in-memory stdout, and whoever waits for one. A `Mutex`: the writer's thread
 /// appends, test tasks read; waiters are resumed outside the lock.
 final class OutputBook: Sendable {
@@ -379,6 +467,7 @@ final class OutputBook: Sendable {
 
     var lines: [WrittenLine] { state.withLock { $0.lines } }
     var isStopping: Bool { state.withLock { $0.isStopping } }
+    var isFinishedForTest: Bool { state.withLock { $0.isFinished } }
 
     func skipReadSoFar() { state.withLock { $0.cursor = $0.lines.count } }
 
