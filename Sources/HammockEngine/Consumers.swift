@@ -56,8 +56,9 @@ struct ConsumerID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// A view subscriber gets the view's lines, not its sources': what it watches is the view. (What loads is
 /// wider: the view's sources, and what their templates read, are watched; see `Demand`.)
 public struct Subscription: Sendable, Equatable {
-    /// nil together with `views`: everything.
+    /// nil: every source (a line's subscription that names only views has an empty set here).
     public var sources: Set<SourceID>?
+    /// nil: every view (i3bar's, without `views`).
     public var views: Set<ViewID>?
 
     public static let everything = Subscription(sources: nil, views: nil)
@@ -69,8 +70,8 @@ public struct Subscription: Sendable, Equatable {
 
     public var isEverything: Bool { sources == nil && views == nil }
 
-    func includes(source id: SourceID) -> Bool { isEverything || sources?.contains(id) == true }
-    func includes(view id: ViewID) -> Bool { isEverything || views?.contains(id) == true }
+    func includes(source id: SourceID) -> Bool { sources?.contains(id) ?? true }
+    func includes(view id: ViewID) -> Bool { views?.contains(id) ?? true }
 
     /// The ids of `sources` and `views` this subscription reads, in their order (a `hello`'s or `reloaded`'s
     /// lists, as this consumer sees them).
@@ -96,7 +97,8 @@ public struct Subscription: Sendable, Equatable {
     /// Which sources the engine must keep fresh for this subscription (widened by the core to the views'
     /// sources and the templates' inputs).
     var demand: Demand {
-        isEverything ? .everything : .subscribed(sources: sources ?? [], views: views ?? [])
+        guard let sources, let views else { return .everything }  // every view watches nearly every source anyway
+        return .subscribed(sources: sources, views: views)
     }
 }
 
@@ -184,9 +186,7 @@ struct Fanout {
                 for (consumer, subscription) in subscriptions where subscription.includes(view: id) { send(line, to: consumer) }
             case .removed(let id, let what):
                 for (consumer, subscription) in subscriptions
-                where subscription.isEverything
-                    || (what == "source" ? subscription.sources?.contains(SourceID(id)) : subscription.views?.contains(ViewID(id))) == true
-                {
+                where what == "source" ? subscription.includes(source: SourceID(id)) : subscription.includes(view: ViewID(id)) {
                     send(line, to: consumer)
                 }
             case .hello(let sources, let views, let version, _):
