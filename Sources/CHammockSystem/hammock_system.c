@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 
 int hammock_release_free_memory(void) { return malloc_trim(0); }
@@ -245,4 +247,23 @@ int hammock_reap(int pidfd, int *signaled, int *code) {
     *signaled = info.si_code == CLD_EXITED ? 0 : 1;
     *code = info.si_status;
     return 1;
+}
+
+// MARK: - Unix sockets
+
+int hammock_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+int hammock_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int hammock_socket_unsent(int fd) {
+    int count = 0;
+    return ioctl(fd, SIOCOUTQ, &count) == 0 ? count : -1;
 }

@@ -84,4 +84,17 @@ void hammock_event_clear(int fd);
 /// 1: signal `code` ended it), 0 while it runs, or -1 with errno set.
 int hammock_reap(int pidfd, int *signaled, int *code);
 
+/// The peer of the connected Unix socket `fd`, as the kernel recorded it at connect (getsockopt SO_PEERCRED,
+/// whose `struct ucred` Swift's Glibc leaves out: it is behind _GNU_SOURCE). 0, or -1 with errno set.
+int hammock_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
+
+/// Accepts a connection on the listening socket `fd` (accept4 with SOCK_CLOEXEC, which Swift's Glibc leaves
+/// out): the new descriptor is close-on-exec from its first moment, so that a process another thread spawns
+/// meanwhile cannot inherit it, and blocking whatever `fd` is. The descriptor, or -1 with errno set.
+int hammock_accept(int fd);
+
+/// How many bytes the socket `fd` has sent that its peer has not read (ioctl SIOCOUTQ, which Swift cannot call:
+/// ioctl is variadic; for AF_UNIX the kernel counts the queued buffers' memory), or -1 with errno set.
+int hammock_socket_unsent(int fd);
+
 #endif
