@@ -17,6 +17,8 @@ public enum StopReason: String, Sendable, CaseIterable, CustomStringConvertible 
     case once
     /// `--once`: the deadline passed with a source still loading or failed.
     case deadline
+    /// `hammock serve --idle-exit`: no client for that long.
+    case idle
 
     public var description: String { rawValue }
 }

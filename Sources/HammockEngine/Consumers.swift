@@ -1,6 +1,7 @@
 import HammockCore
 import HammockJSON
 import HammockRendering
+import HammockSystem
 import OrderedCollections
 
 /// One reader of the engine's lines: `hammock run`'s stdout, or a client connected to `hammock serve`'s
@@ -132,7 +133,7 @@ struct Fanout {
     let configuration: String?
 
     init(configuration: String? = nil) {
-        self.configuration = configuration
+        self.configuration = configuration.map { SocketPath.canonical($0) ?? $0 }
     }
 
     var demand: Demand { Demand.union(of: subscriptions.values) }

@@ -29,12 +29,15 @@ public struct RunOptions: Sendable {
     public var metrics: (any EngineObserver)?
     /// `--watch-config`: a change to a file of the configuration reloads it (`ConfigurationWatch`).
     public var watchConfiguration: Bool
+    /// `hammock serve --idle-exit`: stop once no client has been connected for this long (nil: never).
+    public var idleExit: Duration?
 
     public init(
         once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
         format: StdoutFormat = .json, views: [ViewID] = [], notifySocket: NotifySocket? = nil,
-        metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false
+        metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false, idleExit: Duration? = nil
     ) {
+        self.idleExit = idleExit
         self.once = once
         self.onceDeadline = onceDeadline
         self.drainTimeout = drainTimeout
@@ -337,6 +340,58 @@ public final class Engine: Sendable {
         }
     }
 
+    /// `hammock serve`: the engine with no stdout, whose consumers are the clients of `listener`, until a
+    /// signal stops it (every client reads `bye`) or, with `--idle-exit`, no client has come for that long.
+    /// Returns the exit status; the listener is closed (its socket file removed) before it returns.
+    public func serve(listener: UnixListener, maximumClients: Int, stallTimeout: Duration, signals: SignalRouter) async -> Int32 {
+        let inbox = inbox
+        signal(SIGPIPE, SIG_IGN)
+        OrphanReaper.becomeSubreaper()
+        let stop = StopRequest()
+        let views = loaded.configuration.views
+        let clients = SocketClients(
+            listener: listener,
+            limits: SocketClients.Limits(maximumClients: maximumClients, stallTimeout: stallTimeout, drainTimeout: options.drainTimeout),
+            secrets: standardError.secrets, logger: logger,
+            barEncoder: { format, selected in
+                BarEncoder(
+                    format: format,
+                    views: format == .i3bar && selected.isEmpty ? views : selected.compactMap { id in views.first { $0.id == id } })
+            })
+        let reloadWasAsked = signals.route { number in
+            switch number {
+            case SIGHUP: inbox.yield(.reload)
+            case SIGUSR1: inbox.yield(.loadEverySource(failingOnly: true))
+            case SIGUSR2: inbox.yield(.loadEverySource(failingOnly: false))
+            case SIGINT: if stop.request(.interrupt, signal: number) { inbox.yield(.stop) }
+            case _ where SignalRouter.nonStopping.contains(number): break  // no bar, no terminal of its own
+            default: if stop.request(.signal, signal: number) { inbox.yield(.stop) }
+            }
+        }
+        guard let reloadWasAsked else { await signals.waitForStartUpStop() }
+        if reloadWasAsked { inbox.yield(.reload) }
+        defer { listener.close() }
+        return await withTaskGroup(of: Void.self) { services in
+            services.addTask { await Self.sweepOrphans() }
+            if let interval = options.notifySocket?.watchdogInterval {
+                services.addTask {
+                    while (try? await Task.sleep(for: interval)) != nil {
+                        if !self.watchdogAsked.exchange(true, ordering: .acquiringAndReleasing) { inbox.yield(.watchdog) }
+                    }
+                }
+            }
+            let status = await run(primary: nil, clients: clients, stop: stop) {
+                // Stopping: a second stop signal ends the clients' drain.
+                _ = signals.route { number in
+                    guard !SignalRouter.nonStopping.contains(number) else { return }
+                    _ = stop.request(number == SIGINT ? .interrupt : .signal, signal: number)
+                }
+            }
+            services.cancelAll()
+            return status
+        }
+    }
+
     /// The loop and its stop over `writer` and `controls` (stdout and stdin, which read everything), with the
     /// clock, the configuration, the plugins and the cache of `environment`; returns the exit status. What
     /// `run(signals:)` does around it (signals, stdin, the orphan sweep, the watchdog) is the process's; a test
@@ -416,6 +471,7 @@ public final class Engine: Sendable {
         // `--once`'s deadline counts from here, as the core's does; its output may take the drain time more.
         let onceOutputDeadline = environment.now().instant + options.onceDeadline + options.drainTimeout
         var running = await loop.perform(loop.core.start(now: environment.now(), restored: restored), work: &work)
+        if loop.consumers.isEmpty { loop.waitForIdleExit() }
         // The loop: take an input (a stop first), ask the core or the reload machine, carry out what it says,
         // arm the clock for the core's next deadline.
         var pending = inputs.makeAsyncIterator()
@@ -432,6 +488,7 @@ public final class Engine: Sendable {
         for step in EngineStop.steps {
             switch step {
             case .closeControls:
+                loop.idleTimer?.cancel()
                 for consumer in loop.consumers.values { consumer.controls.close() }
                 loop.notify(loop.notifier?.stopping())
             case .rerouteSignals:
@@ -518,6 +575,11 @@ extension Engine {
         var checkers: [Kind: PluginHost] = [:]
         var reloads: ReloadStateMachine
         var configurationWatch: ConfigurationWatch?
+        /// How many times the engine has been left without a client (`--idle-exit` counts from the last).
+        var idleGeneration = 0
+        /// `--idle-exit`'s wait while no client is connected. Unstructured, so that the stop need not wait
+        /// minutes for it: a client's join and the stop cancel it.
+        var idleTimer: Task<Void, Never>?
         /// `--once` is done (the core's `.finish`), with this status.
         var isFinished = false
         var exitStatus: Int32 = 0
@@ -751,6 +813,18 @@ extension Engine {
                 return []  // demand: the core's `demandChanged` (issue 27's second half)
             }
 
+            /// With `--idle-exit`, the engine has no consumer: it stops after that long unless one comes.
+            func waitForIdleExit() {
+                guard let wait = options.idleExit, wait > .zero else { return }
+                idleGeneration += 1
+                let (generation, inbox) = (idleGeneration, inbox)
+                idleTimer?.cancel()
+                idleTimer = Task {
+                    guard (try? await Task.sleep(for: wait)) != nil else { return }
+                    inbox.yield(.idleCheck(generation: generation))
+                }
+            }
+
             /// A client left, or the engine dropped it.
             func leave(_ id: ConsumerID, now: EngineTime) -> [EngineAction] {
                 guard let consumer = consumers.removeValue(forKey: id) else { return [] }
@@ -776,9 +850,19 @@ extension Engine {
                 case .plugin(.pushedError(let source, let error)):
                     return core.pushedError(source: source, error: error, now: now)
                 case .joined(let consumer):
+                    idleGeneration += 1
+                    idleTimer?.cancel()
                     return join(consumer, now: now)
                 case .left(let id):
-                    return leave(id, now: now)
+                    let actions = leave(id, now: now)
+                    if consumers.isEmpty { waitForIdleExit() }
+                    return actions
+                case .idleCheck(let generation):
+                    if generation == idleGeneration, consumers.isEmpty, stop.request(.idle, signal: nil) {
+                        logger.notice("no client for \(options.idleExit ?? .zero): stopping (--idle-exit)")
+                        inbox.yield(.stop)
+                    }
+                    return []
                 case .controls, .stop:
                     return []  // control lines are carried out one by one (`takeControls`); a stop's reason is in `stop`
                 case .tick:

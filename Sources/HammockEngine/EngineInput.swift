@@ -23,6 +23,8 @@ enum EngineInput: Sendable {
     case joined(Consumer)
     /// A client closed its connection (or the engine dropped it): nothing more goes to it.
     case left(ConsumerID)
+    /// `--idle-exit`'s wait, begun when the last client left (the `generation`th time), is over.
+    case idleCheck(generation: Int)
     case tick
     /// The wall clock was stepped or the machine slept (`ClockWatch`).
     case clockJumped

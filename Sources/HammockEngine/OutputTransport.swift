@@ -125,8 +125,10 @@ final class DescriptorOutput: OutputTransport {
 
 /// A pipe that wakes a thread waiting in `poll` on its read end.
 ///
-/// Never closed: a `wake()` racing with the end of its owner must write into it, never into a descriptor
-/// number that a close would free for someone else. An engine makes a handful, once.
+/// The engine's own (stdin's reader, the accept loop, stdout's watch) are never closed: a `wake()` racing
+/// with the end of its owner must write into it, never into a descriptor number that a close would free for
+/// someone else, and an engine makes a handful, once. A client's connection makes them too, thousands over
+/// a day: its owner closes them (`close`) once nothing can wake them any more.
 struct WakeupPipe: Sendable {
     let readEnd: Int32
     private let writeEnd: Int32
@@ -144,6 +146,12 @@ struct WakeupPipe: Sendable {
     func wake() {
         var byte: UInt8 = 1
         _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Closes both ends. Only for an owner that knows no `wake()` can come after (see above).
+    func close() {
+        Glibc.close(readEnd)
+        Glibc.close(writeEnd)
     }
 
     /// Empties the pipe, so that the next `poll` sleeps until the next `wake()`.

@@ -1,0 +1,222 @@
+import FoundationEssentials
+import Glibc
+import HammockCore
+import HammockLogging
+import HammockRendering
+import HammockSystem
+import Logging
+import Synchronization
+
+/// `hammock serve`'s clients: the connections to its Unix socket, each a `Consumer` of the engine.
+///
+/// Threads, per the engine's one model (docs/architecture.md): one `hammock.accept` thread waits in `accept`;
+/// each connection has a reader thread (`hammock.client`, its control lines, as stdin's reader does for
+/// `run`) and its `OutputWriter`'s two (`hammock.stdout`, `hammock.stdout.watch`), so a client that does
+/// not read blocks only its own writer. The connection's task (a child of `run`'s group) owns all of it
+/// and closes the descriptor once every thread is done with it.
+///
+/// Bounds: at most `maximumClients` at once (one more is told why and closed); a first line within
+/// `subscribeWindow` or none; a control line of at most `ControlMailbox.maximumLineLength` bytes; a client
+/// that takes nothing for `stallTimeout` while a write waits is dropped (`SocketOutput`).
+final class SocketClients: ClientListener {
+    struct Limits: Sendable {
+        var maximumClients = 256
+        /// How long a new connection may take to send its `subscribe` line; one that says nothing in time
+        /// reads everything.
+        var subscribeWindow: Duration = .milliseconds(100)
+        /// A client that reads nothing for this long, while a write to it waits, is dropped.
+        var stallTimeout: Duration = .seconds(30)
+        /// How long a dropped or refused client's last lines may take to go out.
+        var drainTimeout: Duration = .seconds(2)
+    }
+
+    private let listener: UnixListener
+    private let limits: Limits
+    private let secrets: Secrets
+    private let logger: Logger
+    /// The bar encoder for a client's format over the views it named (nil for JSON lines).
+    private let barEncoder: @Sendable (StdoutFormat, [ViewID]) -> BarEncoder?
+    private let ownUser = geteuid()
+    private let nextID = Atomic<Int>(0)
+    private let connected = Atomic<Int>(0)
+
+    init(
+        listener: UnixListener, limits: Limits = Limits(), secrets: Secrets, logger: Logger,
+        barEncoder: @escaping @Sendable (StdoutFormat, [ViewID]) -> BarEncoder?
+    ) {
+        self.listener = listener
+        self.limits = limits
+        self.secrets = secrets
+        self.logger = logger
+        self.barEncoder = barEncoder
+    }
+
+    /// How many clients are connected now.
+    var count: Int { connected.load(ordering: .relaxed) }
+
+    /// Accepts until cancelled; every connection's task is a child of this one, and this returns once they
+    /// have all ended (cancelling ends each: its reader stops and its writer is finished).
+    func run(inbox: EngineInbox) async {
+        let stopping = WakeupPipe()
+        let (accepted, arrivals) = AsyncStream.makeStream(of: AcceptedConnection.self)
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { [listener] in
+                    await OwnThread.run(named: "hammock.accept") {
+                        while let connection = listener.accept(stopDescriptor: stopping.readEnd) { arrivals.yield(connection) }
+                    }
+                    arrivals.finish()
+                }
+                for await connection in accepted {
+                    group.addTask { await self.serve(connection, inbox: inbox) }
+                }
+            }
+        } onCancel: {
+            stopping.wake()
+        }
+    }
+
+    /// One connection, from its first line to its close.
+    private func serve(_ connection: AcceptedConnection, inbox: EngineInbox) async {
+        let descriptor = connection.descriptor
+        defer { Glibc.close(descriptor) }
+        guard connection.peer?.uid == ownUser else {
+            let who = connection.peer.map { "user \($0.uid)" } ?? "an unknown user"
+            logger.warning("refused a connection from \(who): the socket serves its own user only")
+            refuse(descriptor, "this engine serves user \(ownUser) only; connect as that user")
+            return
+        }
+        let number = connected.add(1, ordering: .relaxed).newValue
+        defer { connected.subtract(1, ordering: .relaxed) }
+        guard number <= limits.maximumClients else {
+            logger.warning("refused a client: \(limits.maximumClients) are connected, the most there may be")
+            refuse(descriptor, "too many clients: \(limits.maximumClients) are connected, the most this engine serves (hammock serve --max-clients)")
+            return
+        }
+        let request: SubscribeRequest
+        do throws(ControlLineError) {
+            if let line = firstLine(of: descriptor) { request = try SubscribeRequest(line: line) } else { request = .everything }
+        } catch {
+            refuse(descriptor, error.message, id: error.id)
+            return
+        }
+        UnixSocket.setSendTimeout(descriptor, limits.stallTimeout)
+        let id = ConsumerID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
+        let writer = OutputWriter(
+            transport: SocketOutput(descriptor: descriptor), secrets: secrets,
+            bar: request.format == .json ? nil : barEncoder(request.format, request.views),
+            reportProblem: { [logger] in logger.warning("\($0)") }
+        ) {
+            inbox.yield(.left(id))
+        }
+        let controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
+        let stopReading = WakeupPipe()
+        defer { stopReading.close() }
+        let (closing, close) = AsyncStream.makeStream(of: Void.self)
+        inbox.yield(
+            .joined(
+                Consumer(
+                    id: id, subscription: request.subscription, subscriptionID: request.id, output: writer,
+                    controls: controls, format: request.format, close: { close.finish() })))
+        let clicks = request.format == .i3bar
+        async let writing: Void = writer.run()
+        async let reading: Void = OwnThread.run(named: "hammock.client") {
+            LineReader.read(
+                descriptor: descriptor, maximumLineLength: ControlMailbox.maximumLineLength,
+                stopDescriptor: stopReading.readEnd
+            ) { event in
+                if clicks ? controls.receiveClick(event) : controls.receive(event) { inbox.yield(.controls(id)) }
+            }
+        }
+        // Until the loop lets the client go (it left, was refused, or the engine stops); a cancelled run is
+        // the engine's end, when the loop has already finished every client.
+        await withTaskCancellationHandler {
+            for await _ in closing {}
+        } onCancel: {
+            close.finish()
+        }
+        _ = await writer.finish(with: nil, deadline: limits.drainTimeout)
+        stopReading.wake()
+        controls.close()
+        await reading
+        await writing
+    }
+
+    /// The connection's first line, if it comes within `subscribeWindow` and is a `subscribe` line; any other
+    /// line stays unread, for the control lines' reader.
+    private func firstLine(of descriptor: Int32) -> [UInt8]? {
+        let deadline = MonotonicInstant.current + limits.subscribeWindow
+        var peeked = [UInt8](repeating: 0, count: ControlMailbox.maximumLineLength)
+        while true {
+            let left = deadline - MonotonicInstant.current
+            guard left > .zero else { return nil }
+            var watched = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&watched, 1, Int32(max(1, left.milliseconds)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            let count = recv(descriptor, &peeked, peeked.count, Int32(MSG_PEEK))
+            guard count > 0 else { return nil }  // closed, or an error the reader will meet
+            guard let end = peeked[..<count].firstIndex(of: UInt8(ascii: "\n")) else {
+                if count == peeked.count { return nil }  // too long for a subscribe line: the reader refuses it
+                usleep(1000)  // a line in pieces: wait for its end
+                continue
+            }
+            let line = Array(peeked[..<end])
+            guard SubscribeRequest.isSubscribe(line) else { return nil }
+            _ = recv(descriptor, &peeked, end + 1, 0)
+            return line
+        }
+    }
+
+    /// Tells a client why it is not served, in an `error` line, and lets it go.
+    private func refuse(_ descriptor: Int32, _ message: String, id: ControlID? = nil) {
+        UnixSocket.setSendTimeout(descriptor, limits.drainTimeout)
+        var bytes: [UInt8] = []
+        OutputLine.error(message: message, id: id).encode(seq: 1, into: &bytes, redactor: secrets.redactor)
+        try? UnixSocket.sendAll(bytes, to: descriptor)
+    }
+}
+
+/// A client's connection, as `OutputWriter` writes to it: a blocking send that writes everything it is
+/// given, unless the client takes nothing for the socket's send timeout (`SO_SNDTIMEO`, set by
+/// `SocketClients`): then the client is gone, and the engine drops it rather than hold its lines for ever.
+final class SocketOutput: OutputTransport {
+    let descriptor: Int32
+    let knowsUnreadBytes = false
+    var atomicWrite: Int { Int(PIPE_BUF) }
+    private let wakeup = WakeupPipe()
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit { wakeup.close() }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+        while true {
+            let sent = send(descriptor, base, bytes.count, Int32(MSG_NOSIGNAL))
+            if sent >= 0 { return sent }
+            if errno != EINTR { return nil }  // EAGAIN: the send timeout ran out; EPIPE, ECONNRESET: gone
+        }
+    }
+
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool { true }
+
+    /// `POLLHUP` once the client has closed its end (a half-close that only ends its control lines is not
+    /// leaving: `hammock get` reads on).
+    func waitForClosedConsumer() -> Bool {
+        var watched = [
+            pollfd(fd: descriptor, events: 0, revents: 0),
+            pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&watched, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if watched[1].revents != 0 || ready < 0 { return false }
+            return watched[0].revents & Int16(POLLERR | POLLHUP) != 0
+        }
+    }
+
+    func stopWatching() { wakeup.wake() }
+}
