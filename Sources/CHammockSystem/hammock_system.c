@@ -185,6 +185,32 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
     return 0;
 }
 
+int hammock_spawn_detached(const char *path, char *const argv[], char *const envp[], int stderr_fd, pid_t *pid) {
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_t actions;
+    int error = posix_spawnattr_init(&attributes);
+    if (error != 0) return error;
+    error = posix_spawn_file_actions_init(&actions);
+    if (error != 0) {
+        posix_spawnattr_destroy(&attributes);
+        return error;
+    }
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &all);
+    if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
+    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
+    if (error == 0) error = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+    if (error == 0) error = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return error;
+}
+
 int hammock_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int hammock_pipe_buffered(int fd) {

@@ -75,6 +75,40 @@ public final class Hammock: Sendable {
         configuration: String, binary: String? = nil, arguments: [String] = [],
         environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
     ) async throws -> Hammock {
+        try await spawn(
+            ["run", configuration] + arguments, binary: binary, environment: environment,
+            workingDirectory: workingDirectory, forwardingStderr: forwardingStderr)
+    }
+
+    /// Starts `hammock attach CONFIGURATION ARGUMENTS...`: the configuration's shared engine (`hammock
+    /// serve`), which every consumer of the configuration reads, started by `attach` when none runs. The
+    /// same API as `launch`: `hammock attach`'s stdout and stdin are `hammock run`'s, so the sources, views
+    /// and control calls work alike, and the states are those every other consumer sees.
+    ///
+    /// `stop()` ends this client's `attach` (SIGTERM), not the engine: it serves its other clients, and exits
+    /// by itself once none has been connected for its idle time (`--idle-exit`, in `arguments`).
+    ///
+    /// - Parameters:
+    ///   - socket: the engine's socket (`--socket`); the configuration's default one when `nil`.
+    ///   - arguments: more arguments of `attach` (e.g. `["--no-start"]`, `["--idle-exit", "1m"]`).
+    ///   - environment: `attach`'s environment, which an engine it starts inherits (`${ENV}` secrets).
+    /// - Throws: as `launch`; `HammockError.engineExited` too when the engine at the socket serves another
+    ///   configuration (`attach` exits 2, its stderr says so).
+    public static func attach(
+        configuration: String, socket: String? = nil, binary: String? = nil, arguments: [String] = [],
+        environment: [String: String]? = nil, workingDirectory: String? = nil, forwardingStderr: Bool = false
+    ) async throws -> Hammock {
+        try await spawn(
+            ["attach"] + (socket.map { ["--socket", $0] } ?? []) + arguments + [configuration], binary: binary,
+            environment: environment, workingDirectory: workingDirectory, forwardingStderr: forwardingStderr)
+    }
+
+    /// `hammock COMMANDLINE...` as a child whose stdout is the protocol, stdin its control lines; returns
+    /// once it has said `hello`.
+    private static func spawn(
+        _ commandLine: [String], binary: String?, environment: [String: String]?, workingDirectory: String?,
+        forwardingStderr: Bool
+    ) async throws -> Hammock {
         let executable = try findBinary(binary, environment: ProcessInfo.processInfo.environment)
         // Started the one way hammock starts a process (as the engine starts its plugins' guards): its pipes
         // close-on-exec from the moment they are made, so a process the app's other threads spawn meanwhile
@@ -84,7 +118,7 @@ public final class Hammock: Sendable {
         // or, if it dies, leaves it a closed stdout, at which the engine stops with its plugins.
         let child: ChildProcess
         switch ChildProcess.spawn(
-            path: executable, arguments: CStringArray([executable, "run", configuration] + arguments),
+            path: executable, arguments: CStringArray([executable] + commandLine),
             environment: CStringArray(ProcessEnvironment.entries(environment ?? ProcessEnvironment.current())),
             workingDirectory: workingDirectory, standardInput: .pipe, nonBlockingOutput: false)
         {

@@ -24,7 +24,7 @@ struct Hammock: AsyncParsableCommand {
             stdin. See docs/protocol.md.
             """,
         version: hammockVersion,
-        subcommands: [Run.self, Serve.self, Watch.self, Check.self, Schema.self, PluginCommand.self]
+        subcommands: [Run.self, Serve.self, Attach.self, Ctl.self, Get.self, Watch.self, Check.self, Schema.self, PluginCommand.self]
     )
 }
 

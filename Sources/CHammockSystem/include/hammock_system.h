@@ -52,6 +52,13 @@ int hammock_terminal_size(int fd, int *columns, int *rows);
 int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdin_fd,
                   int stdout_fd, int stderr_fd, pid_t *pid, int *pidfd);
 
+/// Starts `path` with `argv` and `envp` detached from the caller: in a session of its own (POSIX_SPAWN_SETSID,
+/// so no terminal's or caller's process group signal reaches it), stdin and stdout /dev/null, stderr `stderr_fd`,
+/// every other descriptor closed, every signal at its default and none blocked. For `hammock attach`, which
+/// starts a `hammock serve` that outlives it. Returns 0 and sets `pid`, or an errno value. The caller reaps it
+/// (it is the caller's child until the caller exits).
+int hammock_spawn_detached(const char *path, char *const argv[], char *const envp[], int stderr_fd, pid_t *pid);
+
 /// A pipe for a command's stdout or stderr: both ends close-on-exec, the read end (`fds[0]`, the plugin's)
 /// non-blocking, the write end blocking, as a program expects of its output. 0, or -1 with errno set.
 int hammock_command_pipe(int fds[2]);

@@ -68,7 +68,8 @@ class AsyncUpdates(UpdatesCore, AsyncIterator[Update]):
 
 class AsyncHammock(ClientCore):
     """`Hammock` over asyncio: `async with AsyncHammock(config) as h:` starts hammock and waits for its
-    `hello`; the control methods, `wait_for` and `close` are coroutines, the state readers are not."""
+    `hello`; the control methods, `wait_for` and `close` are coroutines, the state readers are not.
+    `shared=True` and `socket=`: the configuration's shared engine, through `hammock attach` (see `Hammock`)."""
 
     _name = "AsyncHammock"
 
@@ -84,10 +85,12 @@ class AsyncHammock(ClientCore):
         stop_timeout: float = 10.0,
         command_timeout: Optional[float] = 60.0,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        shared: bool = False,
+        socket: Optional[PathLike] = None,
     ) -> None:
         # Everything runs on the event loop's one thread: the shared state needs no lock.
         super().__init__(contextlib.nullcontext(), stop_timeout, command_timeout)
-        self._argv = command_line(find_binary(binary), config, args)
+        self._argv = command_line(find_binary(binary), config, args, shared, socket)
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._start_timeout = start_timeout

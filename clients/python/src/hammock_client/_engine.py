@@ -68,9 +68,24 @@ def find_binary(binary: Optional[PathLike]) -> str:
     return found
 
 
-def command_line(binary: str, config: PathLike, args: Sequence[str]) -> List[str]:
-    """`hammock run [ARGS…] CONFIG`; `args` is for options such as `["--log-level", "debug"]`."""
-    return [binary, "run", *args, os.fspath(config)]
+def command_line(
+    binary: str,
+    config: PathLike,
+    args: Sequence[str],
+    shared: bool = False,
+    socket: Optional[PathLike] = None,
+) -> List[str]:
+    """`hammock run [ARGS…] CONFIG`; `args` is for options such as `["--log-level", "debug"]`.
+
+    `shared=True`: `hammock attach [--socket SOCKET] [ARGS…] CONFIG` instead, which reads the configuration's
+    shared engine (`hammock serve`, started by `attach` when none runs) with the same stdout and stdin as
+    `run`: one engine for every consumer of the configuration."""
+    if not shared:
+        if socket is not None:
+            raise ValueError("socket= names a shared engine's socket: pass shared=True too")
+        return [binary, "run", *args, os.fspath(config)]
+    socket_args = ["--socket", os.fspath(socket)] if socket is not None else []
+    return [binary, "attach", *socket_args, *args, os.fspath(config)]
 
 
 def encode_command(id: int, op: str, fields: Mapping[str, Any]) -> bytes:

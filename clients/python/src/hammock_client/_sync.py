@@ -73,6 +73,11 @@ class Hammock(ClientCore):
     The constructor returns once hammock has written its `hello` (its configuration is valid and its
     plugins answer); use it as a context manager, or call `close()`, so hammock never outlives you.
     Every method may be called from any thread.
+
+    `shared=True` runs `hammock attach CONFIG` instead: the configuration's shared engine, which every
+    consumer of it reads (a bar per monitor, a dashboard, this program), started by `attach` when none runs
+    and ending by itself a while after its last client (`hammock attach --idle-exit`, in `args`).
+    `socket=` names its socket (`--socket`). The API is the same; `close()` ends this client, not the engine.
     """
 
     _name = "Hammock"
@@ -89,6 +94,8 @@ class Hammock(ClientCore):
         stop_timeout: float = 10.0,
         command_timeout: Optional[float] = 60.0,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        shared: bool = False,
+        socket: Optional[PathLike] = None,
     ) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -99,7 +106,7 @@ class Hammock(ClientCore):
         # A session of its own: a terminal's Ctrl-C reaches Python, whose `with` block then stops hammock
         # in order, instead of reaching both at once.
         self._proc = subprocess.Popen(
-            command_line(find_binary(binary), config, args),
+            command_line(find_binary(binary), config, args, shared, socket),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

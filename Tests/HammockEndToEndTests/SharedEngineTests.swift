@@ -1,0 +1,286 @@
+import Foundation
+import HammockJSON
+import HammockTestSupport
+import Testing
+
+/// `hammock attach`, `ctl` and `get` against real `hammock serve` processes (issue 27). Each test has a
+/// runtime folder of its own (`XDG_RUNTIME_DIR`, 0700), so its engines never meet another test's, and kills
+/// every `serve` left in it at the end.
+@Suite("The shared engine: attach, ctl, get")
+struct SharedEngineTests {
+    /// A fake source and a view over it, for the bar formats.
+    static let config = """
+        version: 1
+        sources:
+          greeting: { kind: fake, content: { text: "hello", count: 3 } }
+        views:
+          v:
+            sources: [greeting]
+            render: { text: "{{ greeting.text }} x{{ greeting.count }}" }
+        """
+
+    @Test("two attaches of one configuration share one engine; a ctl load is one request, seen by both")
+    func twoAttachesShareOneEngine() async throws {
+        let server = try CountingHTTPServer.start()
+        defer { Task { await server.process.stop() } }
+        let config = """
+            version: 1
+            sources:
+              counter: { kind: rest, url: "http://127.0.0.1:\(server.port)/n", retry: off }
+            """
+        try await SharedFixture.with(config: config) { fixture in
+            let first = try fixture.attach()
+            defer { Task { await first.stop() } }
+            try await first.waitFor(type: "hello")
+            try await first.next("counter") { $0.content == ["n": 1] }
+            let second = try fixture.attach()
+            defer { Task { await second.stop() } }
+            try await second.waitFor(type: "hello")
+            // The snapshot: the state the first consumer's load brought, without a load of its own.
+            try await second.next("counter") { $0.content == ["n": 1] }
+            #expect(fixture.serves.count == 1, "\(fixture.serves)")
+
+            let ctl = try await fixture.run(["ctl", fixture.configPath, #"{"op":"load","source":"counter"}"#])
+            #expect(ctl.termination == .exited(0), "\(ctl.stderr)")
+            try await first.next("counter") { $0.content == ["n": 2] }
+            try await second.next("counter") { $0.content == ["n": 2] }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(server.requests == 2, "one request per load, not one per consumer")
+            #expect(fixture.serves.count == 1, "\(fixture.serves)")
+        }
+    }
+
+    @Test("attach starts an engine when none runs; two racing attaches leave exactly one serve")
+    func racingAttachesStartOneEngine() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            #expect(fixture.serves.isEmpty)
+            let attaches = try (0..<2).map { _ in try fixture.attach() }
+            defer { for attach in attaches { Task { await attach.stop() } } }
+            for attach in attaches {
+                try await attach.waitFor(type: "hello")
+                try await attach.next("greeting") { $0.content?["text"] == "hello" }
+            }
+            // The loser's serve found the lock taken and exited 3; give it the time to.
+            #expect(try await ProcessTable.eventually(within: .seconds(5)) { fixture.serves.count == 1 })
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(fixture.serves.count == 1, "\(fixture.serves)")
+            #expect(attaches.allSatisfy { $0.isRunning })
+            let log = (try? String(contentsOfFile: fixture.socket + ".log", encoding: .utf8)) ?? ""
+            #expect(log.contains("serving"), "the engine's log beside its socket: \(log)")
+        }
+    }
+
+    @Test("attach --no-start with no engine exits 2 and says how to start one")
+    func noStartWithoutEngine() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let run = try await fixture.run(["attach", "--no-start", fixture.configPath])
+            #expect(run.termination == .exited(2))
+            #expect(run.stderr.contains("no engine serves \(fixture.configPath)"), "\(run.stderr)")
+            #expect(run.stderr.contains("hammock serve"), "\(run.stderr)")
+            #expect(fixture.serves.isEmpty)
+        }
+    }
+
+    @Test("attach to the engine of another configuration exits 2 saying so")
+    func otherConfiguration() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let socket = fixture.runtime + "/shared.sock"
+            let first = try fixture.attach(["--socket", socket])
+            defer { Task { await first.stop() } }
+            try await first.waitFor(type: "hello")
+            let other = try HammockProcess.writeConfig(Self.config, in: fixture.directory, name: "other.yaml")
+            let run = try await fixture.run(["attach", "--socket", socket, other])
+            #expect(run.termination == .exited(2))
+            #expect(run.stderr.contains("serves \(fixture.canonicalConfig), not \(other)"), "\(run.stderr)")
+        }
+    }
+
+    @Test("ctl exits 0 on the ack, 1 with the engine's message on an error, 2 for a line that is not JSON or no engine")
+    func ctlAnswers() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let none = try await fixture.run(["ctl", fixture.configPath, #"{"op":"snapshot"}"#])
+            #expect(none.termination == .exited(2))
+            #expect(none.stderr.contains("no engine serves"), "\(none.stderr)")
+            #expect(fixture.serves.isEmpty, "ctl never starts an engine")
+
+            let attach = try fixture.attach()
+            defer { Task { await attach.stop() } }
+            try await attach.waitFor(type: "hello")
+            let acked = try await fixture.run(["ctl", fixture.configPath, #"{"op":"load","source":"greeting"}"#])
+            #expect(acked.termination == .exited(0), "\(acked.stderr)")
+            let refused = try await fixture.run(["ctl", fixture.configPath, #"{"op":"load","source":"nope"}"#])
+            #expect(refused.termination == .exited(1))
+            #expect(refused.stderr.contains("nope"), "the engine's message: \(refused.stderr)")
+            let garbage = try await fixture.run(["ctl", fixture.configPath, "load greeting"])
+            #expect(garbage.termination == .exited(2))
+            #expect(garbage.stderr.contains("JSON object"), "\(garbage.stderr)")
+        }
+    }
+
+    @Test("get prints one line per id and exits; with a bar format, the rendered line")
+    func getPrintsState() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            // The first get starts the engine; its state may still be loading then.
+            let started = try await fixture.run(["get", "--idle-exit", "1m", fixture.configPath, "--source", "greeting"])
+            #expect(started.termination == .exited(0), "\(started.stderr)")
+            #expect(fixture.serves.count == 1)
+            var loaded = false
+            for _ in 0..<40 where !loaded {
+                let run = try await fixture.run(["get", "--no-start", fixture.configPath, "--source", "greeting"])
+                loaded = run.stdout.contains(#""text":"hello""#)
+                if !loaded { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(loaded, "the engine get started loads, and a later get prints it")
+            let json = try await fixture.run(["get", "--no-start", fixture.configPath])
+            #expect(json.termination == .exited(0), "\(json.stderr)")
+            let lines = try json.stdout.split(separator: "\n").map { try JSONValue(parsing: Array($0.utf8)) }
+            #expect(lines.map { "\($0["type"]?.stringValue ?? "")/\($0["id"]?.stringValue ?? "")" } == ["source/greeting", "view/v"], "\(json.stdout)")
+            let text = try await fixture.run(["get", "--no-start", fixture.configPath, "--format", "text", "--view", "v"])
+            #expect(text.termination == .exited(0), "\(text.stderr)")
+            #expect(text.stdout == "hello x3\n")
+        }
+    }
+
+    @Test("attach --format waybar --view V prints waybar lines rendered by the shared engine")
+    func attachWaybar() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let bar = try fixture.attach(["--format", "waybar", "--view", "v"], json: false)
+            defer { Task { await bar.stop() } }
+            let lines = try await bar.waitForStdoutLines("a waybar line", timeout: .seconds(20)) { lines in
+                lines.contains { $0.contains("hello x3") }
+            }
+            let line = try JSONValue(parsing: Array(lines.first { $0.contains("hello x3") }!.utf8))
+            #expect(line["text"] == "hello x3", "\(lines)")
+            let wrong = try await fixture.run(["attach", "--no-start", "--format", "waybar", fixture.configPath])
+            #expect(wrong.termination == .exited(2))
+            #expect(wrong.stderr.contains("exactly one --view"), "the selection is checked as `run` checks it: \(wrong.stderr)")
+        }
+    }
+
+    @Test("attach --once waits for the subscribed states, writes them and a bye, and exits 0")
+    func attachOnce() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let run = try await fixture.run(["attach", "--idle-exit", "1s", "--once", fixture.configPath, "--source", "greeting"])
+            #expect(run.termination == .exited(0), "\(run.stderr)")
+            let lines = try run.stdout.split(separator: "\n").map { try JSONValue(parsing: Array($0.utf8)) }
+            #expect(lines.first?["type"] == "hello")
+            #expect(lines.last?["type"] == "bye" && lines.last?["reason"] == "once", "\(run.stdout)")
+            #expect(lines.contains { $0["id"] == "greeting" && $0["state"]?["content"]?["text"] == "hello" }, "\(run.stdout)")
+            #expect(!lines.contains { $0["type"] == "view" }, "only what was subscribed: \(run.stdout)")
+        }
+    }
+
+    @Test("the engine attach started exits after its idle time once the last attach leaves")
+    func idleExit() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let attach = try fixture.attach(["--idle-exit", "1s"])
+            try await attach.waitFor(type: "hello")
+            try await Task.sleep(for: .seconds(2))
+            #expect(fixture.serves.count == 1, "a client is connected: the engine stays")
+            attach.signal(SIGTERM)
+            #expect(try await attach.waitForExit() == .exited(0))
+            await attach.stop()
+            #expect(try await ProcessTable.eventually(within: .seconds(10)) { fixture.serves.isEmpty }, "the idle engine exits")
+        }
+    }
+}
+
+/// A test's runtime folder, configuration and the engines started in it.
+struct SharedFixture: Sendable {
+    /// The test's folder (removed at the end).
+    let directory: String
+    /// `XDG_RUNTIME_DIR` for every process of the test: 0700, under `directory`.
+    let runtime: String
+    let configPath: String
+
+    var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime] }
+
+    var canonicalConfig: String { URL(fileURLWithPath: configPath).resolvingSymlinksInPath().path }
+
+    /// The configuration's default socket (the only file `*.sock` under the runtime folder's `hammock/`).
+    var socket: String {
+        let folder = runtime + "/hammock"
+        let name = (try? FileManager.default.contentsOfDirectory(atPath: folder))?.first { $0.hasSuffix(".sock") }
+        return folder + "/" + (name ?? "missing.sock")
+    }
+
+    /// The `hammock serve` processes of this test (their `--socket` is under `runtime`), alive.
+    var serves: [ProcessEntry] {
+        ProcessTable.all().filter { entry in
+            let arguments = entry.arguments
+            return entry.state != "Z" && arguments.dropFirst().first == "serve" && arguments.contains { $0.hasPrefix(runtime) }
+        }
+    }
+
+    static func with(config: String, _ body: (SharedFixture) async throws -> Void) async throws {
+        try await RunSlots.withSlot {
+            let directory = try HammockProcess.makeTemporaryDirectory()
+            let runtime = directory + "/run"
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            let fixture = SharedFixture(
+                directory: directory, runtime: runtime,
+                configPath: try HammockProcess.writeConfig(config, in: directory))
+            defer {
+                for serve in fixture.serves { kill(serve.pid, SIGKILL) }
+                HammockProcess.removeTemporaryDirectory(directory)
+            }
+            try await body(fixture)
+        }
+    }
+
+    /// `hammock attach ARGUMENTS... CONFIG` (an engine it starts exits 1 s after its last client), running;
+    /// its stdout read as JSON lines unless `json` is false.
+    func attach(_ arguments: [String] = [], json: Bool = true) throws -> HammockProcess {
+        let command = ["attach", "--idle-exit", "1s"] + arguments + [configPath]
+        return json
+            ? try HammockProcess.launch(product: "hammock", arguments: command, environment: environment)
+            : try HammockProcess.launch(program: try HammockProcess.executablePath(), arguments: command, environment: environment)
+    }
+
+    /// `hammock ARGUMENTS...` to its end.
+    func run(_ arguments: [String]) async throws -> CompletedRun {
+        try await HammockProcess.execute(arguments, environment: environment, timeout: .seconds(30))
+    }
+}
+
+/// An HTTP server on 127.0.0.1 that answers every GET with `{"n": N}`, N counting the requests: Python's
+/// standard library, in a process of its own.
+struct CountingHTTPServer: Sendable {
+    let process: HammockProcess
+    let port: Int
+
+    var requests: Int { process.stdoutLines.filter { $0.hasPrefix("request") }.count }
+
+    static let script = """
+        import http.server, sys
+        count = 0
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                global count
+                count += 1
+                body = ('{"n":%d}' % count).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                print("request", count, flush=True)
+            def log_message(self, *arguments):
+                pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        print("port", server.server_port, flush=True)
+        server.serve_forever()
+        """
+
+    static func start() throws -> CountingHTTPServer {
+        let process = try HammockProcess.launch(program: "/usr/bin/python3", arguments: ["-c", script])
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let line = process.stdoutLines.first(where: { $0.hasPrefix("port ") }), let port = Int(line.dropFirst(5)) {
+                return CountingHTTPServer(process: process, port: port)
+            }
+            usleep(10_000)
+        }
+        throw HammockHarnessError(message: "the test HTTP server said no port: \(process.stderrText)", sourceLocation: #_sourceLocation)
+    }
+}
