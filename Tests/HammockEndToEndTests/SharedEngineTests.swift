@@ -171,6 +171,31 @@ struct SharedEngineTests {
         }
     }
 
+    @Test("attach exits 0 when stdout closes, 0 after the engine's bye, 1 when the engine vanishes without one")
+    func attachEnds() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let closing = try fixture.attach()
+            try await closing.waitFor(type: "hello")
+            await closing.closeStdout()
+            #expect(try await closing.waitForExit(timeout: .seconds(5)) == .exited(0), "a closed stdout ends attach")
+            await closing.stop()
+
+            let told = try fixture.attach()
+            try await told.waitFor(type: "hello")
+            for serve in fixture.serves { kill(serve.pid, SIGTERM) }
+            try await told.waitFor(type: "bye")
+            #expect(try await told.waitForExit() == .exited(0))
+            await told.stop()
+            #expect(try await ProcessTable.eventually(within: .seconds(10)) { fixture.serves.isEmpty })
+
+            let dropped = try fixture.attach()
+            try await dropped.waitFor(type: "hello")
+            for serve in fixture.serves { kill(serve.pid, SIGKILL) }
+            #expect(try await dropped.waitForExit() == .exited(1), "the connection dropped without a bye")
+            await dropped.stop()
+        }
+    }
+
     @Test("the engine attach started exits after its idle time once the last attach leaves")
     func idleExit() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
