@@ -158,6 +158,33 @@ struct SharedEngineTests {
         }
     }
 
+    @Test("attach copies stdin's control lines to the engine: the ack to the sender, the state to every attach")
+    func attachControlLines() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let sender = try fixture.attach()
+            defer { Task { await sender.stop() } }
+            let other = try fixture.attach()
+            defer { Task { await other.stop() } }
+            try await sender.next("greeting") { $0.content?["text"] == "hello" }
+            try await other.next("greeting") { $0.content?["text"] == "hello" }
+            try sender.send(controlLine: #"{"op":"override","source":"greeting","content":{"text":"bye","count":0},"id":7}"#)
+            try await sender.waitFor(type: "ack") { line in line["id"]?.numberValue?.intValue == 7 }
+            try await sender.next("greeting") { $0.content?["text"] == "bye" }
+            try await other.next("greeting") { $0.content?["text"] == "bye" }
+            let otherAcks = other.lines.filter { $0.type == "ack" }
+            #expect(otherAcks.isEmpty, "the ack is the sender's alone")
+        }
+    }
+
+    @Test("attach --once with a bar format prints the bar's line once the views have settled")
+    func attachOnceBar() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let run = try await fixture.run(["attach", "--idle-exit", "1s", "--once", "--format", "text", "--view", "v", fixture.configPath])
+            #expect(run.termination == .exited(0), "\(run.stderr)")
+            #expect(run.stdout == "hello x3\n")
+        }
+    }
+
     @Test("attach --once waits for the subscribed states, writes them and a bye, and exits 0")
     func attachOnce() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
@@ -193,6 +220,12 @@ struct SharedEngineTests {
             for serve in fixture.serves { kill(serve.pid, SIGKILL) }
             #expect(try await dropped.waitForExit() == .exited(1), "the connection dropped without a bye")
             await dropped.stop()
+
+            // The SIGKILLed engine left its socket behind: the next attach starts an engine that replaces it.
+            let next = try fixture.attach()
+            defer { Task { await next.stop() } }
+            try await next.waitFor(type: "hello")
+            try await next.next("greeting") { $0.content?["text"] == "hello" }
         }
     }
 
