@@ -26,7 +26,8 @@ struct Attach: AsyncParsableCommand {
             Exits 0 when the engine said bye or stdout closed, 1 when the connection dropped without a bye (a \
             bar format carries no bye: 1 when the engine goes), 2 when the engine at the socket serves another \
             configuration or another protocol. SIGTERM and SIGINT end attach at once (0); the engine goes on \
-            for its other clients. With --once: waits until every subscribed source and view has content or \
+            for its other clients. SIGUSR1 and SIGUSR2 (a bar's click, `kill -USR1 %pid%`) go on to the \
+            engine, which retries its failing sources or loads every source, as `hammock run` does. With --once: waits until every subscribed source and view has content or \
             an error (or --deadline), writes them and exits 0, or 1 if one failed or the deadline passed. See \
             docs/protocol.md, "The shared engine".
             """)
