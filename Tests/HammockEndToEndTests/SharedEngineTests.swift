@@ -176,6 +176,18 @@ struct SharedEngineTests {
         }
     }
 
+    @Test("SIGUSR2 to attach (a bar's click) goes on to the engine, which loads every source; attach runs on")
+    func loadSignalGoesToTheEngine() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let attach = try fixture.attach()
+            defer { Task { await attach.stop() } }
+            let loaded = try await attach.next("greeting") { $0.event == "newData" }
+            attach.signal(SIGUSR2)
+            try await attach.next("greeting") { $0.event == "newData" && $0.seq ?? 0 > loaded.seq ?? 0 }
+            #expect(attach.isRunning)
+        }
+    }
+
     @Test("attach --once with a bar format prints the bar's line once the views have settled")
     func attachOnceBar() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
