@@ -96,6 +96,31 @@ struct SharedEngineTests {
         }
     }
 
+    @Test("attach to an engine of another protocol exits 2 saying so")
+    func otherProtocol() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            // A stand-in for an engine of a newer hammock: right configuration, protocol 99.
+            let socket = fixture.runtime + "/newer.sock"
+            let hello = #"{"type":"hello","seq":1,"protocol":99,"version":"9.0.0","configuration":"\#(fixture.canonicalConfig)","sources":[],"views":[]}"#
+            let script = """
+                import socket, sys
+                server = socket.socket(socket.AF_UNIX)
+                server.bind(sys.argv[1])
+                server.listen()
+                print("listening", flush=True)
+                while True:
+                    connection, _ = server.accept()
+                    connection.sendall(sys.argv[2].encode() + b"\\n")
+                """
+            let engine = try HammockProcess.launch(program: "/usr/bin/python3", arguments: ["-c", script, socket, hello])
+            defer { Task { await engine.stop() } }
+            _ = try await engine.waitForStdoutLines("the stand-in listening") { $0.contains("listening") }
+            let run = try await fixture.run(["attach", "--socket", socket, fixture.configPath])
+            #expect(run.termination == .exited(2))
+            #expect(run.stderr.contains("speaks protocol 99, this hammock protocol 1"), "\(run.stderr)")
+        }
+    }
+
     @Test("ctl exits 0 on the ack, 1 with the engine's message on an error, 2 for a line that is not JSON or no engine")
     func ctlAnswers() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
