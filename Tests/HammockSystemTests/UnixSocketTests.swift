@@ -92,16 +92,21 @@ struct UnixSocketTests {
             close(stop.read)
             close(stop.write)
         }
-        let returned = LockedCondition(false)
-        async let accepted = OwnThread.run(named: "test.accept") {
+        // nil: still waiting; .some(nil): returned without a connection.
+        let result = LockedCondition<Int32??>(nil)
+        OwnThread.start(named: "test.accept") {
             let connection = listener.accept(stopDescriptor: stop.read)
-            returned.withLock { $0 = true }
-            return connection?.descriptor
+            result.withLock { $0 = .some(connection?.descriptor) }
         }
         try await Task.sleep(for: .milliseconds(200))
-        #expect(!returned.withLock { $0 }, "accept returned before anything happened")
+        #expect(result.withLock { $0 } == nil, "accept returned before anything happened")
         #expect(write(stop.write, "x", 1) == 1)
-        #expect(await accepted == nil)
+        // Bounded: an accept that missed the stop would wait for ever, and the test with it.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while result.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(result.withLock { $0 } == .some(nil))
     }
 
     @Test("an accepted connection is close-on-exec and blocking, carries this process's pid and uid, and carries bytes")
