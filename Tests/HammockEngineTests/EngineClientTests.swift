@@ -186,4 +186,21 @@ struct EngineClientTests {
         let bye = try await staying!.waitFor(type: "bye")
         #expect(bye["reason"] == "signal")
     }
+
+    @Test("--idle-exit: the engine stops once no client has been connected for that long, never while one is")
+    func idleExit() async throws {
+        let status = try await EmbeddedEngine.run(
+            Self.config, options: RunOptions(idleExit: .milliseconds(300)), serving: true
+        ) { hammock in
+            let client = hammock.connect()
+            try await client.waitFor(type: "view", id: "justB")
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(hammock.isRunning, "a connected client keeps the engine")
+            client.disconnect()
+            try await client.waitUntilClosed()
+            #expect(try await hammock.waitForExit(timeout: .seconds(5)) == 0)
+            #expect(hammock.logText.contains("--idle-exit"))
+        }
+        #expect(status == 0)
+    }
 }
