@@ -52,7 +52,7 @@ extension EngineCore {
         let all = configuration.sources.map(\.id)
         guard case .continuous = mode, case .subscribed(let sources, let views) = demand else { return Set(all) }
         let known = Set(all)
-        var pending = configuration.sources.filter(\.keep).map(\.id) + sources.filter(known.contains)
+        var pending = configuration.sources.filter(\.keep).map(\.id) + sources
         for view in configuration.views where views.contains(view.id) { pending += view.sources }
         var watched: Set<SourceID> = []
         while let id = pending.popLast() {

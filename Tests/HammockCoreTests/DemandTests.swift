@@ -50,7 +50,7 @@ import Testing
         var engine = core(
             [fakeSource("a"), fakeSource("b"), fakeSource("c")], views: [ViewDefinition(id: "v", sources: ["a", "b"])])
         _ = engine.start(now: at(0))
-        let subscribed = engine.demandChanged(to: Self.watching(views: ["v", "gone"]), now: at(1))
+        let subscribed = engine.demandChanged(to: Self.watching(sources: ["ghost"], views: ["v", "gone"]), now: at(1))
         #expect(subscribed.loads.map(\.source) == ["a", "b"])
         #expect(engine.watchedSources == ["a", "b"])
         #expect(!engine.isWatched("c"))
@@ -148,6 +148,24 @@ import Testing
         let reloaded = engine.reconfigure(Configuration(sources: [fakeSource("a"), fakeSource("n"), fakeSource("u")]), now: at(2))
         #expect(reloaded.loads.map(\.source) == ["n"], "n was subscribed to before it existed; u is nobody's")
         #expect(engine.watchedSources == ["a", "n"])
+    }
+
+    @Test func aReloadThatLeavesASourceUnwatchedStopsItsPolls() {
+        let view = ViewDefinition(id: "v", sources: ["a"])
+        var engine = core([fakeSource("a", refresh: .seconds(10))], views: [view], demand: Self.watching(views: ["v"]))
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .newData(1), now: at(1))
+        #expect(engine.nextDeadline == at(11))
+        // The view goes; a, unchanged, keeps its state but nobody watches it.
+        _ = engine.reconfigure(Configuration(sources: [fakeSource("a", refresh: .seconds(10))]), now: at(2))
+        #expect(engine.watchedSources.isEmpty)
+        #expect(engine.nextDeadline == nil)
+        #expect(engine.tick(now: at(11)).loads.isEmpty)
+        #expect(engine.state(of: "a")?.content == 1)
+        // It comes back: a is fresh, so it loads nothing and polls on its schedule.
+        let back = engine.reconfigure(Configuration(sources: [fakeSource("a", refresh: .seconds(10))], views: [view]), now: at(12))
+        #expect(back.loads.isEmpty)
+        #expect(engine.nextDeadline == at(21))
     }
 
     @Test func anInputThatChangedWhileNobodyWatchedReloadsTheDependentWhenWatched() {
