@@ -607,7 +607,8 @@ extension Engine {
             }
             let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
             let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
-            core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+            core = EngineCore(
+                configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max), demand: fanout.demand)
             loaders = engine.loaders
             reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
             configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: engine.inbox, logger: logger) : nil
@@ -810,7 +811,7 @@ extension Engine {
                 var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + core.snapshot()
                 if let id = consumer.subscriptionID { lines.append(.ack(id: fanout.replyIDs(for: consumer.id, [id])[0])) }
                 deliver(lines, only: consumer.id)
-                return []  // demand: the core's `demandChanged` (issue 27's second half)
+                return core.demandChanged(to: fanout.demand, now: now)
             }
 
             /// With `--idle-exit`, the engine has no consumer: it stops after that long unless one comes.
@@ -831,7 +832,7 @@ extension Engine {
                 fanout.leave(id)
                 consumer.controls.close()
                 consumer.close()
-                return []  // demand: the core's `demandChanged`
+                return core.demandChanged(to: fanout.demand, now: now)
             }
 
             /// What the core (or the reload machine) decides about `input`.
