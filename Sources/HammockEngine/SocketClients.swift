@@ -142,11 +142,15 @@ final class SocketClients: ClientListener {
         await writing
     }
 
+    /// A first line longer than this is not taken for a `subscribe` line (the reader refuses it, or carries
+    /// it out, as any control line).
+    static let longestSubscribeLine = 64 << 10
+
     /// The connection's first line, if it comes within `subscribeWindow` and is a `subscribe` line; any other
     /// line stays unread, for the control lines' reader.
     private func firstLine(of descriptor: Int32) -> [UInt8]? {
         let deadline = MonotonicInstant.current + limits.subscribeWindow
-        var peeked = [UInt8](repeating: 0, count: ControlMailbox.maximumLineLength)
+        var peeked = [UInt8](repeating: 0, count: Self.longestSubscribeLine)
         while true {
             let left = deadline - MonotonicInstant.current
             guard left > .zero else { return nil }
