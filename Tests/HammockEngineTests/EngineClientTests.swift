@@ -255,3 +255,34 @@ extension EngineClientTests {
         }
     }
 }
+
+extension EngineClientTests {
+    @Test("fifty clients each read every change one of them causes, and a bar client reads its bar's text")
+    func fanOutAndBarClients() async throws {
+        let config = """
+            version: 1
+            sources:
+              a: { kind: fake, content: { v: 1 } }
+            views:
+              page:
+                sources: [a]
+                render: { text: "v={{ a.v }}" }
+            """
+        try await EmbeddedEngine.run(config, serving: true) { hammock in
+            let clients = (0..<50).map { _ in hammock.connect() }
+            let bar = hammock.connect(Subscription(sources: [], views: ["page"]), format: .text, views: ["page"])
+            for client in clients { try await client.waitFor(type: "view", id: "page") { $0.status == "data" } }
+            try await bar.waitUntil("the bar shows a's first content") { $0.contains { $0.text == "v=1" } }
+            clients[7].send(controlLine: #"{"op":"override","source":"a","content":{"v":2},"id":"o"}"#)
+            for client in clients {
+                try await client.waitFor(type: "source", id: "a") { $0.content == ["v": 2] }
+            }
+            try await bar.waitUntil("the bar shows the override") { $0.contains { $0.text == "v=2" } }
+            // An empty text first when it joined while a loaded (a bar shows nothing over nothing).
+            #expect(bar.lines.map(\.text).drop { $0.isEmpty } == ["v=1", "v=2"], "a bar line per change of its text, and nothing else")
+            #expect(clients.enumerated().allSatisfy { index, client in
+                client.lines.contains { $0.type == "ack" } == (index == 7)
+            }, "the ack went to its sender alone")
+        }
+    }
+}
