@@ -381,6 +381,12 @@ struct ConfigurationReader {
                 } else {
                     problem(node.mark, "cache must be true or false, found \(node.kindName)")
                 }
+            case .keep:
+                if case .scalar(let scalar) = node.kind, case .bool(let flag) = scalar.resolved {
+                    definition.keep = flag
+                } else {
+                    problem(node.mark, "keep must be true or false, found \(node.kindName)")
+                }
             case .select:
                 guard let text = string(node, "select") else { continue }
                 if let pointer = JSONPointer(text) {

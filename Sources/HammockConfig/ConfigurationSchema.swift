@@ -130,6 +130,9 @@ public enum ConfigurationSchema {
         case .cache:
             return JSONSchema.boolean(
                 "Keep the last content on disk and show it at once at the next start, while the source loads as usual (default false).")
+        case .keep:
+            return JSONSchema.boolean(
+                "Keep loading and polling while nobody watches the source: under hammock serve, with no client subscribed to it or to a view or source that reads it (default false). Under hammock run everything is watched anyway.")
         }
     }
 
@@ -171,7 +174,7 @@ public enum ConfigurationSchema {
             "type": "object",
             "description": isBase
                 ? "A base: any keys of a source, taken by each source that names it with base:."
-                : "A source: its kind (or a base that has one), the common keys (refresh, expiration, retry, timeout, select, cache), and its kind's options.",
+                : "A source: its kind (or a base that has one), the common keys (refresh, expiration, retry, timeout, select, cache, keep), and its kind's options.",
             "properties": .object(common),
             "allOf": .array(branches),
             "unevaluatedProperties": false,

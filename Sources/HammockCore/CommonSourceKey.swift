@@ -3,13 +3,13 @@
 /// One list for the configuration reader (which reads them, and lets `defaults:` set the inheritable
 /// ones) and for every kind's option checks (which must not call them unknown).
 public enum CommonSourceKey: String, CaseIterable, Sendable {
-    case kind, refresh, expiration, retry, timeout, select, cache
+    case kind, refresh, expiration, retry, timeout, select, cache, keep
 
     /// Whether `defaults:` may set it for every source. A source's `kind` and `select` are its own.
     public var isInheritable: Bool {
         switch self {
         case .kind, .select: false
-        case .refresh, .expiration, .retry, .timeout, .cache: true
+        case .refresh, .expiration, .retry, .timeout, .cache, .keep: true
         }
     }
 

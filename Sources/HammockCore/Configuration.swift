@@ -39,13 +39,17 @@ public struct SourceDefinition: Sendable, Equatable {
     /// A JSON Pointer into the loaded content; only the value there becomes the source's content.
     public var select: JSONPointer?
     public var cache: Bool
+    /// `keep: true`: the source is watched whoever watches (`Demand`), so under `hammock serve` it keeps
+    /// polling while no client is subscribed to it.
+    public var keep: Bool
     /// The option strings that hold `{{ }}` references.
     public var templates: [TemplatedOption]
 
     public init(
         id: SourceID, kind: Kind, options: JSONObject = [:], refresh: Duration? = nil,
         expiration: Duration = .seconds(30), retry: RetryPolicy = .standard, timeout: Duration = .seconds(10),
-        select: JSONPointer? = nil, cache: Bool = false, templates: [TemplatedOption] = []
+        select: JSONPointer? = nil, cache: Bool = false, keep: Bool = false,
+        templates: [TemplatedOption] = []
     ) {
         self.id = id
         self.kind = kind
@@ -56,6 +60,7 @@ public struct SourceDefinition: Sendable, Equatable {
         self.timeout = timeout
         self.select = select
         self.cache = cache
+        self.keep = keep
         self.templates = templates
     }
 

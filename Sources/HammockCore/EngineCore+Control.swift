@@ -39,10 +39,11 @@ extension EngineCore {
         }
     }
 
-    /// SIGUSR1 (`failingOnly`): loads every source that has an error; SIGUSR2: loads every source. A status
-    /// bar without stdin acts through these, as a consumer would with `retry` or `load` for each source.
+    /// SIGUSR1 (`failingOnly`): loads every watched source that has an error; SIGUSR2: loads every watched
+    /// source. A status bar without stdin acts through these, as a consumer would with `retry` or `load` for
+    /// each source; a source nobody watches is nobody's to refresh (a named `load` still loads it once).
     public mutating func loadEverySource(failingOnly: Bool, now: EngineTime) -> [EngineAction] {
-        for id in sourceIDs where !failingOnly || sources[id].state.latestError != nil {
+        for id in sourceIDs where isWatched(id) && (!failingOnly || sources[id].state.latestError != nil) {
             loadOrFollowUp(id, now: now)
         }
         emitChangedViews()
@@ -51,7 +52,9 @@ extension EngineCore {
 
     /// Switches to a new configuration (hot reload). Sources whose definition is unchanged keep their state,
     /// their loads and their timers; changed ones keep their content and load again with the new definition;
-    /// removed ones are dropped with a `removed` line; new ones load.
+    /// removed ones are dropped with a `removed` line; new ones load. Only watched sources load: the demand
+    /// stays, the sources it watches are counted again over the new configuration, those it no longer
+    /// watches stop polling, and those it now watches get `loadIfNeeded`.
     ///
     /// - Parameter replacingKinds: kinds whose plugin the reload replaced (its command changed). Their
     ///   sources count as changed even when their definitions are not: the new plugin has never been told
@@ -79,6 +82,9 @@ extension EngineCore {
         sourceIDs = new.sources.map(\.id)
         sourceOrder = Self.order(of: new)
         dependents = Self.dependents(of: new)
+        inputsBySource = Self.inputs(of: new)
+        let watchedBefore = watched
+        watched = Self.watched(by: demand, mode: mode, configuration: new, inputs: inputsBySource)
         lastViewStates = new.views.map { lastLines[$0] }
         indexViews()
         emit(.reloaded(sources: sourceIDs, views: new.views.map(\.id)))
@@ -87,10 +93,17 @@ extension EngineCore {
         for definition in new.sources {
             guard let before = previous[definition.id] else {
                 sources.insert(SourceRuntime(definition: definition))
-                load(definition.id, now: now)
+                if isWatched(definition.id) { load(definition.id, now: now) }
                 continue
             }
-            guard before != definition || replacingKinds.contains(definition.kind) else { continue }
+            guard before != definition || replacingKinds.contains(definition.kind) else {
+                switch (watchedBefore.contains(definition.id), isWatched(definition.id)) {
+                case (false, true): startWatching(definition.id, now: now)
+                case (true, false): stopWatching(definition.id)
+                default: break
+                }
+                continue
+            }
             let runtime = sources[definition.id]
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: load.id))
@@ -108,7 +121,9 @@ extension EngineCore {
                 updated.lastModified = runtime.lastModified
             }
             sources.insert(updated)
-            load(definition.id, now: now)
+            // One nobody watches loads when someone does: `updated` has no `lastOptions`, so `startWatching`
+            // sees a request it never sent.
+            if isWatched(definition.id) { load(definition.id, now: now) }
         }
         // States were set above without `apply` (a reloaded source is not loading until its load): count again.
         indexViews()

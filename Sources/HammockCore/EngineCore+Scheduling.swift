@@ -9,7 +9,8 @@ extension EngineCore {
     public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: Kind, now: EngineTime) -> [EngineAction] {
         guard templateRules[kind] != rules else { return [] }
         templateRules[kind] = rules
-        for id in sourceIDs where sources[id].definition.kind == kind {
+        // A source nobody watches keeps waiting: `startWatching` loads it.
+        for id in sourceIDs where sources[id].definition.kind == kind && isWatched(id) {
             guard sources[id].phase.templateRulesArrived(), !sources[id].isSettled else { continue }
             load(id, now: now)
         }
@@ -117,10 +118,11 @@ extension EngineCore {
 
     /// The machine was suspended or its wall clock stepped (the runtime sees the clocks disagree): what was
     /// loaded before may be old whatever the timers say, as a machine that wakes up expects, so every polled
-    /// source that is not loading loads now.
+    /// source that is watched and not loading loads now.
     public mutating func clockJumped(now: EngineTime) -> [EngineAction] {
         guard case .continuous = mode else { return [] }
-        for id in sourceIDs where sources[id].definition.refresh != nil && !sources[id].phase.isLoading {
+        for id in sourceIDs
+        where sources[id].definition.refresh != nil && !sources[id].phase.isLoading && isWatched(id) {
             load(id, now: now)
         }
         emitChangedViews()
@@ -274,7 +276,8 @@ extension EngineCore {
     }
 
     /// After a load ends: poll again after `refresh`, or retry after the backoff delay when retrying can
-    /// help (`RetryPolicy.retries`).
+    /// help (`RetryPolicy.retries`). A source nobody watches gets neither, but its retry delay still moves,
+    /// since freshness reads it when someone watches again.
     mutating func scheduleNextAttempt(_ id: SourceID, now: EngineTime) {
         guard case .continuous = mode, !sources[id].phase.isLoading else { return }
         let source = sources[id]
@@ -288,6 +291,10 @@ extension EngineCore {
             if definition.retry.retries(error) { next = now.instant + delay }
         } else {
             sources[id].retryDelay = definition.retry.initialDelay
+        }
+        guard isWatched(id) else {
+            sources[id].nextAttemptAt = nil
+            return
         }
         sources[id].nextAttemptAt = next
         if let next { deadlines.insert(Deadline(at: next, source: id)) }

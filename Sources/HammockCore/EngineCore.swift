@@ -85,6 +85,11 @@ public struct EngineCore: Sendable {
     /// Views to evaluate at the next `emitChangedViews`: those with a source whose state changed since.
     var staleViews: Set<Int> = []
     var dependents: [SourceID: [SourceID]] = [:]
+    /// Each source's template inputs: the forward map of `dependents`, to follow what a watched source reads.
+    var inputsBySource: [SourceID: [SourceID]] = [:]
+    /// Who watches what (`Demand`), kept across a reload, and the sources it watches in this configuration.
+    var demand: Demand
+    var watched: Set<SourceID> = []
     var nextLoadID: LoadID = 1
     var random: SplitMix64
     var actions: [EngineAction] = []
@@ -96,11 +101,13 @@ public struct EngineCore: Sendable {
     var waitingUnsettled: Set<SourceID> = []
 
     /// - Parameter templateRules: the kinds' rules known at start (`learnTemplateRules` adds more later).
+    /// - Parameter demand: who watches which sources; only watched sources load (`demandChanged` moves it).
     public init(
         configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED,
-        templateRules: [Kind: TemplateRules] = [:]
+        templateRules: [Kind: TemplateRules] = [:], demand: Demand = .everything
     ) {
         self.templateRules = templateRules
+        self.demand = demand
         self.configuration = configuration
         self.mode = mode
         random = SplitMix64(seed: seed)
@@ -109,6 +116,8 @@ public struct EngineCore: Sendable {
         sourceIDs = configuration.sources.map(\.id)
         sourceOrder = Self.order(of: configuration)
         dependents = Self.dependents(of: configuration)
+        inputsBySource = Self.inputs(of: configuration)
+        watched = Self.watched(by: demand, mode: mode, configuration: configuration, inputs: inputsBySource)
         indexViews()
         countUnsettled()
     }
@@ -140,15 +149,15 @@ public struct EngineCore: Sendable {
 
     // MARK: - Inputs
 
-    /// Says hello, shows what the offline cache kept (origin `cache`), and loads every source whose inputs
-    /// are ready.
+    /// Says hello, shows what the offline cache kept (origin `cache`), and loads every watched source whose
+    /// inputs are ready. A source nobody watches does not load until someone does (`demandChanged`).
     public mutating func start(now: EngineTime, restored: [SourceID: JSONValue] = [:]) -> [EngineAction] {
         emit(.hello(sources: sourceIDs, views: configuration.views.map(\.id), version: hammockVersion))
         if case .once(let deadline) = mode { onceDeadline = now.instant + deadline }
         for id in sourceIDs {
             if let content = restored[id] { apply(.newData(content, origin: .cache), to: id, now: now) }
         }
-        for id in sourceIDs { load(id, now: now) }
+        for id in sourceIDs where isWatched(id) { load(id, now: now) }
         emitChangedViews()
         checkOnceCompletion(now: now)
         return takeActions()
@@ -195,9 +204,10 @@ public struct EngineCore: Sendable {
         if sources[id].state.content != contentBefore { inputChanged(id, now: now) }
     }
 
-    /// Reloads the sources that read `id` through templates, when a value they use has changed.
+    /// Reloads the watched sources that read `id` through templates, when a value they use has changed. One
+    /// nobody watches loads with its new options when someone does (`startWatching` compares them).
     mutating func inputChanged(_ id: SourceID, now: EngineTime) {
-        for dependent in dependents[id] ?? [] {
+        for dependent in dependents[id] ?? [] where isWatched(dependent) {
             let source = sources[dependent]
             guard source.phase.isWaitingForInputs || source.lastOptions != nil else { continue }
             guard let resolved = resolvedOptions(of: source.definition) else { continue }  // loads once the rules come

@@ -27,8 +27,10 @@ public enum OutputLine: Sendable {
 
     /// Lines with the same key replace each other while they wait in the writer's queue.
     ///
-    /// A source's content restored from the offline cache is never replaced: it is written once per source,
-    /// at start, and a consumer must see that what it shows came from the cache.
+    /// A source's content restored from the offline cache is never replaced by the source's later states: a
+    /// consumer must see that what it shows came from the cache. It has a key of its own, so a newer line of
+    /// the same restored state (a `snapshot` of a source nobody has loaded since) replaces a waiting one, and
+    /// a client that asks for snapshots and never reads holds one per source, not one per snapshot.
     ///
     /// A `wipe` has a key of its own: the engine wipes a source and asks for the new resource in one turn
     /// (`requested` follows at once), so under the source's key the wipe would always be replaced before any
@@ -37,7 +39,7 @@ public enum OutputLine: Sendable {
     /// source: its newest wipe and its newest state.
     public var coalescingKey: String? {
         switch self {
-        case .source(_, .newData(_, .cache)?, _): nil
+        case .source(let id, .newData(_, .cache)?, _): "cache:" + id.rawValue
         case .source(let id, .newData(_, .wipe)?, _): "wipe:" + id.rawValue
         case .source(let id, _, _): "source:" + id.rawValue
         case .view(let id, _): "view:" + id.rawValue

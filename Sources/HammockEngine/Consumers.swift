@@ -38,6 +38,14 @@ final class Consumer: Sendable {
 /// loop as a `Consumer` (`EngineInput.joined`), and says when one leaves (`.left`), until cancelled.
 protocol ClientListener: Sendable {
     func run(inbox: EngineInbox) async
+    /// No client is connected, nor being let in (its first line not read yet): `--idle-exit` may stop.
+    var isIdle: Bool { get }
+    /// The stop has begun: accept nobody more (a client let in now would read neither `hello` nor `bye`).
+    func stopAccepting()
+    /// A second stop signal: stop waiting for any client's last lines.
+    func interruptAll()
+    /// A reload is in force: a bar client that joins from now on renders these views.
+    func viewsReloaded(_ views: [ViewDefinition])
 }
 
 /// A consumer's name inside one engine. `standardOutput` is `hammock run`'s stdout (and `hammock watch`'s

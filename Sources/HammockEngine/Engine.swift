@@ -348,16 +348,10 @@ public final class Engine: Sendable {
         signal(SIGPIPE, SIG_IGN)
         OrphanReaper.becomeSubreaper()
         let stop = StopRequest()
-        let views = loaded.configuration.views
         let clients = SocketClients(
             listener: listener,
             limits: SocketClients.Limits(maximumClients: maximumClients, stallTimeout: stallTimeout, drainTimeout: options.drainTimeout),
-            secrets: standardError.secrets, logger: logger,
-            barEncoder: { format, selected in
-                BarEncoder(
-                    format: format,
-                    views: format == .i3bar && selected.isEmpty ? views : selected.compactMap { id in views.first { $0.id == id } })
-            })
+            views: loaded.configuration.views, secrets: standardError.secrets, logger: logger)
         let reloadWasAsked = signals.route { number in
             switch number {
             case SIGHUP: inbox.yield(.reload)
@@ -385,6 +379,7 @@ public final class Engine: Sendable {
                 _ = signals.route { number in
                     guard !SignalRouter.nonStopping.contains(number) else { return }
                     _ = stop.request(number == SIGINT ? .interrupt : .signal, signal: number)
+                    clients.interruptAll()
                 }
             }
             services.cancelAll()
@@ -418,7 +413,7 @@ public final class Engine: Sendable {
             services.addTask { await clock.run() }
             if let clients { services.addTask { [inbox] in await clients.run(inbox: inbox) } }
             let status = await withTaskGroup(of: Void.self) { work in
-                await serve(primary: primary, clock: clock, stop: stop, whenStopping: whenStopping, work: &work)
+                await serve(primary: primary, clients: clients, clock: clock, stop: stop, whenStopping: whenStopping, work: &work)
             }
             // The writer is over (`finish` has returned); the clock and the listener run until told to stop.
             services.cancelAll()
@@ -455,10 +450,10 @@ public final class Engine: Sendable {
     /// children of `work`, which the stop waits for once it has shut every loader down (which ends any
     /// wait on one): a reload stuck on a plugin never holds up a stop.
     private func serve(
-        primary: Consumer?, clock: any EngineDeadlines, stop: StopRequest,
+        primary: Consumer?, clients: (any ClientListener)?, clock: any EngineDeadlines, stop: StopRequest,
         whenStopping: @Sendable () -> Void, work: inout TaskGroup<Void>
     ) async -> Int32 {
-        let loop = Loop(engine: self, primary: primary, stop: stop)
+        let loop = Loop(engine: self, primary: primary, clients: clients, stop: stop)
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
         for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders) {
             _ = loop.core.learnTemplateRules(rules, for: kind, now: environment.now())
@@ -489,6 +484,7 @@ public final class Engine: Sendable {
             switch step {
             case .closeControls:
                 loop.idleTimer?.cancel()
+                clients?.stopAccepting()
                 for consumer in loop.consumers.values { consumer.controls.close() }
                 loop.notify(loop.notifier?.stopping())
             case .rerouteSignals:
@@ -564,6 +560,8 @@ extension Engine {
         let engine: Engine
         /// `hammock run`'s stdout (and stdin); nil under `hammock serve`, whose readers are all clients.
         let primary: Consumer?
+        /// Where `hammock serve`'s clients come from (nil for `run`).
+        let clients: (any ClientListener)?
         /// Every reader of the engine's lines, the primary included, and which lines each reads.
         var consumers: [ConsumerID: Consumer] = [:]
         var fanout: Fanout
@@ -596,9 +594,10 @@ extension Engine {
         var standardError: StandardError { engine.standardError }
         var inbox: EngineInbox { engine.inbox }
 
-        init(engine: Engine, primary: Consumer?, stop: StopRequest) {
+        init(engine: Engine, primary: Consumer?, clients: (any ClientListener)?, stop: StopRequest) {
             self.engine = engine
             self.primary = primary
+            self.clients = clients
             self.stop = stop
             fanout = Fanout(configuration: engine.loaded.file)
             if let primary {
@@ -607,7 +606,8 @@ extension Engine {
             }
             let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
             let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
-            core = EngineCore(configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max))
+            core = EngineCore(
+                configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max), demand: fanout.demand)
             loaders = engine.loaders
             reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
             configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: engine.inbox, logger: logger) : nil
@@ -617,7 +617,8 @@ extension Engine {
                 environment: engine.environment.cacheEnvironment)
             clickCommands = engine.environment.makeClickCommands(logger, engine.standardError)
             notifySocket = options.notifySocket
-            notifier = notifySocket.map { _ in ServiceNotifier(sources: loaded.configuration.sources) }
+            // Ready once every source that loads has answered: under `serve`, those kept fresh with no client.
+            notifier = notifySocket.map { [core] _ in ServiceNotifier(sources: loaded.configuration.sources.filter { core.isWatched($0.id) }) }
             sourceMetrics = options.metrics.map { $0.lineObserver(sources: loaded.configuration.sources.map(\.id)) }
         }
 
@@ -739,6 +740,7 @@ extension Engine {
                         logger.notice("configuration reloaded", metadata: ["file": "\(file)"])
                     case .reconfigure(let next, let rules, let replacedKinds):
                         for consumer in consumers.values { consumer.output.viewsReloaded(next.configuration.views) }
+                        clients?.viewsReloaded(next.configuration.views)
                         for (kind, kindRules) in rules { actions += core.learnTemplateRules(kindRules, for: kind, now: environment.now()) }
                         actions += core.reconfigure(next.configuration, replacingKinds: replacedKinds, now: environment.now())
                     case .acknowledge(let ids):
@@ -803,14 +805,17 @@ extension Engine {
                 if let problem = consumer.subscription.unknownIDs(sources: sources, views: views) {
                     consumer.output.send(.error(message: problem, id: consumer.subscriptionID))
                     consumer.close()
+                    if consumers.isEmpty { waitForIdleExit() }  // a refused client is no client
                     return []
                 }
+                idleGeneration += 1
+                idleTimer?.cancel()
                 consumers[consumer.id] = consumer
                 fanout.join(consumer.id, consumer.subscription)
                 var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + core.snapshot()
                 if let id = consumer.subscriptionID { lines.append(.ack(id: fanout.replyIDs(for: consumer.id, [id])[0])) }
                 deliver(lines, only: consumer.id)
-                return []  // demand: the core's `demandChanged` (issue 27's second half)
+                return core.demandChanged(to: fanout.demand, now: now)
             }
 
             /// With `--idle-exit`, the engine has no consumer: it stops after that long unless one comes.
@@ -831,7 +836,7 @@ extension Engine {
                 fanout.leave(id)
                 consumer.controls.close()
                 consumer.close()
-                return []  // demand: the core's `demandChanged`
+                return core.demandChanged(to: fanout.demand, now: now)
             }
 
             /// What the core (or the reload machine) decides about `input`.
@@ -850,15 +855,13 @@ extension Engine {
                 case .plugin(.pushedError(let source, let error)):
                     return core.pushedError(source: source, error: error, now: now)
                 case .joined(let consumer):
-                    idleGeneration += 1
-                    idleTimer?.cancel()
                     return join(consumer, now: now)
                 case .left(let id):
                     let actions = leave(id, now: now)
                     if consumers.isEmpty { waitForIdleExit() }
                     return actions
                 case .idleCheck(let generation):
-                    if generation == idleGeneration, consumers.isEmpty, stop.request(.idle, signal: nil) {
+                    if generation == idleGeneration, consumers.isEmpty, clients?.isIdle ?? true, stop.request(.idle, signal: nil) {
                         logger.notice("no client for \(options.idleExit ?? .zero): stopping (--idle-exit)")
                         inbox.yield(.stop)
                     }

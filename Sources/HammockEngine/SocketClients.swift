@@ -34,34 +34,53 @@ final class SocketClients: ClientListener {
     private let limits: Limits
     private let secrets: Secrets
     private let logger: Logger
-    /// The bar encoder for a client's format over the views it named (nil for JSON lines).
-    private let barEncoder: @Sendable (StdoutFormat, [ViewID]) -> BarEncoder?
+    /// The configuration's views, as the last reload left them: what a bar client renders.
+    private let views: Mutex<[ViewDefinition]>
     private let ownUser = geteuid()
     private let nextID = Atomic<Int>(0)
+    /// Connections from `accept` to their close, served or not.
     private let connected = Atomic<Int>(0)
+    /// The served clients' writers, for `interruptAll`.
+    private let writers = Mutex<[ConsumerID: OutputWriter]>([:])
+    /// Ends the accept thread: the stop, or `stopAccepting`.
+    private let stopping = WakeupPipe()
 
-    init(
-        listener: UnixListener, limits: Limits = Limits(), secrets: Secrets, logger: Logger,
-        barEncoder: @escaping @Sendable (StdoutFormat, [ViewID]) -> BarEncoder?
-    ) {
+    init(listener: UnixListener, limits: Limits = Limits(), views: [ViewDefinition], secrets: Secrets, logger: Logger) {
         self.listener = listener
         self.limits = limits
+        self.views = Mutex(views)
         self.secrets = secrets
         self.logger = logger
-        self.barEncoder = barEncoder
     }
 
-    /// How many clients are connected now.
-    var count: Int { connected.load(ordering: .relaxed) }
+    var isIdle: Bool { connected.load(ordering: .relaxed) == 0 }
+
+    func stopAccepting() { stopping.wake() }
+
+    func interruptAll() {
+        for writer in writers.withLock({ Array($0.values) }) { writer.interrupt() }
+    }
+
+    func viewsReloaded(_ views: [ViewDefinition]) {
+        self.views.withLock { $0 = views }
+    }
+
+    /// The bar encoder for a client's format over the views it named, in the configuration in force.
+    private func barEncoder(_ format: StdoutFormat, _ selected: [ViewID]) -> BarEncoder {
+        let views = self.views.withLock { $0 }
+        return BarEncoder(
+            format: format,
+            views: format == .i3bar && selected.isEmpty ? views : selected.compactMap { id in views.first { $0.id == id } })
+    }
 
     /// Accepts until cancelled; every connection's task is a child of this one, and this returns once they
     /// have all ended (cancelling ends each: its reader stops and its writer is finished).
     func run(inbox: EngineInbox) async {
-        let stopping = WakeupPipe()
+        let (stopping, listener) = (stopping, listener)
         let (accepted, arrivals) = AsyncStream.makeStream(of: AcceptedConnection.self)
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
-                group.addTask { [listener] in
+                group.addTask {
                     await OwnThread.run(named: "hammock.accept") {
                         while let connection = listener.accept(stopDescriptor: stopping.readEnd) { arrivals.yield(connection) }
                     }
@@ -76,39 +95,38 @@ final class SocketClients: ClientListener {
         }
     }
 
-    /// One connection, from its first line to its close.
+    /// How a connection's first moments ended: served with what it asked for, or let go.
+    private enum Greeting {
+        case serve(SubscribeRequest)
+        case letGo
+    }
+
+    /// One connection, from its first line to its close. The descriptor is closed by its `SocketOutput`, once
+    /// the writer's thread (which may sit in `send` until the stall timeout) is done with it, so its number
+    /// cannot go to another client while a write to this one is under way.
     private func serve(_ connection: AcceptedConnection, inbox: EngineInbox) async {
         let descriptor = connection.descriptor
-        defer { Glibc.close(descriptor) }
-        guard connection.peer?.uid == ownUser else {
-            let who = connection.peer.map { "user \($0.uid)" } ?? "an unknown user"
-            logger.warning("refused a connection from \(who): the socket serves its own user only")
-            refuse(descriptor, "this engine serves user \(ownUser) only; connect as that user")
-            return
-        }
-        let number = connected.add(1, ordering: .relaxed).newValue
+        connected.add(1, ordering: .relaxed)
         defer { connected.subtract(1, ordering: .relaxed) }
-        guard number <= limits.maximumClients else {
-            logger.warning("refused a client: \(limits.maximumClients) are connected, the most there may be")
-            refuse(descriptor, "too many clients: \(limits.maximumClients) are connected, the most this engine serves (hammock serve --max-clients)")
-            return
-        }
-        let request: SubscribeRequest
-        do throws(ControlLineError) {
-            if let line = firstLine(of: descriptor) { request = try SubscribeRequest(line: line) } else { request = .everything }
-        } catch {
-            refuse(descriptor, error.message, id: error.id)
+        // Waiting for the first line, and telling a refused client why, block: on a thread of the connection's
+        // own, never on the pool the loop runs on.
+        let greeting = await OwnThread.run(named: "hammock.client") { self.greet(connection) }
+        guard case .serve(let request) = greeting else {
+            Glibc.close(descriptor)
             return
         }
         UnixSocket.setSendTimeout(descriptor, limits.stallTimeout)
         let id = ConsumerID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
+        let output = SocketOutput(descriptor: descriptor)
         let writer = OutputWriter(
-            transport: SocketOutput(descriptor: descriptor), secrets: secrets,
+            transport: output, secrets: secrets,
             bar: request.format == .json ? nil : barEncoder(request.format, request.views),
             reportProblem: { [logger] in logger.warning("\($0)") }
         ) {
             inbox.yield(.left(id))
         }
+        writers.withLock { $0[id] = writer }
+        defer { _ = writers.withLock { $0.removeValue(forKey: id) } }
         let controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
         let stopReading = WakeupPipe()
         defer { stopReading.close() }
@@ -136,35 +154,81 @@ final class SocketClients: ClientListener {
             close.finish()
         }
         _ = await writer.finish(with: nil, deadline: limits.drainTimeout)
+        if output.stalled {
+            logger.warning("\(id) read nothing for \(limits.stallTimeout): disconnected (hammock serve --client-timeout)")
+        }
+        // Ends a write still blocked in `send` (its thread lets go of the descriptor soon after) and the read.
+        shutdown(descriptor, Int32(SHUT_RDWR))
         stopReading.wake()
         controls.close()
         await reading
         await writing
     }
 
+    /// Checks who connected and reads its first line (on the connection's thread).
+    private func greet(_ connection: AcceptedConnection) -> Greeting {
+        let descriptor = connection.descriptor
+        guard connection.peer?.uid == ownUser else {
+            let who = connection.peer.map { "user \($0.uid)" } ?? "an unknown user"
+            logger.warning("refused a connection from \(who): the socket serves its own user only")
+            refuse(descriptor, "this engine serves user \(ownUser) only; connect as that user")
+            return .letGo
+        }
+        guard connected.load(ordering: .relaxed) <= limits.maximumClients else {
+            logger.warning("refused a client: \(limits.maximumClients) are connected, the most there may be")
+            refuse(descriptor, "too many clients: \(limits.maximumClients) are connected, the most this engine serves (hammock serve --max-clients)")
+            return .letGo
+        }
+        switch firstLine(of: descriptor) {
+        case .closed:
+            return .letGo  // a probe (attach's "is an engine there?"), or a client gone at once: no load for it
+        case .none:
+            return .serve(.everything)
+        case .line(let line):
+            do throws(ControlLineError) {
+                return .serve(try SubscribeRequest(line: line))
+            } catch {
+                refuse(descriptor, error.message, id: error.id)
+                return .letGo
+            }
+        }
+    }
+
+    private enum FirstLine {
+        case line([UInt8])
+        /// No `subscribe` line within the window: the client reads everything.
+        case none
+        /// The client closed its end (or the connection failed) before saying anything.
+        case closed
+    }
+
+    /// A first line longer than this is not taken for a `subscribe` line (the reader refuses it, or carries
+    /// it out, as any control line).
+    static let longestSubscribeLine = 64 << 10
+
     /// The connection's first line, if it comes within `subscribeWindow` and is a `subscribe` line; any other
     /// line stays unread, for the control lines' reader.
-    private func firstLine(of descriptor: Int32) -> [UInt8]? {
+    private func firstLine(of descriptor: Int32) -> FirstLine {
         let deadline = MonotonicInstant.current + limits.subscribeWindow
-        var peeked = [UInt8](repeating: 0, count: ControlMailbox.maximumLineLength)
+        var peeked = [UInt8](repeating: 0, count: Self.longestSubscribeLine)
         while true {
             let left = deadline - MonotonicInstant.current
-            guard left > .zero else { return nil }
+            guard left > .zero else { return .none }
             var watched = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&watched, 1, Int32(max(1, left.milliseconds)))
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return nil }
+            guard ready > 0 else { return .none }
             let count = recv(descriptor, &peeked, peeked.count, Int32(MSG_PEEK))
-            guard count > 0 else { return nil }  // closed, or an error the reader will meet
+            guard count > 0 else { return .closed }
             guard let end = peeked[..<count].firstIndex(of: UInt8(ascii: "\n")) else {
-                if count == peeked.count { return nil }  // too long for a subscribe line: the reader refuses it
+                if count == peeked.count { return .none }  // too long for a subscribe line: the reader refuses it
                 usleep(1000)  // a line in pieces: wait for its end
                 continue
             }
             let line = Array(peeked[..<end])
-            guard SubscribeRequest.isSubscribe(line) else { return nil }
+            guard SubscribeRequest.isSubscribe(line) else { return .none }
             _ = recv(descriptor, &peeked, end + 1, 0)
-            return line
+            return .line(line)
         }
     }
 
@@ -185,19 +249,32 @@ final class SocketOutput: OutputTransport {
     let knowsUnreadBytes = false
     var atomicWrite: Int { Int(PIPE_BUF) }
     private let wakeup = WakeupPipe()
+    private let didStall = Atomic<Bool>(false)
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
-    deinit { wakeup.close() }
+    /// The last user of the descriptor is gone (the writer's thread holds its writer, which holds this).
+    deinit {
+        wakeup.close()
+        Glibc.close(descriptor)
+    }
+
+    /// A write gave up because the client took nothing for the send timeout.
+    var stalled: Bool { didStall.load(ordering: .relaxed) }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
         while true {
             let sent = send(descriptor, base, bytes.count, Int32(MSG_NOSIGNAL))
             if sent >= 0 { return sent }
-            if errno != EINTR { return nil }  // EAGAIN: the send timeout ran out; EPIPE, ECONNRESET: gone
+            switch errno {
+            case EINTR: continue
+            case EAGAIN: didStall.store(true, ordering: .relaxed)  // the send timeout ran out
+            default: break  // EPIPE, ECONNRESET: gone
+            }
+            return nil
         }
     }
 

@@ -92,7 +92,7 @@ import Testing
             try? JSONValue(parsing: Array(text(.bye(reason: reason, failed: nil), seq: 1).utf8))
                 .objectValue?["reason"]?.stringValue
         }
-        #expect(written == ["signal", "interrupt", "quit", "stdout closed", "once", "deadline"])
+        #expect(written == ["signal", "interrupt", "quit", "stdout closed", "once", "deadline", "idle"])
         let schemaPath = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/docs/schema/output-line.schema.json"
         let schemaText = try #require(try? String(contentsOfFile: schemaPath, encoding: .utf8), "no \(schemaPath)")
         let schema = try JSONValue(parsing: Array(schemaText.utf8))

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HammockCore
 import HammockJSON
 import Testing
@@ -185,5 +186,103 @@ struct EngineClientTests {
         }
         let bye = try await staying!.waitFor(type: "bye")
         #expect(bye["reason"] == "signal")
+    }
+
+    @Test("--idle-exit: the engine stops once no client has been connected for that long, never while one is")
+    func idleExit() async throws {
+        let status = try await EmbeddedEngine.run(
+            Self.config, options: RunOptions(idleExit: .milliseconds(300)), serving: true
+        ) { hammock in
+            let client = hammock.connect()
+            try await client.waitFor(type: "view", id: "justB")
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(hammock.isRunning, "a connected client keeps the engine")
+            client.disconnect()
+            try await client.waitUntilClosed()
+            #expect(try await hammock.waitForExit(timeout: .seconds(5)) == 0)
+            #expect(hammock.logText.contains("--idle-exit"))
+        }
+        #expect(status == 0)
+    }
+}
+
+/// How many loads each source's plugin was asked for.
+final class LoadCounts: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+    func count(_ source: String) -> Int { counts.withLock { $0[source, default: 0] } }
+    func loaded(_ source: String) -> Int { counts.withLock { counts in
+        counts[source, default: 0] += 1
+        return counts[source]!
+    } }
+}
+
+extension EngineClientTests {
+    @Test("loading follows who watches: nothing loads before a client, a source loads when one subscribes, and stops polling when it leaves")
+    func loadingFollowsWatchers() async throws {
+        let loads = LoadCounts()
+        let plugin = TestPlugin.answering { source, _ in .newData(.string("\(source) #\(loads.loaded(source))")) }
+        let config = """
+            version: 1
+            sources:
+              a: { kind: test, refresh: 1s }
+              b: { kind: test, refresh: 1s }
+              kept: { kind: test, refresh: 1s, keep: true }
+            views:
+              justB: { sources: [b] }
+            """
+        try await EmbeddedEngine.run(config, plugins: [plugin], serving: true) { hammock in
+            for _ in 0..<5 { hammock.advance(by: .seconds(1)) }
+            // A view's subscriber: b loads (the view's source), a does not; kept loads with nobody.
+            let viewer = hammock.connect(Subscription(sources: [], views: ["justB"]), subscriptionID: .number(1))
+            try await viewer.waitFor(type: "view", id: "justB") { $0.status == "data" }
+            #expect(loads.count("a") == 0, "nobody watched a: it never loaded")
+            #expect(loads.count("b") == 1, "b loaded once, for the view's subscriber")
+            #expect(loads.count("kept") >= 1, "keep: true loads with no watcher")
+            // Its first watcher loads a.
+            let watcher = hammock.connect(Subscription(sources: ["a"], views: []), subscriptionID: .number(2))
+            try await watcher.next("a") { $0.event == "newData" }
+            #expect(loads.count("a") == 1)
+            // Once it leaves, a stops polling while b, still watched, polls on.
+            watcher.disconnect()
+            try await watcher.waitUntilClosed()
+            let bBefore = loads.count("b")
+            for poll in 1...3 {
+                hammock.advance(by: .seconds(1))
+                try await viewer.waitUntil("b polled") { _ in loads.count("b") >= bBefore + poll }
+            }
+            _ = try await hammock.linesUntilQuiet()
+            #expect(loads.count("a") == 1, "no poll of a while nobody watched it")
+        }
+    }
+}
+
+extension EngineClientTests {
+    @Test("fifty clients each read every change one of them causes, and a bar client reads its bar's text")
+    func fanOutAndBarClients() async throws {
+        let config = """
+            version: 1
+            sources:
+              a: { kind: fake, content: { v: 1 } }
+            views:
+              page:
+                sources: [a]
+                render: { text: "v={{ a.v }}" }
+            """
+        try await EmbeddedEngine.run(config, serving: true) { hammock in
+            let clients = (0..<50).map { _ in hammock.connect() }
+            let bar = hammock.connect(Subscription(sources: [], views: ["page"]), format: .text, views: ["page"])
+            for client in clients { try await client.waitFor(type: "view", id: "page") { $0.status == "data" } }
+            try await bar.waitUntil("the bar shows a's first content") { $0.contains { $0.text == "v=1" } }
+            clients[7].send(controlLine: #"{"op":"override","source":"a","content":{"v":2},"id":"o"}"#)
+            for client in clients {
+                try await client.waitFor(type: "source", id: "a") { $0.content == ["v": 2] }
+            }
+            try await bar.waitUntil("the bar shows the override") { $0.contains { $0.text == "v=2" } }
+            // An empty text first when it joined while a loaded (a bar shows nothing over nothing).
+            #expect(bar.lines.map(\.text).drop { $0.isEmpty } == ["v=1", "v=2"], "a bar line per change of its text, and nothing else")
+            #expect(clients.enumerated().allSatisfy { index, client in
+                client.lines.contains { $0.type == "ack" } == (index == 7)
+            }, "the ack went to its sender alone")
+        }
     }
 }
