@@ -2,12 +2,12 @@
 # A headless sway of the test's own: its Wayland and IPC sockets live in $ARTIFACTS/runtime, so tests running
 # side by side never meet.
 
-# start_sway CONFIG: starts sway on one headless 1280x200 output (pixman, no GPU, no input device, no seat
+# start_sway CONFIG: starts sway on headless 1280x200 outputs (one, or SWAY_OUTPUTS) (pixman, no GPU, no input device, no seat
 # daemon) and waits for its socket; sets XDG_RUNTIME_DIR, WAYLAND_DISPLAY and SWAYSOCK.
 start_sway() {
   export XDG_RUNTIME_DIR="$ARTIFACTS/runtime"
   rm -rf "$XDG_RUNTIME_DIR"; mkdir -m 0700 "$XDG_RUNTIME_DIR"
-  export WLR_BACKENDS=headless WLR_RENDERER=pixman WLR_LIBINPUT_NO_DEVICES=1 WLR_HEADLESS_OUTPUTS=1
+  export WLR_BACKENDS=headless WLR_RENDERER=pixman WLR_LIBINPUT_NO_DEVICES=1 WLR_HEADLESS_OUTPUTS=${SWAY_OUTPUTS:-1}
   unset WAYLAND_DISPLAY SWAYSOCK DISPLAY I3SOCK
   local as=()
   if [ "$(id -u)" = 0 ]; then
