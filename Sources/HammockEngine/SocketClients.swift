@@ -16,8 +16,10 @@ import Synchronization
 /// and closes the descriptor once every thread is done with it.
 ///
 /// Bounds: at most `maximumClients` at once (one more is told why and closed); a first line within
-/// `subscribeWindow` or none; a control line of at most `ControlMailbox.maximumLineLength` bytes; a client
-/// that takes nothing for `stallTimeout` while a write waits is dropped (`SocketOutput`).
+/// `subscribeWindow` or none; a control line of at most `ControlMailbox.maximumLineLength` bytes (a longer
+/// one gets its client an `error` and a close: unlike stdin, a socket has no reason to send one, and skipping
+/// it to its newline would keep a thread reading for as long as the client sends); a client that takes
+/// nothing for `stallTimeout` while a write waits is dropped (`SocketOutput`).
 final class SocketClients: ClientListener {
     struct Limits: Sendable {
         var maximumClients = 256
@@ -138,13 +140,17 @@ final class SocketClients: ClientListener {
                     controls: controls, format: request.format, close: { close.finish() })))
         let clicks = request.format == .i3bar
         async let writing: Void = writer.run()
-        async let reading: Void = OwnThread.run(named: "hammock.client") {
-            LineReader.read(
-                descriptor: descriptor, maximumLineLength: ControlMailbox.maximumLineLength,
-                stopDescriptor: stopReading.readEnd
-            ) { event in
+        async let reading: Void = OwnThread.run(named: "hammock.client") { [logger] in
+            let cutOff = Self.readControlLines(of: descriptor, stopDescriptor: stopReading.readEnd) { event in
                 if clicks ? controls.receiveClick(event) : controls.receive(event) { inbox.yield(.controls(id)) }
             }
+            guard cutOff else { return }
+            // Told in its own stream of lines (the error goes out before the close), then let go.
+            let limit = ControlMailbox.maximumLineLength
+            logger.warning("dropped client \(id): it sent a line longer than \(limit) bytes")
+            let message = "a line longer than the limit of \(limit) bytes: this connection is closed"
+            if controls.put(.invalid(message, id: nil), key: nil, cost: 0) { inbox.yield(.controls(id)) }
+            inbox.yield(.left(id))
         }
         // Until the loop lets the client go (it left, was refused, or the engine stops); a cancelled run is
         // the engine's end, when the loop has already finished every client.
@@ -163,6 +169,42 @@ final class SocketClients: ClientListener {
         controls.close()
         await reading
         await writing
+    }
+
+    /// A client's control lines, as `LineReader.read` reads stdin's, until the client's end or `stopDescriptor`
+    /// is readable; but a line that passes `ControlMailbox.maximumLineLength` ends the reading at once
+    /// (returns true), where stdin's reader skips it to its newline. Delivers `.end` either way.
+    private static func readControlLines(
+        of descriptor: Int32, stopDescriptor: Int32, deliver: (LineReader.Event) -> Void
+    ) -> Bool {
+        var splitter = LineSplitter(maximumLineLength: ControlMailbox.maximumLineLength)
+        func forward(_ piece: LineSplitter.Piece) {
+            switch piece {
+            case .line(let bytes): deliver(.line(bytes))
+            case .tooLong(let length, _): deliver(.tooLong(length))
+            }
+        }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            var watched = [
+                pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stopDescriptor, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&watched, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if watched[1].revents != 0 { break }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            chunk.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), emit: forward) }
+            if splitter.isDroppingLine {
+                deliver(.end)
+                return true
+            }
+        }
+        splitter.finish(emit: forward)
+        deliver(.end)
+        return false
     }
 
     /// Checks who connected and reads its first line (on the connection's thread).
