@@ -266,8 +266,10 @@ final class ServeEngine: Sendable {
     let folder: String
     let runtime: String
     let configPath: String
+    /// `--socket`'s path, or "" for the engine's own choice.
+    private let explicitSocket: String
     /// The socket it listens on (`--socket`'s, or the default one under `runtime`, once it is bound).
-    let socketPath: String
+    var socketPath: String { explicitSocket.isEmpty ? Self.defaultSocket(in: runtime) ?? "" : explicitSocket }
 
     var pid: Int32 { process.pid }
 
@@ -323,7 +325,7 @@ final class ServeEngine: Sendable {
         self.folder = folder
         self.runtime = runtime
         self.configPath = configPath
-        self.socketPath = socketPath.isEmpty ? Self.defaultSocket(in: runtime) ?? "" : socketPath
+        self.explicitSocket = socketPath
     }
 
     /// The one socket under `runtime/hammock/`, once there is one.
