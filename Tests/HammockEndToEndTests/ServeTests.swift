@@ -249,6 +249,10 @@ struct ServeTests {
                             // Pace: let the engine catch up (20 stalled clients hold 5 descriptors each).
                             let deadline = ContinuousClock.now + .seconds(10)
                             while descriptors() > baseline + 200 && ContinuousClock.now < deadline { usleep(2_000) }
+                            if descriptors() > baseline + 200 {
+                                problems.append("cycle \(cycle): the engine still holds \(descriptors()) descriptors (\(baseline) at the start)")
+                                break
+                            }
                         }
                         guard case .success(let descriptor) = RawSocket.connect(socket) else {
                             problems.append("cycle \(cycle): connect failed")
