@@ -237,6 +237,8 @@ struct ServeTests {
             @Sendable func descriptors() -> Int {
                 (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
             }
+            // Once the connection that found it serving (`waitUntilServing`) is gone.
+            try await Task.sleep(for: .milliseconds(300))
             let baseline = descriptors()
             /// Runs cycles `range` on a thread; keeps up to 20 clients that asked for `big` and read nothing
             /// open at once (their writers blocked on a full socket), closing the oldest as new ones come.
@@ -306,7 +308,7 @@ struct ServeTests {
             let last = await settle("10,000 cycles")
             print("connect cycles: 10,000 cycles took \(ContinuousClock.now - started)")
             #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(5))")
-            #expect(first.descriptors == baseline && last.descriptors == baseline)
+            #expect(first.descriptors <= baseline && last.descriptors <= first.descriptors)
             // Flat: what 9,000 more connections left behind, beyond malloc's noise.
             #expect(last.residentKiB - first.residentKiB < 8 * 1024, "RSS grew from \(first.residentKiB) to \(last.residentKiB) KiB")
             let watcher = try await Self.watcher(engine)
