@@ -142,7 +142,7 @@ int hammock_terminal_size(int fd, int *columns, int *rows) {
 // MARK: - Commands
 
 int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdin_fd,
-                  int stdout_fd, int stderr_fd, pid_t *pid, int *pidfd) {
+                  int stdout_fd, int stderr_fd, int new_session, pid_t *pid, int *pidfd) {
     posix_spawnattr_t attributes;
     posix_spawn_file_actions_t actions;
     int error = posix_spawnattr_init(&attributes);
@@ -156,15 +156,19 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
     sigset_t all, none;
     sigfillset(&all);
     sigemptyset(&none);
-    error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    if (error == 0) error = posix_spawnattr_setpgroup(&attributes, 0);
+    short grouping = new_session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
+    error = posix_spawnattr_setflags(&attributes, grouping | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    if (error == 0 && !new_session) error = posix_spawnattr_setpgroup(&attributes, 0);
     if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &all);
     if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
     if (error == 0) {
         error = stdin_fd < 0 ? posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
                              : posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
     }
-    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
+    if (error == 0) {
+        error = stdout_fd < 0 ? posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
+                              : posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
+    }
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
     if (error == 0 && directory != NULL) error = posix_spawn_file_actions_addchdir_np(&actions, directory);
     // hammock opens its own descriptors close-on-exec, but a library it links may not.
@@ -172,7 +176,7 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
     if (error == 0) error = posix_spawn(pid, path, &actions, &attributes, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
-    if (error != 0) return error;
+    if (error != 0 || pidfd == NULL) return error;
     // syscall, not glibc's pidfd_open (2.36 and later). Only the caller reaps its children (the engine's orphan
     // sweep spares a spawn in flight), so the child is still there to be opened even if it has already ended.
     *pidfd = (int)syscall(SYS_pidfd_open, *pid, 0);
@@ -183,32 +187,6 @@ int hammock_spawn(const char *path, char *const argv[], char *const envp[], cons
         return error;
     }
     return 0;
-}
-
-int hammock_spawn_detached(const char *path, char *const argv[], char *const envp[], int stderr_fd, pid_t *pid) {
-    posix_spawnattr_t attributes;
-    posix_spawn_file_actions_t actions;
-    int error = posix_spawnattr_init(&attributes);
-    if (error != 0) return error;
-    error = posix_spawn_file_actions_init(&actions);
-    if (error != 0) {
-        posix_spawnattr_destroy(&attributes);
-        return error;
-    }
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &all);
-    if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
-    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
-    if (error == 0) error = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-    if (error == 0) error = posix_spawn(pid, path, &actions, &attributes, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    return error;
 }
 
 int hammock_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

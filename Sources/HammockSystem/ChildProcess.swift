@@ -79,7 +79,7 @@ public struct ChildProcess: Sendable {
         var pidfd: Int32 = -1
         let error = hammock_spawn(
             path, arguments.pointers, environment.pointers, workingDirectory, input?.read ?? -1, output.write,
-            errors.write, &pid, &pidfd)
+            errors.write, 0, &pid, &pidfd)
         // The child's ends are the child's now.
         if let input { close(input.read) }
         close(output.write)

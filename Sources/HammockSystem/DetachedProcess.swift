@@ -23,7 +23,9 @@ public enum DetachedProcess {
         let argv = CStringArray(arguments)
         let envp = CStringArray(ProcessEnvironment.entries(environment))
         var pid: pid_t = 0
-        let error = hammock_spawn_detached(path, argv.pointers, envp.pointers, standardError, &pid)
+        // `hammock_spawn`, as `ChildProcess`'s, but in a session of its own, with stdin and stdout /dev/null and no
+        // pidfd (this process only reaps it).
+        let error = hammock_spawn(path, argv.pointers, envp.pointers, nil, -1, -1, standardError, 1, &pid, nil)
         guard error == 0 else { return .failure(SystemCallError(code: error)) }
         OwnThread.start(named: "hammock.reap") { [pid] in
             var status: Int32 = 0

@@ -41,23 +41,19 @@ int hammock_name_thread(const char *name);
 /// and sets `columns` and `rows`, or -1 when `fd` is not a terminal or the size is unknown (zero).
 int hammock_terminal_size(int fd, int *columns, int *rows);
 
-/// Starts `path` with `argv` and `envp` in a process group of its own, the one way hammock starts a process
-/// (a plugin's guard, a command of the shell plugin; `ChildProcess` in HammockSystem): stdin is `stdin_fd`, or
-/// /dev/null when it is negative, stdout and stderr are `stdout_fd` and `stderr_fd`, every other descriptor is
-/// closed, every signal has its default action and none is blocked, and the working directory is `directory`
-/// when it is not NULL. posix_spawn, which glibc runs as a vfork: the parent's memory is not copied, which a
-/// fork of a process holding the Swift runtime costs (about a third of a short command's CPU). Returns 0 and
-/// sets `pid` and `pidfd` (a descriptor that becomes readable when the process ends, see `hammock_reap`), or
-/// an errno value: the exec's or the chdir's, which glibc brings back from the child.
+/// Starts `path` with `argv` and `envp`, the one way hammock starts a process (a plugin's guard, a command of
+/// the shell plugin, the client's engine: `ChildProcess`; the `serve` that `hammock attach` starts:
+/// `DetachedProcess`, both in HammockSystem). In a process group of its own, or with `new_session` in a session
+/// of its own (POSIX_SPAWN_SETSID: no terminal's or caller's process-group signal reaches it). stdin is
+/// `stdin_fd`, stdout `stdout_fd`, each /dev/null when negative; stderr is `stderr_fd`; every other descriptor
+/// is closed, every signal has its default action and none is blocked, and the working directory is
+/// `directory` when it is not NULL. posix_spawn, which glibc runs as a vfork: the parent's memory is not
+/// copied, which a fork of a process holding the Swift runtime costs (about a third of a short command's CPU).
+/// Returns 0 and sets `pid` and, when `pidfd` is not NULL, `*pidfd` (a descriptor that becomes readable when
+/// the process ends, see `hammock_reap`), or an errno value: the exec's or the chdir's, which glibc brings back
+/// from the child.
 int hammock_spawn(const char *path, char *const argv[], char *const envp[], const char *directory, int stdin_fd,
-                  int stdout_fd, int stderr_fd, pid_t *pid, int *pidfd);
-
-/// Starts `path` with `argv` and `envp` detached from the caller: in a session of its own (POSIX_SPAWN_SETSID,
-/// so no terminal's or caller's process group signal reaches it), stdin and stdout /dev/null, stderr `stderr_fd`,
-/// every other descriptor closed, every signal at its default and none blocked. For `hammock attach`, which
-/// starts a `hammock serve` that outlives it. Returns 0 and sets `pid`, or an errno value. The caller reaps it
-/// (it is the caller's child until the caller exits).
-int hammock_spawn_detached(const char *path, char *const argv[], char *const envp[], int stderr_fd, pid_t *pid);
+                  int stdout_fd, int stderr_fd, int new_session, pid_t *pid, int *pidfd);
 
 /// A pipe for a command's stdout or stderr: both ends close-on-exec, the read end (`fds[0]`, the plugin's)
 /// non-blocking, the write end blocking, as a program expects of its output. 0, or -1 with errno set.
