@@ -94,18 +94,7 @@ final class DescriptorOutput: OutputTransport {
 
     /// `poll` with no requested events sleeps until `POLLERR` (a pipe whose read end is closed) or `POLLHUP`
     /// (a socket or terminal hung up); for a regular file only `stopWatching` ends it.
-    func waitForClosedConsumer() -> Bool {
-        var watched = [
-            pollfd(fd: descriptor, events: 0, revents: 0),
-            pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0),
-        ]
-        while true {
-            let ready = poll(&watched, 2, -1)
-            if ready < 0 && errno == EINTR { continue }
-            if watched[1].revents != 0 || ready < 0 { return false }
-            return watched[0].revents & Int16(POLLERR | POLLHUP) != 0
-        }
-    }
+    func waitForClosedConsumer() -> Bool { wakeup.waitForHangUp(of: descriptor) }
 
     func stopWatching() { wakeup.wake() }
 
@@ -146,6 +135,22 @@ struct WakeupPipe: Sendable {
     func wake() {
         var byte: UInt8 = 1
         _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Waits in `poll` until `descriptor`'s consumer hangs up (`POLLERR`: a pipe whose read end is closed;
+    /// `POLLHUP`: a socket or terminal hung up), true, or until `wake()`, false. `poll` with no requested
+    /// events sleeps until one of those; for a regular file only `wake()` ends it.
+    func waitForHangUp(of descriptor: Int32) -> Bool {
+        var watched = [
+            pollfd(fd: descriptor, events: 0, revents: 0),
+            pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&watched, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if watched[1].revents != 0 || ready < 0 { return false }
+            return watched[0].revents & Int16(POLLERR | POLLHUP) != 0
+        }
     }
 
     /// Closes both ends. Only for an owner that knows no `wake()` can come after (see above).

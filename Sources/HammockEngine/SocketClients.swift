@@ -324,18 +324,7 @@ final class SocketOutput: OutputTransport {
 
     /// `POLLHUP` once the client has closed its end (a half-close that only ends its control lines is not
     /// leaving: `hammock get` reads on).
-    func waitForClosedConsumer() -> Bool {
-        var watched = [
-            pollfd(fd: descriptor, events: 0, revents: 0),
-            pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0),
-        ]
-        while true {
-            let ready = poll(&watched, 2, -1)
-            if ready < 0 && errno == EINTR { continue }
-            if watched[1].revents != 0 || ready < 0 { return false }
-            return watched[0].revents & Int16(POLLERR | POLLHUP) != 0
-        }
-    }
+    func waitForClosedConsumer() -> Bool { wakeup.waitForHangUp(of: descriptor) }
 
     func stopWatching() { wakeup.wake() }
 }

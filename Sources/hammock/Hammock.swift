@@ -87,6 +87,25 @@ struct ConfigurationArguments: ParsableArguments {
         return validation
     }
 
+    /// Starts `engine`'s plugins for `run` and `serve`: each checks its own options first, so a typo stops
+    /// hammock with its line and column (exit 2, the plugins stopped) instead of turning into a source error at
+    /// run time. A plugin that fails to start is not a configuration error: supervision restarts it and its
+    /// sources show why, so it is logged and the engine goes on.
+    func startPlugins(
+        of engine: Engine, _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError,
+        signals: SignalRouter
+    ) async throws {
+        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
+        let validation = await engine.validatePlugins()
+        await signals.waitIfStopping()
+        if !validation.optionProblems.isEmpty {
+            await engine.shutdownLoaders()
+            report(ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
+            throw ExitCode(2)
+        }
+        for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
+    }
+
     /// Reports a configuration that did not read cleanly, with what its plugins say of the sources that did,
     /// all at once and sorted by line; then exits 2.
     private func fail(
@@ -255,19 +274,7 @@ private func runEngine(
             once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
             metrics: metrics?.0, watchConfiguration: watchConfig),
         logger: logger, standardError: standardError)
-    guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
-    // Plugins check their own options first, so a typo stops hammock with its line and column instead of
-    // turning into a source error at run time. A plugin that fails to start is not a configuration
-    // error: supervision restarts it and its sources show why.
-    let validation = await engine.validatePlugins()
-    await signals.waitIfStopping()
-    if !validation.optionProblems.isEmpty {
-        await engine.shutdownLoaders()
-        arguments.report(
-            ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
-        throw ExitCode(2)
-    }
-    for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
+    try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
     let status = await engine.run(signals: signals)
     await metrics?.1.shutdown()
     if status != 0 { throw ExitCode(status) }

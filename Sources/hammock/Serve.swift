@@ -52,17 +52,12 @@ struct Serve: AsyncParsableCommand {
             options: RunOptions(
                 notifySocket: notifySocket, watchConfiguration: watchConfig, idleExit: idleExit > .zero ? idleExit : nil),
             logger: logger, standardError: standardError)
-        guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
-        let validation = await engine.validatePlugins()
-        await signals.waitIfStopping()
-        if !validation.optionProblems.isEmpty {
-            await engine.shutdownLoaders()
+        do {
+            try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
+        } catch {
             listener.close()
-            arguments.report(
-                ConfigurationError(file: loaded.file, diagnostics: validation.optionProblems), standardError: standardError)
-            throw ExitCode(2)
+            throw error
         }
-        for failure in validation.pluginFailures { logger.error("\(failure.formatted(file: loaded.file))") }
         logger.notice("serving \(loaded.file) at \(listener.path)")
         let status = await engine.serve(
             listener: listener, maximumClients: maxClients, stallTimeout: clientTimeout, signals: signals)
