@@ -50,6 +50,34 @@ struct SharedEngineTests {
         }
     }
 
+    @Test("ten attaches started at once share one engine: one request per load, every consumer sees it")
+    func tenAttachesShareOneEngine() async throws {
+        let server = try CountingHTTPServer.start()
+        defer { Task { await server.process.stop() } }
+        let config = """
+            version: 1
+            sources:
+              counter: { kind: rest, url: "http://127.0.0.1:\(server.port)/n", retry: off }
+            """
+        try await SharedFixture.with(config: config) { fixture in
+            // All at once: nine of them race the first to start the engine, and find it.
+            let consumers = try (0..<10).map { _ in try fixture.attach() }
+            defer { for consumer in consumers { Task { await consumer.stop() } } }
+            for consumer in consumers { try await consumer.next("counter") { $0.content == ["n": 1] } }
+            // A serve that lost the race found the lock taken and exits 3; give it the time to.
+            #expect(try await ProcessTable.eventually(within: .seconds(5)) { fixture.serves.count == 1 }, "\(fixture.serves)")
+            #expect(fixture.engineLog.components(separatedBy: "notice: serving ").count == 2, "one engine served")
+            #expect(server.requests == 1, "one engine asked once for ten consumers")
+
+            let ctl = try await fixture.run(["ctl", fixture.configPath, #"{"op":"load","source":"counter"}"#])
+            #expect(ctl.termination == .exited(0), "\(ctl.stderr)")
+            for consumer in consumers { try await consumer.next("counter") { $0.content == ["n": 2] } }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(server.requests == 2, "one request per load, not one per consumer")
+            #expect(fixture.serves.count == 1, "\(fixture.serves)")
+        }
+    }
+
     @Test("attach starts an engine when none runs; two racing attaches leave exactly one serve")
     func racingAttachesStartOneEngine() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
