@@ -174,6 +174,13 @@ struct Fanout {
     mutating func route(
         _ lines: [OutputLine], answering: ConsumerID? = nil, only: ConsumerID? = nil
     ) -> [(consumer: ConsumerID, lines: [OutputLine])] {
+        // `hammock run`'s case, on the path of every line: one consumer that reads everything, no answer owed
+        // (so no id to turn back), and stdout's `hello` carries no configuration: every line goes as it is.
+        if subscriptions.count == 1, owed.isEmpty, subscriptions.keys[0] == .standardOutput,
+            subscriptions.values[0].isEverything, only == nil || only == .standardOutput
+        {
+            return [(.standardOutput, lines)]
+        }
         var batches: OrderedDictionary<ConsumerID, [OutputLine]> = [:]
         func send(_ line: OutputLine, to consumer: ConsumerID) {
             guard only == nil || only == consumer, subscriptions[consumer] != nil else { return }
