@@ -19,16 +19,20 @@ struct SharedEngineTests {
             render: { text: "{{ greeting.text }} x{{ greeting.count }}" }
         """
 
+    /// One REST source over the test's counting server: each load is one request, and its answer says which.
+    static func counterConfig(port: Int) -> String {
+        """
+        version: 1
+        sources:
+          counter: { kind: rest, url: "http://127.0.0.1:\(port)/n", retry: off }
+        """
+    }
+
     @Test("two attaches of one configuration share one engine; a ctl load is one request, seen by both")
     func twoAttachesShareOneEngine() async throws {
         let server = try CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
-        let config = """
-            version: 1
-            sources:
-              counter: { kind: rest, url: "http://127.0.0.1:\(server.port)/n", retry: off }
-            """
-        try await SharedFixture.with(config: config) { fixture in
+        try await SharedFixture.with(config: Self.counterConfig(port: server.port)) { fixture in
             let first = try fixture.attach()
             defer { Task { await first.stop() } }
             try await first.waitFor(type: "hello")
@@ -54,12 +58,7 @@ struct SharedEngineTests {
     func tenAttachesShareOneEngine() async throws {
         let server = try CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
-        let config = """
-            version: 1
-            sources:
-              counter: { kind: rest, url: "http://127.0.0.1:\(server.port)/n", retry: off }
-            """
-        try await SharedFixture.with(config: config) { fixture in
+        try await SharedFixture.with(config: Self.counterConfig(port: server.port)) { fixture in
             // All at once: nine of them race the first to start the engine, and find it.
             let consumers = try (0..<10).map { _ in try fixture.attach() }
             defer { for consumer in consumers { Task { await consumer.stop() } } }
