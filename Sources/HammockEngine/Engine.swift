@@ -842,18 +842,11 @@ extension Engine {
             /// What the core (or the reload machine) decides about `input`.
             func decide(_ input: EngineInput, now: EngineTime, work: inout TaskGroup<Void>) async -> [EngineAction] {
                 switch input {
-                case .plugin(.loadFinished(let source, let loadID, let outcome)):
-                    return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
-                case .plugin(.loadsFinished(let answers)):
-                    return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
-                case .plugin(.loadQueued(let source, let loadID)):
-                    return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
-                case .plugin(.loadStarted(let source, let loadID)):
-                    return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
-                case .plugin(.pushed(let source, let mailbox)):
-                    return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
-                case .plugin(.pushedError(let source, let error)):
-                    return core.pushedError(source: source, error: error, now: now)
+                case .plugin(let event, let host):
+                    // Only the running plugin's word counts, not that of one started to check a reload (its
+                    // plugin may push what it was given to check) nor one retired and still shutting down.
+                    guard let running = loaders[host.kind], running.id == host else { return [] }
+                    return await decide(event, from: running, now: now)
                 case .joined(let consumer):
                     return join(consumer, now: now)
                 case .left(let id):
@@ -877,10 +870,6 @@ extension Engine {
                     return carryOut(reloads.requested(), work: &work)
                 case .loadEverySource(let failingOnly):
                     return core.loadEverySource(failingOnly: failingOnly, now: now)
-                case .plugin(.templateRulesLearned(let kind)):
-                    // Only the running plugin's word counts, not a plugin started to check a reload.
-                    guard let host = loaders[kind], let rules = await host.templateRules else { return [] }
-                    return core.learnTemplateRules(rules, for: kind, now: now)
                 case .reloadStep(.read(let result)):
                     return carryOut(reloads.read(result, origins: engine.origins(of: result)), work: &work)
                 case .reloadStep(.validated(let next, let rules, let validation)):
@@ -891,6 +880,27 @@ extension Engine {
                     engine.watchdogAsked.store(false, ordering: .releasing)
                     notify("WATCHDOG=1")
                     return []
+                }
+            }
+
+            /// What the core decides about what `host`, which serves its kind, said.
+            func decide(_ event: PluginHostEvent, from host: PluginHost, now: EngineTime) async -> [EngineAction] {
+                switch event {
+                case .loadFinished(let source, let loadID, let outcome):
+                    return core.loadFinished(source: source, loadID: LoadID(loadID), outcome: outcome, now: now)
+                case .loadsFinished(let answers):
+                    return answers.flatMap { core.loadFinished(source: $0.source, loadID: LoadID($0.loadID), outcome: $0.outcome, now: now) }
+                case .loadQueued(let source, let loadID):
+                    return core.loadQueued(source: source, loadID: LoadID(loadID), now: now)
+                case .loadStarted(let source, let loadID):
+                    return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
+                case .pushed(let source, let mailbox):
+                    return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
+                case .pushedError(let source, let error):
+                    return core.pushedError(source: source, error: error, now: now)
+                case .templateRulesLearned(let kind):
+                    guard let rules = await host.templateRules else { return [] }
+                    return core.learnTemplateRules(rules, for: kind, now: now)
                 }
             }
     }

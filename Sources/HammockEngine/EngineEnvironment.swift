@@ -82,7 +82,7 @@ struct PluginCatalog: Sendable {
             origin: { kind, plugins in LoaderFactory.origin(of: kind, resolver: PluginResolver(configured: plugins)) },
             makeHost: { kind, origin, inbox, logger, standardError in
                 PluginHost(
-                    kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger,
+                    kind: kind, origin: origin, report: { inbox.yield(.plugin($0, from: $1)) }, logger: logger,
                     standardError: standardError)
             })
 

@@ -13,8 +13,8 @@ import Synchronization
 /// take minutes and a plugin may push new data at any time.
 enum EngineInput: Sendable {
     /// What a plugin host told the engine (a load's end, a push, a hello's template rules), through the
-    /// `PluginHost.Report` the engine gave it.
-    case plugin(PluginHostEvent)
+    /// `PluginHost.Report` the engine gave it; heeded only while that host serves its kind.
+    case plugin(PluginHostEvent, from: PluginHostID)
     /// Control lines wait in the consumer's `ControlMailbox`; at most one of these per consumer is in the
     /// inbox at a time.
     case controls(ConsumerID)

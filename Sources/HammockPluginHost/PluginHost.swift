@@ -22,11 +22,14 @@ import Logging
 /// Every task the host starts (each process and each deadline) is a child of one task group, which
 /// `shutdown` ends (see `Supervision`): nothing the host started outlives it.
 package actor PluginHost {
-    /// How a host tells the engine what its plugin did; called on the host's actor, so it must not block
-    /// (the engine puts the event in its inbox).
-    package typealias Report = @Sendable (PluginHostEvent) -> Void
+    /// How a host tells the engine what its plugin did, and which host says it; called on the host's actor,
+    /// so it must not block (the engine puts the event in its inbox).
+    package typealias Report = @Sendable (_ event: PluginHostEvent, _ from: PluginHostID) -> Void
 
     package nonisolated let kind: Kind
+    /// This host among every host this process makes: the engine heeds only the hosts that serve its
+    /// configuration, not one started to check a reload and not yet shut down.
+    package nonisolated let id: PluginHostID
     package nonisolated let origin: PluginOrigin
     private let logger: Logger
     private let report: Report
@@ -89,6 +92,7 @@ package actor PluginHost {
         secrets: Secrets = Secrets(), makeTransport: @escaping PluginTransportFactory
     ) {
         self.kind = kind
+        self.id = PluginHostID(kind: kind)
         self.secrets = secrets
         self.origin = origin
         self.report = report
@@ -311,16 +315,16 @@ package actor PluginHost {
             event = .pushed(source: source, mailbox: mailbox)
         }
         deliverAnswersOfRead()
-        self.report(event)
+        self.report(event, id)
     }
 
     private func deliverAnswersOfRead() {
         guard let answers = answersOfRead, let first = answers.first else { return }
         answersOfRead = []
         if answers.count == 1 {
-            report(.loadFinished(source: first.source, loadID: first.loadID, outcome: first.outcome))
+            report(.loadFinished(source: first.source, loadID: first.loadID, outcome: first.outcome), id)
         } else {
-            report(.loadsFinished(answers))
+            report(.loadsFinished(answers), id)
         }
     }
 }

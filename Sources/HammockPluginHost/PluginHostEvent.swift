@@ -21,6 +21,24 @@ package enum PluginHostEvent: Sendable {
     case templateRulesLearned(kind: Kind)
 }
 
+/// One `PluginHost` among every host a process makes, named in each of its events: a reload starts hosts
+/// to check a configuration that may yet be refused, and until they are shut down their plugins may still
+/// answer or push (a file plugin checking a new path watches it), which must not reach the running sources.
+package struct PluginHostID: Hashable, Sendable, CustomStringConvertible {
+    package let kind: Kind
+    private let serial: Int
+
+    private static let serials = Atomic<Int>(0)
+
+    /// A new id, never given before in this process.
+    package init(kind: Kind) {
+        self.kind = kind
+        serial = Self.serials.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    package var description: String { "\(kind.rawValue)#\(serial)" }
+}
+
 /// The end of one load: what `PluginHostEvent.loadFinished` says, for a batch of them.
 package struct FinishedLoad: Sendable {
     package let source: SourceID

@@ -722,12 +722,12 @@ struct TestPlugin: Sendable {
                 case .builtIn:
                     guard let serve = BuiltInPlugins.serve(kind) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0, from: $1)) }, logger: logger, clock: clock,
                         secrets: standardError.secrets, makeTransport: { InProcessTransport(serve: serve) })
                 case .command(let command):
                     guard let plugin = plugins.first(where: { $0.kinds.contains(kind.rawValue) }) else { return nil }
                     return PluginHost(
-                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0)) }, logger: logger, clock: clock,
+                        kind: kind, origin: origin, report: { inbox.yield(.plugin($0, from: $1)) }, logger: logger, clock: clock,
                         secrets: standardError.secrets, makeTransport: { plugin.makeTransport(command) })
                 }
             })

@@ -297,7 +297,7 @@ struct HostHarness {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         host = PluginHost(
-            kind: "test", origin: .command(["test-plugin"]), report: { continuation.yield($0) }, logger: logger,
+            kind: "test", origin: .command(["test-plugin"]), report: { event, _ in continuation.yield(event) }, logger: logger,
             clock: SupervisionClock(clock)
         ) {
             let plugin = plugins()
