@@ -68,14 +68,7 @@ final class WatchTerminal: Sendable {
     }
 
     func run() async {
-        // A stop that came first (`finish` before this task ran) must not leave the screen switched.
-        guard startDrawing() else { return }
-        OwnThread.start(named: "hammock.watch.draw") { [self] in
-            drawFrames()
-            TerminalMode.restore()
-            end()
-        }
-        OwnThread.start(named: "hammock.watch.keys") { [self] in readKeys() }
+        guard start() else { return }
         await withCheckedContinuation { continuation in
             let hasEnded = state.withLock { state in
                 if !state.isEnded { state.endWaiter = continuation }
@@ -83,6 +76,19 @@ final class WatchTerminal: Sendable {
             }
             if hasEnded { continuation.resume() }
         }
+    }
+
+    /// Switches the terminal and starts drawing and reading keys, on threads of their own; false when a stop
+    /// came first (`finish` before `run`), which must not leave the screen switched.
+    func start() -> Bool {
+        guard startDrawing() else { return false }
+        OwnThread.start(named: "hammock.watch.draw") { [self] in
+            drawFrames()
+            TerminalMode.restore()
+            end()
+        }
+        OwnThread.start(named: "hammock.watch.keys") { [self] in readKeys() }
+        return true
     }
 
     /// Switches the terminal, unless the end came first.
@@ -203,21 +209,25 @@ extension WatchTerminal: EngineOutput {
 
     /// Stops drawing and puts the terminal back. Nothing waits to be shown: the screen goes away.
     func finish(with last: OutputLine?, deadline: Duration?) async -> OutputWriter.Completion {
+        let timeout = deadline ?? .seconds(2)
+        let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in close(timeout: timeout) }
+        return done ? .complete : .incomplete(unwritten: 0)
+    }
+
+    /// `finish`, blocking the calling thread: stops drawing and puts the terminal back. The drawing thread
+    /// may be in a write to a terminal that does not read: waits for it up to `timeout`, then puts the
+    /// terminal back all the same (false).
+    func close(timeout: Duration) -> Bool {
         guard beginClosing() else {
             end()
-            return .complete
+            return true
         }
-        // The drawing thread may be in a write to a terminal that does not read: wait for it up to the
-        // deadline, then put the terminal back all the same.
-        let timeout = deadline ?? .seconds(2)
-        let done = await OwnThread.run(named: "hammock.watch.finish") { [self] in
-            state.withLock(when: { $0.isEnded }, before: .after(timeout)) { _, isEnded in isEnded }
-        }
+        let done = state.withLock(when: { $0.isEnded }, before: .after(timeout)) { _, isEnded in isEnded }
         if !done {
             TerminalMode.restore()
             end()
         }
-        return done ? .complete : .incomplete(unwritten: 0)
+        return done
     }
 
     /// No drawing starts from now on; returns whether it had started.

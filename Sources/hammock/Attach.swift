@@ -75,6 +75,12 @@ struct EngineStart: Sendable {
     var idleExit: String
     var logLevel: Logger.Level
 
+    init(noStart: Bool, idleExit: String, logLevel: Logger.Level) {
+        self.noStart = noStart
+        self.idleExit = idleExit
+        self.logLevel = logLevel
+    }
+
     init(_ arguments: EngineStartArguments) {
         noStart = arguments.noStart
         idleExit = arguments.idleExit

@@ -202,14 +202,85 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             Keys: up/down or j/k move, r retries the selected source or view, l loads it, q quits. The same as \
             `hammock run --format tui`. See docs/formats.md, "hammock watch".
+
+            With --attach, the screen shows the configuration's shared engine (`hammock serve`) instead of an \
+            engine of its own, and starts one as `hammock attach` does when none serves the configuration \
+            (unless --no-start): r and l act for every client of that engine, and q ends the screen, not the \
+            engine. Exits 0 on q, a stop signal or the engine's bye, 1 when the connection drops without a \
+            bye, 2 when the engine at the socket serves another configuration or another protocol.
             """)
 
     @OptionGroup var arguments: ConfigurationArguments
 
+    @Flag(help: "Show the configuration's shared engine (`hammock serve`) instead of running an engine of its own; start one when none serves the configuration, as `hammock attach` does.")
+    var attach = false
+
+    @Option(help: "With --attach: the engine's socket (default: the configuration's own), as given to `hammock serve --socket`.")
+    var socket: String?
+
+    @Flag(help: "With --attach: never start an engine; when none serves the configuration, say so and exit 2.")
+    var noStart = false
+
+    @Option(help: "With --attach, for an engine this command starts: it exits once no client has been connected for this long (e.g. 30s, 5m); 0s: never.")
+    var idleExit = "5m"
+
+    func validate() throws {
+        if !attach && (socket != nil || noStart || idleExit != "5m") {
+            throw ValidationError("--socket, --no-start and --idle-exit go with --attach")
+        }
+        if case .failure(let problem) = OptionDuration.parse(idleExit) { throw ValidationError("--idle-exit: \(problem)") }
+    }
+
     func run() async throws {
+        let signals = Run.signalRouter(once: false)
+        if attach { return try await runAttached(signals: signals) }
         try await runEngine(
-            arguments: arguments, signals: Run.signalRouter(once: false), once: false, deadline: .seconds(30),
-            format: .tui, view: [])
+            arguments: arguments, signals: signals, once: false, deadline: .seconds(30), format: .tui, view: [])
+    }
+
+    /// `--attach`: the configuration is read here for its views' definitions (what a view's row renders) and
+    /// its secrets; the engine's lines come over its socket.
+    private func runAttached(signals: SignalRouter) async throws {
+        guard isatty(STDOUT_FILENO) == 1 else {
+            throw usageError("watch draws on a terminal and stdout is not one; for lines to read use `hammock attach` (JSON) or `hammock get`")
+        }
+        let (configuration, socket) = try EngineAddressArguments.resolve(config: arguments.config, socket: socket)
+        let (loaded, _, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
+        defer { standardError.flush(timeout: .milliseconds(500)) }
+        let secrets = standardError.secrets
+        let source = arguments.source
+        let watch = AttachedWatch(
+            title: String(loaded.file.split(separator: "/").last ?? ""), views: loaded.configuration.views, secrets: secrets,
+            rereadViews: {
+                guard case .success(let reloaded) = source.read() else { return nil }
+                secrets.add(reloaded.configuration.secrets)
+                return reloaded.configuration.views
+            })
+        let start = EngineStart(noStart: noStart, idleExit: idleExit, logLevel: arguments.logLevel)
+        let config = arguments.config
+        let outcome = await OwnThread.run(named: "hammock.watch.attach") {
+            Result { () throws -> Int32 in
+                let connection = try EngineConnection.open(config: config, configuration: configuration, socket: socket, start: start)
+                try connection.subscribe(sources: nil, views: nil, id: nil)
+                let (_, hello) = try connection.readHello(configuration: configuration)
+                let attached = AttachedWatch.Connection(
+                    descriptor: connection.descriptor, unread: connection.takeUnread(), hello: hello,
+                    enginePID: UnixSocket.peerCredentials(of: connection.descriptor)?.pid)
+                let ending = withExtendedLifetime(connection) { watch.run(attached, signals: signals) }
+                switch ending {
+                case .quit:
+                    return 0
+                case .bye(let reason):
+                    writeAll("hammock: the engine at \(socket) stopped (\(reason))\n", to: STDERR_FILENO)
+                    return 0
+                case .closed:
+                    writeAll("hammock: the engine at \(socket) closed the connection without a bye\n", to: STDERR_FILENO)
+                    return 1
+                }
+            }
+        }
+        let status = try outcome.get()
+        if status != 0 { throw ExitCode(status) }
     }
 }
 

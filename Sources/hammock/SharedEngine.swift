@@ -18,6 +18,11 @@ struct EngineAddressArguments: ParsableArguments {
     /// The configuration's canonical path, which the engine's `hello` must name, and its socket; a missing
     /// file is a usage error (exit 2).
     func resolve() throws -> (configuration: String, socket: String) {
+        try Self.resolve(config: config, socket: socket)
+    }
+
+    /// `resolve()` for a command that takes these arguments its own way (`watch --attach`).
+    static func resolve(config: String, socket: String?) throws -> (configuration: String, socket: String) {
         guard let canonical = SocketPath.canonical(config) else { throw usageError("\(config): no such file") }
         let environment = ProcessInfo.processInfo.environment
         guard let path = SocketPath.of(configuration: canonical, explicit: socket, environment: environment) else {
