@@ -54,7 +54,7 @@ struct Attach: AsyncParsableCommand {
         AttachSession.exitAtOnceOnStopSignals()
         let format = try format.value { usageError("--format \($0)") }
         let deadline = try deadline.value { ValidationError("--deadline: \($0)") }.duration
-        if format == .tui { throw usageError("--format tui: the screen over a shared engine is `hammock watch`") }
+        if format == .tui { throw usageError("--format tui: the screen over a shared engine is `hammock watch --attach`") }
         if format != .json {
             if let problem = format.checkSelection(view.map { ViewID($0) }) { throw usageError(problem) }
             if !source.isEmpty { throw usageError("--source applies to --format json; a bar shows views (--view)") }
