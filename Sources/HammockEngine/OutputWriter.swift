@@ -55,6 +55,17 @@ public final class OutputWriter: Sendable {
         var isPaused = false
         /// A reload's view definitions, for `bar` to take before its next batch.
         var reloadedViews: [ViewDefinition]?
+        /// The writer sleeps until lines come: the next `send` wakes it (and clears this). While it waits
+        /// out `minimumWriteInterval` with lines queued, or writes, nobody wakes it: a thread woken per line
+        /// was most of what 100 clients of a fast source cost the engine.
+        var wantsWake = true
+
+        /// Whether a `send` that queued something must wake the writer; clears the wish.
+        mutating func takeWakeWish(queued: Bool) -> Bool {
+            guard queued && wantsWake else { return false }
+            wantsWake = false
+            return true
+        }
 
         /// Puts `line` in the queue; false when it was dropped.
         mutating func enqueue(_ line: OutputLine, metrics: (any EngineObserver)?) -> Bool {
@@ -80,6 +91,7 @@ public final class OutputWriter: Sendable {
     }
 
     private let state: LockedCondition<State>
+    private let minimumWriteInterval: Duration
     /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
     private let metrics: (any EngineObserver)?
     /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
@@ -105,10 +117,16 @@ public final class OutputWriter: Sendable {
             reportProblem: reportProblem, onClosed: onClosed)
     }
 
+    /// - Parameter minimumWriteInterval: lines that come sooner than this after a write began wait until then,
+    ///   and go in one write: a source that changes a thousand times a second costs a reader a hundred writes
+    ///   (and the engine as many wake-ups of this writer), not a thousand. A line after a quiet spell goes at
+    ///   once. Zero (stdout): every line as soon as the writer is free.
     init(
         transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: (any EngineObserver)? = nil,
+        minimumWriteInterval: Duration = .zero,
         reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
+        self.minimumWriteInterval = minimumWriteInterval
         self.transport = transport
         self.secrets = secrets
         self.bar = bar
@@ -167,19 +185,21 @@ public final class OutputWriter: Sendable {
     }
 
     public func send(_ line: OutputLine) {
-        if state.withLock({ $0.enqueue(line, metrics: metrics) }) { state.signal() }
+        if state.withLock({ $0.takeWakeWish(queued: $0.enqueue(line, metrics: metrics)) }) { state.broadcast() }
     }
 
     /// Queues `lines` in order with one wake-up of the writer: the lines of one turn of the engine (a
     /// thousand answers of one read) cost the writer one wake-up, not one each.
     public func send(contentsOf lines: [OutputLine]) {
         guard !lines.isEmpty else { return }
-        let queued = state.withLock { state in
+        let wake = state.withLock { state in
             var queued = false
             for line in lines where state.enqueue(line, metrics: metrics) { queued = true }
-            return queued
+            return state.takeWakeWish(queued: queued)
         }
-        if queued { state.signal() }
+        // A broadcast, not a signal: stdin's reader may sleep on the same condition (`waitForRoomForAnswers`),
+        // and a signal that woke it instead would leave the writer asleep over queued lines.
+        if wake { state.broadcast() }
     }
 
     /// Blocks the calling thread (stdin's reader, about to hand over a control line with an `id`) while
@@ -261,7 +281,16 @@ public final class OutputWriter: Sendable {
         // state changed: the time of the next such render, when one is due, on the monotonic clock (which a
         // stepped wall clock does not move); a pause puts it off until `resume`.
         var nextRefresh: MonotonicInstant?
+        // `minimumWriteInterval` after the last write began: lines that come sooner wait until then, in one batch.
+        var nextWrite: MonotonicDeadline?
         while true {
+            // The interval since the last write began: lines that come meanwhile wait for its end, and nobody
+            // wakes the writer for them (one timed wake-up a write, not one a line). A stop ends it early.
+            if let interval = nextWrite, !interval.hasPassed {
+                state.withLock(when: { $0.isClosing || $0.isInterrupted }, before: interval) { _, _ in }
+            }
+            // Only a writer with nothing to write asks to be woken by the next line.
+            state.withLock { $0.wantsWake = $0.pending.isEmpty || $0.isPaused }
             // Take everything that waits (or learn that nothing will), then encode and write it outside the
             // lock, with as few system calls as possible.
             let taken = state.withLock(
@@ -282,9 +311,11 @@ public final class OutputWriter: Sendable {
                 state.reloadedViews = nil
                 state.uncoalescedCount = 0
                 state.holdsBatch = true
+                state.wantsWake = false
                 // Not ready: the refresh's time came first.
                 return (batch, reloaded, !isReady)
             }
+            if minimumWriteInterval > .zero { nextWrite = .after(minimumWriteInterval) }
             // `finish` may wait for the end, stdin's reader for room for answers.
             state.broadcast()
             guard let taken else { return }

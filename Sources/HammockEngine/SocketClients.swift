@@ -123,7 +123,7 @@ final class SocketClients: ClientListener {
         let writer = OutputWriter(
             transport: output, secrets: secrets,
             bar: request.format == .json ? nil : barEncoder(request.format, request.views),
-            reportProblem: { [logger] in logger.warning("\($0)") }
+            minimumWriteInterval: Self.minimumWriteInterval, reportProblem: { [logger] in logger.warning("\($0)") }
         ) {
             inbox.yield(.left(id))
         }
@@ -247,6 +247,14 @@ final class SocketClients: ClientListener {
     /// A first line longer than this is not taken for a `subscribe` line (the reader refuses it, or carries
     /// it out, as any control line).
     static let longestSubscribeLine = 64 << 10
+
+    /// A client's lines that come sooner than this after its last write wait for the next, in one batch
+    /// (`OutputWriter`'s `minimumWriteInterval`): at most 40 writes a second to a client, however fast its
+    /// sources change, and no delay for a change after a quiet spell. Measured (`benchmarks/run fanout`):
+    /// without it each change woke each client's writer, and 100 clients of a source changing 1,000 times a
+    /// second cost the engine 5.7 times what one did; most of it was thread wake-ups (perf: 60% in futex
+    /// waits and wakes). docs/protocol.md, "The shared engine".
+    static let minimumWriteInterval: Duration = .milliseconds(25)
 
     /// The connection's first line, if it comes within `subscribeWindow` and is a `subscribe` line; any other
     /// line stays unread, for the control lines' reader.

@@ -245,6 +245,83 @@ struct OutputWriterTests {
     }
 }
 
+/// `minimumWriteInterval`, which `hammock serve` gives each client's writer: a flood is written once per
+/// interval, the newest state last; a line after a quiet spell goes at once; a stop ends the interval.
+@Suite("OutputWriter's minimum write interval", .timeLimit(.minutes(1)))
+struct OutputWriterIntervalTests {
+    /// Without the interval, each of the 300 changes below woke the writer and made a write of its own
+    /// (seen: 300 writes); broken on purpose (the interval not waited out), the first test fails.
+    @Test("a flood of changes is written at most once per interval, and the newest state is written")
+    func floodIsBatched() async throws {
+        let output = RecordingOutput()
+        let writer = OutputWriter(transport: output, secrets: Secrets(), minimumWriteInterval: .milliseconds(20)) {}
+        let running = Task { await writer.run() }
+        let started = ContinuousClock.now
+        for round in 0..<300 {
+            writer.send(.source(id: "s", event: .newData(.number(.init(round)), origin: .push), state: state(round)))
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let took = ContinuousClock.now - started
+        try await waitFor("the newest state") { output.text.contains(#""content":299"#) }
+        // At most one write per interval over the flood, the first one (at once) and the last one (after it).
+        let bound = Int(took / .milliseconds(20)) + 2
+        #expect(output.writes <= bound, "\(output.writes) writes in \(took), at most \(bound)")
+        #expect(await writer.finish(with: nil, deadline: nil) == .complete)
+        await running.value
+    }
+
+    private func state(_ round: Int) -> SourceState {
+        SourceState(content: .number(.init(round)), timestamp: Timestamp(millisecondsSince1970: 0))
+    }
+
+    @Test("a line after a quiet spell is written at once; one within the interval waits for it, or for the stop")
+    func quietLineGoesAtOnceAndTheStopEndsTheInterval() async throws {
+        let output = RecordingOutput()
+        let writer = OutputWriter(transport: output, secrets: Secrets(), minimumWriteInterval: .seconds(3600)) {}
+        let running = Task { await writer.run() }
+        writer.send(.source(id: "a", event: .newData(1, origin: .push), state: state(1)))
+        try await waitFor("the first line, at once") { output.writes == 1 }
+        writer.send(.source(id: "b", event: .newData(2, origin: .push), state: state(2)))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(output.writes == 1, "the second line waits out the interval")
+        // The stop does not wait for the hour: what waits is written now.
+        #expect(await writer.finish(with: .bye(reason: .signal, failed: nil), deadline: nil) == .complete)
+        await running.value
+        #expect(output.text.contains(#""id":"b""#) && output.text.contains(#""type":"bye""#), "\(output.text)")
+    }
+}
+
+/// A consumer that takes everything at once and counts the writes.
+final class RecordingOutput: OutputTransport {
+    let atomicWrite = 4096
+    let knowsUnreadBytes = false
+    private let state = Mutex<(writes: Int, bytes: [UInt8])>((0, []))
+    private let watch = LockedCondition(false)
+
+    var writes: Int { state.withLock { $0.writes } }
+    var text: String { String(decoding: state.withLock { $0.bytes }, as: UTF8.self) }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        state.withLock { state in
+            state.writes += 1
+            state.bytes += bytes
+        }
+        return bytes.count
+    }
+
+    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool { true }
+
+    func waitForClosedConsumer() -> Bool {
+        watch.withLock(when: { $0 }) { _ in }
+        return false
+    }
+
+    func stopWatching() {
+        watch.withLock { $0 = true }
+        watch.broadcast()
+    }
+}
+
 /// An `OutputWriter` over a `MemoryOutput`, with `run()` going and the closed-consumer reports counted.
 private final class Harness: Sendable {
     let writer: OutputWriter
