@@ -82,6 +82,18 @@ public struct Subscription: Sendable, Equatable {
     func includes(source id: SourceID) -> Bool { sources?.contains(id) ?? true }
     func includes(view id: ViewID) -> Bool { views?.contains(id) ?? true }
 
+    /// Whether a line that `Fanout` routes by subscription alone (`OutputLine.isRoutedBySubscription`) goes
+    /// to this consumer.
+    func takes(_ line: OutputLine) -> Bool {
+        switch line {
+        case .source(let id, _, _): includes(source: id)
+        case .view(let id, _): includes(view: id)
+        case .removed(let id, let what): what == "source" ? includes(source: SourceID(id)) : includes(view: ViewID(id))
+        case .bye: true
+        case .hello, .reloaded, .ack, .error: false
+        }
+    }
+
     /// The ids of `sources` and `views` this subscription reads, in their order (a `hello`'s or `reloaded`'s
     /// lists, as this consumer sees them).
     func filter(sources all: [SourceID], views allViews: [ViewID]) -> (sources: [SourceID], views: [ViewID]) {
@@ -108,6 +120,17 @@ public struct Subscription: Sendable, Equatable {
     var demand: Demand {
         guard let sources, let views else { return .everything }  // every view watches nearly every source anyway
         return .subscribed(sources: sources, views: views)
+    }
+}
+
+extension OutputLine {
+    /// A line every consumer whose subscription takes it reads as it is (`Subscription.takes`); the others
+    /// are answers owed to one consumer, or say the ids each subscription sees.
+    var isRoutedBySubscription: Bool {
+        switch self {
+        case .source, .view, .removed, .bye: true
+        case .hello, .reloaded, .ack, .error: false
+        }
     }
 }
 
@@ -181,6 +204,22 @@ struct Fanout {
         {
             return [(.standardOutput, lines)]
         }
+        // A turn of state lines only (a source changed, and the views it is in): each consumer reads the
+        // lines its subscription takes, as they are, and one that reads everything shares the turn's array.
+        // The path of every change a shared engine fans out, with no table built per turn.
+        if lines.allSatisfy(\.isRoutedBySubscription) {
+            var batches: [(consumer: ConsumerID, lines: [OutputLine])] = []
+            batches.reserveCapacity(only == nil ? subscriptions.count : 1)
+            for (consumer, subscription) in subscriptions where only == nil || only == consumer {
+                if subscription.isEverything {
+                    batches.append((consumer, lines))
+                    continue
+                }
+                let taken = lines.filter { subscription.takes($0) }
+                if !taken.isEmpty { batches.append((consumer, taken)) }
+            }
+            return batches
+        }
         var batches: OrderedDictionary<ConsumerID, [OutputLine]> = [:]
         func send(_ line: OutputLine, to consumer: ConsumerID) {
             guard only == nil || only == consumer, subscriptions[consumer] != nil else { return }
@@ -196,15 +235,8 @@ struct Fanout {
                 }
             case .error(_, nil):
                 if let answering { send(line, to: answering) } else { for consumer in subscriptions.keys { send(line, to: consumer) } }
-            case .source(let id, _, _):
-                for (consumer, subscription) in subscriptions where subscription.includes(source: id) { send(line, to: consumer) }
-            case .view(let id, _):
-                for (consumer, subscription) in subscriptions where subscription.includes(view: id) { send(line, to: consumer) }
-            case .removed(let id, let what):
-                for (consumer, subscription) in subscriptions
-                where what == "source" ? subscription.includes(source: SourceID(id)) : subscription.includes(view: ViewID(id)) {
-                    send(line, to: consumer)
-                }
+            case .source, .view, .removed:
+                for (consumer, subscription) in subscriptions where subscription.takes(line) { send(line, to: consumer) }
             case .hello(let sources, let views, let version, _):
                 for (consumer, subscription) in subscriptions {
                     let (sources, views) = subscription.filter(sources: sources, views: views)

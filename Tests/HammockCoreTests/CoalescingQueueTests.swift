@@ -62,4 +62,22 @@ import Testing
         let lastAck = taken.lastIndex { $0.hasPrefix("ack") }!
         #expect(taken[..<lastAck].filter { !$0.hasPrefix("ack") }.count == 7)
     }
+
+    /// The fast path: an element that replaces the last one waiting stays where it is (at the back), with the
+    /// same outcome as the general path, barriers included.
+    @Test func replacingTheLastElementInPlaceKeepsTheOrder() {
+        var queue = CoalescingQueue<String>()
+        queue.append("a1", key: "a")
+        queue.append("b1", key: "b")
+        #expect(queue.append("b2", key: "b") == "b1")
+        #expect(queue.append("b3", key: "b") == "b2")
+        #expect(queue.count == 2)
+        #expect(queue.removeAll() == ["a1", "b3"])
+        queue.append("a1", key: "a")
+        queue.appendBarrier("ack")
+        // Not the last (the barrier is): the general path, and the barrier follows the newer element.
+        #expect(queue.append("a2", key: "a") == "a1")
+        #expect(queue.append("a3", key: "a") == "a2")
+        #expect(queue.removeAll() == ["a3", "ack"])
+    }
 }
