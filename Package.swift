@@ -45,6 +45,8 @@ import PackageDescription
 //   hammock          the command-line interface (swift-argument-parser): links the engine and its features
 //                    (HammockMetrics, HammockConformance).
 //   hammock-guard    the process each plugin runs below, which no process it started outlives. C, libc alone.
+//   hammock-relay    what `hammock attach` execs once connected: copies the connection to stdout and stdin to
+//                    it, for as long as a bar runs. C, libc alone.
 //   hammock-dashboard  Examples/Dashboard: a page of code over HammockClient alone.
 //   plugins/<kind>/  each shipped plugin in its own folder: Library/ (HammockShellPlugin, HammockFilePlugin,
 //                    HammockRESTPlugin: the plugin's logic, over HammockPluginKit, tested in-process) and
@@ -70,6 +72,7 @@ let package = Package(
     products: [
         .executable(name: "hammock", targets: ["hammock"]),
         .executable(name: "hammock-guard", targets: ["hammock-guard"]),
+        .executable(name: "hammock-relay", targets: ["hammock-relay"]),
         .executable(name: "hammock-plugin-shell", targets: ["hammock-plugin-shell"]),
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
         .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
@@ -111,6 +114,8 @@ let package = Package(
             name: "hammock-guard",
             cSettings: [.define("HAMMOCK_TEST_SEAMS", .when(configuration: .debug))]
         ),
+        // What `hammock attach` becomes once connected (see its main.c): C with libc alone, installed beside hammock.
+        .executableTarget(name: "hammock-relay"),
         .target(
             name: "HammockJSON",
             dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockJSON
+import HammockPluginHost
 import HammockRendering
 import HammockSystem
 import Logging
@@ -127,7 +128,7 @@ struct AttachSession: Sendable {
             let (line, hello) = try connection.readHello(configuration: configuration)
             guard writeLine(line) else { return 0 }
             if let once { return onceInJSON(connection, hello: hello, deadline: ContinuousClock.now + once) }
-            return Self.copy(connection, json: true)
+            return Self.relay(connection, json: true)
         }
         // The probe: every view for an i3bar that names none, else the bar's views.
         try connection.subscribe(sources: views.isEmpty ? nil : [], views: views.isEmpty ? nil : views, id: Self.subscribeID)
@@ -140,7 +141,7 @@ struct AttachSession: Sendable {
         let bar = try EngineConnection.open(config: config, configuration: configuration, socket: socket, start: start)
         withExtendedLifetime(connection) {}
         try bar.subscribe(sources: [], views: views, format: format, id: nil)
-        guard once != nil else { return Self.copy(bar, json: false) }
+        guard once != nil else { return Self.relay(bar, json: false) }
         // The first rendering: i3bar's starts with its header and `[`.
         for _ in 0..<(format == .i3bar ? 3 : 1) {
             guard case .line(let line) = bar.next(before: ContinuousClock.now + EngineConnection.helloTimeout) else {
@@ -200,6 +201,20 @@ struct AttachSession: Sendable {
         OutputLine.bye(reason: reason, failed: states.failedSources.map { SourceID($0) }).encode(seq: lastSeq + 1, into: &bye)
         _ = write(bye)
         return outcome == .settled ? 0 : 1
+    }
+
+    /// Goes on as `hammock-relay` (Sources/hammock-relay/main.c), which copies as `copy` does for as long as
+    /// the bar runs, in a process of a few hundred KiB instead of this one's megabytes; `copy` here when the
+    /// relay is not installed or does not start, or when bytes were read past the handshake's lines.
+    static func relay(_ connection: EngineConnection, json: Bool) -> Int32 {
+        if let relay = Relay.location, connection.unread.isEmpty {
+            let engine = attachedEnginePID.load(ordering: .relaxed)
+            let failure = ProcessImage.replace(
+                with: relay, arguments: [relay, String(connection.descriptor), String(engine), json ? "json" : "bar"],
+                keeping: [connection.descriptor])
+            writeAll("hammock: cannot start \(relay): \(failure); copying here instead\n", to: STDERR_FILENO)
+        }
+        return copy(connection, json: json)
     }
 
     /// Copies the connection to stdout, whole lines at a time, and stdin to the connection (control lines,
@@ -291,4 +306,16 @@ private func write(_ bytes: [UInt8]) -> Bool {
 /// Writes `line` and a newline to stdout; false once stdout is closed.
 func writeLine(_ line: [UInt8]) -> Bool {
     write(line + [UInt8(ascii: "\n")])
+}
+
+/// `hammock-relay`, looked for as the plugins' guard is: beside hammock's executable (as `swift build` leaves
+/// it), then in its `../libexec/hammock` (as scripts/install puts it); nil when neither holds it.
+enum Relay {
+    static let programName = "hammock-relay"
+
+    static let location: String? = {
+        guard let directory = PluginResolver.currentExecutableDirectory else { return nil }
+        return [directory + "/" + programName, PluginResolver.libexec(directory) + "/" + programName]
+            .first { access($0, X_OK) == 0 }
+    }()
 }

@@ -195,7 +195,16 @@ final class EngineConnection {
                 return .end
             }
             if ready == 0 { continue }
-            let count = read(descriptor, &chunk, chunk.count)
+            // Up to the first newline and no further: what follows a line stays in the socket, so that the
+            // connection can be handed on after it (`attach` to `hammock-relay`) with nothing read ahead.
+            let peeked = recv(descriptor, &chunk, chunk.count, Int32(MSG_PEEK))
+            if peeked < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return .end
+            }
+            if peeked == 0 { return .end }
+            let wanted = chunk[..<peeked].firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? peeked
+            let count = read(descriptor, &chunk, wanted)
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 return .end

@@ -240,6 +240,28 @@ struct SharedEngineTests {
         }
     }
 
+    /// What a bar keeps running is the C relay, not a Swift process (the shared engine's memory row in
+    /// benchmarks/README.md): after its handshake, attach replaces itself with hammock-relay, and goes on
+    /// copying both ways. Broken on purpose (the relay not exec'd), the first expectation fails.
+    @Test("after its handshake attach goes on as hammock-relay, in JSON lines and in a bar format, and still copies both ways")
+    func attachBecomesTheRelay() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let json = try fixture.attach()
+            defer { Task { await json.stop() } }
+            try await json.next("greeting") { $0.event == "newData" }
+            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(json.pid)/exe")
+            #expect(exe.hasSuffix("/hammock-relay"), "\(exe)")
+            try json.send(controlLine: #"{"op":"override","source":"greeting","content":{"text":"relayed","count":1},"id":"o"}"#)
+            try await json.waitFor(type: "ack") { $0["id"] == "o" }
+
+            let bar = try fixture.attach(["--format", "text", "--view", "v"], json: false)
+            defer { Task { await bar.stop() } }
+            try await bar.waitForStdoutLines("the overridden text") { $0.contains("relayed x1") }
+            let barExe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(bar.pid)/exe")
+            #expect(barExe.hasSuffix("/hammock-relay"), "\(barExe)")
+        }
+    }
+
     @Test("attach --once with a bar format prints the bar's line once the views have settled")
     func attachOnceBar() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
