@@ -32,17 +32,7 @@ struct WatchAttachTests {
         return (process, stderrPath)
     }
 
-    func waitForExit(_ process: Process) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                process.terminate()
-                Issue.record("hammock watch --attach did not exit")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
+    func waitForExit(_ process: Process) async throws { try await WatchTerminalTests.waitForExit(process) }
 
     @Test("the screen shows the shared engine's state; a ctl override shows on it; l loads for every client; q ends the screen, not the engine")
     func showsTheSharedEngine() async throws {

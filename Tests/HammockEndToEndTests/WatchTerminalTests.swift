@@ -82,7 +82,10 @@ struct WatchTerminalTests {
         return (process, directory)
     }
 
-    func waitForExit(_ process: Process) async throws {
+    func waitForExit(_ process: Process) async throws { try await Self.waitForExit(process) }
+
+    /// Waits up to 20 s for `process` (a `hammock watch` on a terminal) to exit; a test issue if it does not.
+    static func waitForExit(_ process: Process) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while process.isRunning {
             guard ContinuousClock.now < deadline else {
