@@ -31,11 +31,25 @@ struct ServeTests {
         return line.receivedAt - sent
     }
 
-    /// A watcher subscribed to everything, past its hello and snapshot.
+    /// A watcher subscribed to everything, past its hello and snapshot, and past the loads its subscription
+    /// started: an override sent while a load is in flight is replaced by the load's answer when it comes
+    /// (rightly: it is newer), and with the clients' 25 ms write interval the override's own line may never
+    /// be written. (Seen once in CI: "SIGKILL leaves a stale socket…" waited 3 s for an override of `a`.)
     static func watcher(_ engine: ServeEngine, name: String = "watcher") async throws -> SocketClient {
         let watcher = try engine.client(#"{"op":"subscribe","id":"w"}"#, name: name)
-        try await watcher.next(type: "hello")
+        let hello = try await watcher.next(type: "hello")
         try await watcher.next(type: "ack") { $0.id == "w" }
+        let sources = hello["sources"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let deadline = ContinuousClock.now + .seconds(8)
+        while !sources.allSatisfy({ id in
+            watcher.lines.last { $0.type == "source" && $0.id == id }
+                .map { $0[pointer: "/state/content"] != .null && $0[pointer: "/state/isLoading"] == false } ?? false
+        }) {
+            guard ContinuousClock.now < deadline else {
+                throw HammockHarnessError(message: "\(name): the sources did not load: \(watcher.lines.suffix(10))", sourceLocation: #_sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
         return watcher
     }
 

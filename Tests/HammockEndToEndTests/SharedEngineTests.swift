@@ -262,6 +262,32 @@ struct SharedEngineTests {
         }
     }
 
+    /// The relay reads stdin only once the engine has taken what it read before: a consumer that floods
+    /// control lines is slowed (its writes block), and the relay holds at most one read's worth.
+    @Test("a flood of 20 MiB of control lines into attach: the relay's memory stays flat, the engine answers the last one and serves others")
+    func relayFloodIsBounded() async throws {
+        try await SharedFixture.with(config: Self.config) { fixture in
+            let attach = try fixture.attach()
+            defer { Task { await attach.stop() } }
+            try await attach.next("greeting") { $0.event == "newData" }
+            let line = Array(#"{"op":"loadIfNeeded","source":"greeting"}"#.utf8) + [UInt8(ascii: "\n")]
+            let chunk = Array([[UInt8]](repeating: line, count: 16_384).joined())
+            var sent = 0
+            while sent < 20 << 20 {
+                #expect(attach.send(bytes: chunk), "attach stopped taking its stdin")
+                sent += chunk.count
+            }
+            try attach.send(controlLine: #"{"op":"snapshot","id":"last"}"#)
+            try await attach.waitFor(type: "ack", timeout: .seconds(60)) { $0["id"] == "last" }
+            let status = try String(contentsOfFile: "/proc/\(attach.pid)/status", encoding: .utf8)
+            let anonymous = status.split(separator: "\n").first { $0.hasPrefix("RssAnon:") }
+                .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? .max
+            #expect(anonymous < 2048, "the relay's anonymous memory after the flood: \(anonymous) KiB")
+            let other = try await fixture.run(["get", fixture.configPath, "--source", "greeting"])
+            #expect(other.termination == .exited(0), "\(other.stderr)")
+        }
+    }
+
     @Test("attach --once with a bar format prints the bar's line once the views have settled")
     func attachOnceBar() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
