@@ -1,6 +1,6 @@
 // hammock-relay: what `hammock attach` becomes once it is connected to the shared engine.
 //
-// `hammock-relay FD ENGINE_PID json|bar` copies the connection on descriptor FD (the engine's socket, its
+// `hammock-relay FD ENGINE_PID json|bar [CONFIG]` copies the connection on descriptor FD (the engine's socket, its
 // handshake done by `hammock attach`, which then execs this program) to stdout, whole lines at a time, and
 // stdin to the connection (control lines, or i3bar's clicks), until the engine closes the connection or
 // stdout closes. It is what a bar keeps running for as long as it runs, one per bar: C with libc alone, so
@@ -63,8 +63,9 @@ static void relay_catch(int number, void (*handler)(int)) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[3], "json") != 0 && strcmp(argv[3], "bar") != 0)) {
-        fprintf(stderr, "hammock-relay: usage: hammock-relay FD ENGINE_PID json|bar (hammock attach runs it)\n");
+    // A fifth argument, the configuration, is there for `ps` and `pgrep` alone.
+    if ((argc != 4 && argc != 5) || (strcmp(argv[3], "json") != 0 && strcmp(argv[3], "bar") != 0)) {
+        fprintf(stderr, "hammock-relay: usage: hammock-relay FD ENGINE_PID json|bar [CONFIG] (hammock attach runs it)\n");
         return 2;
     }
     int connection = atoi(argv[1]);

@@ -208,9 +208,11 @@ struct AttachSession: Sendable {
     /// relay is not installed or does not start, or when bytes were read past the handshake's lines.
     static func relay(_ connection: EngineConnection, json: Bool) -> Int32 {
         if let relay = Relay.location, connection.unread.isEmpty {
+            // The configuration as given, last: for `ps` and `pgrep -f "attach ... CONFIG"`'s successors.
             let engine = attachedEnginePID.load(ordering: .relaxed)
             let failure = ProcessImage.replace(
-                with: relay, arguments: [relay, String(connection.descriptor), String(engine), json ? "json" : "bar"],
+                with: relay,
+                arguments: [relay, String(connection.descriptor), String(engine), json ? "json" : "bar", connection.config],
                 keeping: [connection.descriptor])
             writeAll("hammock: cannot start \(relay): \(failure); copying here instead\n", to: STDERR_FILENO)
         }
