@@ -39,12 +39,19 @@ static void relay_stop(int number) {
     _exit(0);
 }
 
-/// Writes all of `bytes` to stdout; 0 once stdout is closed.
+/// Writes all of `bytes` to stdout; 0 once stdout is closed. A stdout that someone made non-blocking (it
+/// may share its open file with the bar's other writers) is waited for in `poll`, as hammock's own writes do.
 static int relay_write_stdout(const char *bytes, size_t count) {
     while (count > 0) {
         ssize_t written = write(STDOUT_FILENO, bytes, count);
         if (written < 0) {
             if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                struct pollfd room = {.fd = STDOUT_FILENO, .events = POLLOUT};
+                if (poll(&room, 1, -1) < 0 && errno != EINTR) return 0;
+                if (room.revents & (POLLERR | POLLHUP)) return 0;
+                continue;
+            }
             return 0;
         }
         bytes += written;

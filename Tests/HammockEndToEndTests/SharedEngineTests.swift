@@ -288,6 +288,52 @@ struct SharedEngineTests {
         }
     }
 
+    /// A bar's stdout may be a pipe someone made non-blocking: a full pipe is waited for, not taken for a
+    /// closed one. (Broken on purpose, EAGAIN taken as the end, the relay exits 0 with the line unwritten.)
+    @Test("attach's stdout made non-blocking and left unread until full: the relay waits, then writes the whole line")
+    func nonBlockingStdout() async throws {
+        let big = String(repeating: "z", count: 300_000)
+        try await SharedFixture.with(config: "version: 1\nsources:\n  big: { kind: fake, content: \"\(big)\" }\n") { fixture in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try HammockProcess.executablePath())
+            process.arguments = ["attach", "--idle-exit", "1s", fixture.configPath]
+            process.environment = HammockProcess.environment(fixture.environment, home: fixture.directory)
+            var ends: [Int32] = [-1, -1]
+            #expect(pipe(&ends) == 0)
+            let (readEnd, writeEnd) = (ends[0], ends[1])
+            _ = fcntl(writeEnd, F_SETFL, fcntl(writeEnd, F_GETFL) | O_NONBLOCK)
+            process.standardOutput = FileHandle(fileDescriptor: writeEnd, closeOnDealloc: false)
+            process.standardInput = Pipe()
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            close(writeEnd)
+            defer {
+                if process.isRunning { process.terminate() }
+                close(readEnd)
+            }
+            // The snapshot's 300 KB line does not fit the 64 KiB pipe: the relay meets EAGAIN.
+            try await Task.sleep(for: .seconds(1))
+            #expect(process.isRunning, "attach ended on a full non-blocking stdout")
+            var read: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let deadline = ContinuousClock.now + .seconds(20)
+            // Whole lines only, and a search for the 300 KB content itself would cost seconds a pass.
+            func hasTheWholeLine() -> Bool {
+                read.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).dropLast(read.last == UInt8(ascii: "\n") ? 0 : 1)
+                    .contains { $0.count > big.utf8.count && String(decoding: $0.prefix(120), as: UTF8.self).contains(#""id":"big","event":"newData""#) }
+            }
+            while !hasTheWholeLine(), ContinuousClock.now < deadline {
+                var ready = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 100) > 0 else { continue }
+                let count = Glibc.read(readEnd, &chunk, chunk.count)
+                if count <= 0 { break }  // the end: attach is gone
+                read += chunk[..<count]
+            }
+            #expect(hasTheWholeLine(), "read \(read.count) bytes, ending \(String(decoding: read.suffix(200), as: UTF8.self).debugDescription)")
+            #expect(process.isRunning, "attach runs on")
+        }
+    }
+
     @Test("attach --once with a bar format prints the bar's line once the views have settled")
     func attachOnceBar() async throws {
         try await SharedFixture.with(config: Self.config) { fixture in
