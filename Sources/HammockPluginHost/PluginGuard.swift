@@ -13,10 +13,9 @@ public enum PluginGuard {
 
     static func find(in directory: String?) -> Result<String, Missing> {
         guard let directory else { return .failure(Missing(path: nil)) }
-        let beside = directory + "/" + programName
-        let installed = PluginResolver.libexec(directory) + "/" + programName
-        for path in [beside, installed] where access(path, X_OK) == 0 { return .success(path) }
-        return .failure(Missing(path: beside + " nor at " + installed))
+        let places = PluginResolver.companionPaths(programName, executableDirectory: directory)
+        for path in places where access(path, X_OK) == 0 { return .success(path) }
+        return .failure(Missing(path: places.joined(separator: " nor at ")))
     }
 
     /// Without the guard no plugin may start: no silent fallback that would let a plugin's processes outlive

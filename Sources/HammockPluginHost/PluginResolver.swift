@@ -49,6 +49,13 @@ public struct PluginResolver: Sendable {
         return directories
     }
 
+    /// Where a program shipped with hammock (the guard, the relay) may be, in the order to look: beside the
+    /// executable in `executableDirectory` (as `swift build` leaves it), then in its `../libexec/hammock` (as
+    /// scripts/install and the .deb put it).
+    public static func companionPaths(_ name: String, executableDirectory: String) -> [String] {
+        [executableDirectory + "/" + name, libexec(executableDirectory) + "/" + name]
+    }
+
     /// `PREFIX/libexec/hammock` for an executable in `PREFIX/bin`.
     public static func libexec(_ executableDirectory: String) -> String {
         let trimmed = executableDirectory.hasSuffix("/") ? String(executableDirectory.dropLast()) : executableDirectory

@@ -317,7 +317,6 @@ enum Relay {
 
     static let location: String? = {
         guard let directory = PluginResolver.currentExecutableDirectory else { return nil }
-        return [directory + "/" + programName, PluginResolver.libexec(directory) + "/" + programName]
-            .first { access($0, X_OK) == 0 }
+        return PluginResolver.companionPaths(programName, executableDirectory: directory).first { access($0, X_OK) == 0 }
     }()
 }
