@@ -118,9 +118,10 @@ public final class OutputWriter: Sendable {
     }
 
     /// - Parameter minimumWriteInterval: lines that come sooner than this after a write began wait until then,
-    ///   and go in one write: a source that changes a thousand times a second costs a reader a hundred writes
-    ///   (and the engine as many wake-ups of this writer), not a thousand. A line after a quiet spell goes at
-    ///   once. Zero (stdout): every line as soon as the writer is free.
+    ///   and go in one write: a source that changes a thousand times a second costs a reader one write per
+    ///   interval (forty a second at `hammock serve`'s 25 ms, and the engine as many wake-ups of this writer),
+    ///   not a thousand. A line after a quiet spell goes at once. Zero (stdout): every line as soon as the
+    ///   writer is free.
     init(
         transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: (any EngineObserver)? = nil,
         minimumWriteInterval: Duration = .zero,
