@@ -17,18 +17,15 @@ import HammockSystem
 /// SIGHUP end the screen, not the engine, which goes on for its other clients; SIGUSR1 and SIGUSR2 go on to
 /// the engine, as `attach` passes them.
 public struct AttachedWatch: Sendable {
-    /// The connection, once `attach`'s handshake is over: its `hello` read, with what came after it.
+    /// The connection, once `attach`'s handshake is over: its `hello` read, and nothing after it.
     public struct Connection: Sendable {
         public var descriptor: Int32
-        /// Bytes read past the `hello` line.
-        public var unread: [UInt8]
         public var hello: JSONValue
         /// The engine's pid (SO_PEERCRED), for the signals passed on; nil when unknown.
         public var enginePID: Int32?
 
-        public init(descriptor: Int32, unread: [UInt8], hello: JSONValue, enginePID: Int32?) {
+        public init(descriptor: Int32, hello: JSONValue, enginePID: Int32?) {
             self.descriptor = descriptor
-            self.unread = unread
             self.hello = hello
             self.enginePID = enginePID
         }
@@ -121,7 +118,6 @@ public struct AttachedWatch: Sendable {
             }
             terminal.send(line)
         }
-        connection.unread.withUnsafeBytes { splitter.feed($0, emit: take) }
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         var watched = [
             pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0),

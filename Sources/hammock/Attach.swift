@@ -205,10 +205,11 @@ struct AttachSession: Sendable {
 
     /// Goes on as `hammock-relay` (Sources/hammock-relay/main.c), which copies as `copy` does for as long as
     /// the bar runs, in a process of a few hundred KiB instead of this one's megabytes; `copy` here when the
-    /// relay is not installed or does not start, or when bytes were read past the handshake's lines.
+    /// relay is not installed or does not start. Nothing past the handshake's lines has been read
+    /// (`EngineConnection.next`), so the relay takes the connection whole.
     static func relay(_ connection: EngineConnection, json: Bool) -> Int32 {
-        if let relay = Relay.location, connection.unread.isEmpty {
-            // The configuration as given, last: for `ps` and `pgrep -f "attach ... CONFIG"`'s successors.
+        if let relay = Relay.location {
+            // The configuration as given, last: for `ps` and `pgrep -f CONFIG`.
             let engine = attachedEnginePID.load(ordering: .relaxed)
             let failure = ProcessImage.replace(
                 with: relay,
@@ -233,7 +234,7 @@ struct AttachSession: Sendable {
                 do throws(SystemCallError) { try UnixSocket.sendAll(Array(chunk[..<count]), to: descriptor) } catch { return }
             }
         }
-        var pending = connection.takeUnread()
+        var pending: [UInt8] = []  // `next` left nothing read past the handshake's lines
         var sawBye = false
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         let bye = Array(#"{"type":"bye""#.utf8)

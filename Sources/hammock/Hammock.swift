@@ -264,7 +264,7 @@ struct Watch: AsyncParsableCommand {
                 try connection.subscribe(sources: nil, views: nil, id: nil)
                 let (_, hello) = try connection.readHello(configuration: configuration)
                 let attached = AttachedWatch.Connection(
-                    descriptor: connection.descriptor, unread: connection.takeUnread(), hello: hello,
+                    descriptor: connection.descriptor, hello: hello,
                     enginePID: UnixSocket.peerCredentials(of: connection.descriptor)?.pid)
                 let ending = withExtendedLifetime(connection) { watch.run(attached, signals: signals) }
                 switch ending {

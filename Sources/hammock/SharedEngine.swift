@@ -62,8 +62,9 @@ final class EngineConnection {
     let socket: String
     /// The configuration file as given on the command line, for messages.
     let config: String
-    /// Bytes read past the last line handed out.
-    private(set) var unread: [UInt8] = []
+    /// The beginning of a line that one read did not finish. Empty between lines: `next` reads up to a
+    /// newline and no further, so whoever takes the descriptor over after a line misses nothing.
+    private var unread: [UInt8] = []
 
     /// How long an engine may take to say `hello` (its plugins start first, and a freshly started one
     /// reads its configuration before that).
@@ -212,12 +213,6 @@ final class EngineConnection {
             if count == 0 { return .end }
             unread += chunk[..<count]
         }
-    }
-
-    /// Hands the bytes read past the last line to the caller, who reads the descriptor from now on.
-    func takeUnread() -> [UInt8] {
-        defer { unread = [] }
-        return unread
     }
 
     /// Reads the engine's `hello` and checks that it serves `configuration` (canonical) and speaks this
