@@ -367,6 +367,27 @@ final class ServeEngine: Sendable {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
+    /// Waits until the engine's count of open descriptors has not changed for `still` (at most `timeout`):
+    /// what it opens as it starts, and the connections it is letting go, are done with.
+    func waitForSteadyDescriptors(
+        still: Duration = .milliseconds(300), timeout: Duration = .seconds(10),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        var count = openDescriptors
+        var since = ContinuousClock.now
+        while ContinuousClock.now - since < still {
+            guard ContinuousClock.now < deadline else {
+                throw HammockHarnessError(
+                    message: "the engine's descriptors did not hold still within \(timeout) (now \(count))",
+                    sourceLocation: sourceLocation)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            let now = openDescriptors
+            if now != count { (count, since) = (now, ContinuousClock.now) }
+        }
+    }
+
     /// Kills the engine if it runs and removes its folder.
     func stop() async {
         await process.stop()
