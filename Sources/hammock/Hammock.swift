@@ -221,7 +221,7 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "With --attach: never start an engine; when none serves the configuration, say so and exit 2.")
     var noStart = false
 
-    @Option(help: "With --attach, for an engine this command starts: it exits once no client has been connected for this long (e.g. 30s, 5m); 0s: never.")
+    @Option(help: "With --attach, for an engine this command starts: it exits once no client has been connected for this long (e.g. 30s, 5m); 0: never.")
     var idleExit = "5m"
 
     func validate() throws {

@@ -75,8 +75,10 @@ struct OptionDuration: OptionValue {
         self = value
     }
 
+    /// A duration with its unit; a bare `0` too, which is zero in any unit (`--idle-exit 0`: never).
     static func parse(_ text: String) -> Result<OptionDuration, OptionProblem> {
-        parseDuration(text).map { OptionDuration($0) }.mapError { OptionProblem(description: $0.message) }
+        if text.trimmingWhitespace() == "0" { return .success(OptionDuration(.zero)) }
+        return parseDuration(text).map { OptionDuration($0) }.mapError { OptionProblem(description: $0.message) }
     }
 
     /// As help shows a default: `30s`.

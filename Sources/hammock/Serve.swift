@@ -23,7 +23,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The socket to listen on (default: one per configuration under $XDG_RUNTIME_DIR/hammock/, or /tmp/hammock-UID/).")
     var socket: String?
 
-    @Option(help: "Exit once no client has been connected for this long (e.g. 5m); 0s never.")
+    @Option(help: "Exit once no client has been connected for this long (e.g. 5m); 0: never.")
     var idleExit = Parsed(OptionDuration(.zero))
 
     @Option(help: "The most clients served at once; one more is told why and closed.")

@@ -37,7 +37,7 @@ struct EngineStartArguments: ParsableArguments {
     @Flag(help: "Never start an engine: when none serves the configuration, say so and exit 2.")
     var noStart = false
 
-    @Option(help: "For an engine this command starts: it exits once no client has been connected for this long (e.g. 30s, 5m); 0s: never.")
+    @Option(help: "For an engine this command starts: it exits once no client has been connected for this long (e.g. 30s, 5m); 0: never.")
     var idleExit = "5m"
 
     @Option(help: "For an engine this command starts: how much it logs (to SOCKET.log, beside its socket).")

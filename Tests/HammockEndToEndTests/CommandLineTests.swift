@@ -197,6 +197,7 @@ struct CommandLineTests {
             // swift-argument-parser's validation errors, with hammock's words: exit 64, as ever.
             (["run", "--once", "--deadline", "5", path], 64, #"Error: --deadline: "5" has no unit; write 5s, 5ms, 5m or 5h"#),
             (["run", "--once", "--deadline", "soon", path], 64, #"Error: --deadline: "soon" is not a duration"#),
+            (["serve", "--idle-exit", "5", path], 64, #"Error: --idle-exit: "5" has no unit; write 5s, 5ms, 5m or 5h"#),
             (["plugin", "check", "--options", "[1]", "--", "hammock-plugin-shell"], 64,
              #"Error: --options must be a JSON object, e.g. '{"path":"/etc/hostname"}'"#),
             // Numbers at their limits: `nan` once crashed the conversion to milliseconds (SIGILL).

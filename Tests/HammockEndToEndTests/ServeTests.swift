@@ -532,6 +532,18 @@ struct ServeTests {
         }
     }
 
+    @Test("--idle-exit 0 (as 0s): the engine stays when its last client has left")
+    func idleExitNever() async throws {
+        try await ServeEngine.with(Self.twoSources, arguments: ["--idle-exit", "0"]) { engine in
+            let client = try await Self.watcher(engine)
+            await client.closeAndWait()
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(engine.process.isRunning, "the engine left with --idle-exit 0: \(engine.process.stderrText)")
+            let next = try await Self.watcher(engine, name: "next")
+            try await Self.roundTrip(next, value: 3)
+        }
+    }
+
     @Test("SIGHUP: every client reads reloaded; a subscription to a removed source ends cleanly")
     func reload() async throws {
         try await ServeEngine.with(Self.twoSources) { engine in
