@@ -31,10 +31,7 @@ public final class OutputWriter: Sendable {
 
     /// What the engine's tasks, the writing thread and `finish`'s wait share.
     private struct State {
-        var pending = CoalescingQueue<OutputLine>()
-        /// Waiting lines that no newer line replaces (`error`, `removed`, ...).
-        var uncoalescedCount = 0
-        var droppedErrorLines = 0
+        var queue = OutputQueue()
         var isClosing = false
         var isDone = false
         /// After this, no new write is begun (`finish`'s deadline); `nil`: none.
@@ -69,24 +66,7 @@ public final class OutputWriter: Sendable {
 
         /// Puts `line` in the queue; false when it was dropped.
         mutating func enqueue(_ line: OutputLine, metrics: (any EngineObserver)?) -> Bool {
-            guard !isClosing else { return false }
-            let key = line.coalescingKey
-            if key == nil {
-                if case .error(_, nil) = line, uncoalescedCount >= OutputWriter.maximumWaitingUncoalescedLines {
-                    droppedErrorLines += 1
-                    return false
-                }
-                uncoalescedCount += 1
-            }
-            // The newer state replaces the waiting one and moves to the back of the queue, so lines keep the
-            // order in which the states arose (a source's line before the view line it changed). An answer to a
-            // control line is a barrier: whoever reads it has read the newest state of what its op changed.
-            if line.isAnswer {
-                pending.appendBarrier(line)
-            } else if pending.append(line, key: key) != nil {
-                metrics?.coalescedLine()
-            }
-            return true
+            !isClosing && queue.enqueue(line, metrics: metrics)
         }
     }
 
@@ -97,11 +77,8 @@ public final class OutputWriter: Sendable {
     /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
     private let reportProblem: @Sendable (String) -> Void
 
-    /// Error lines without an `id` beyond this many waiting are dropped (and counted), so a flood of bad
-    /// control lines to a consumer that does not read cannot grow the queue. Answers to lines with an `id`
-    /// are never dropped (a consumer waits for each): such lines are not read meanwhile instead
-    /// (`waitForRoomForAnswers`).
-    static let maximumWaitingUncoalescedLines = 1000
+    /// Error lines without an `id` beyond this many waiting are dropped (`OutputQueue`).
+    static let maximumWaitingUncoalescedLines = OutputQueue.maximumWaitingUncoalescedLines
 
     /// How long past `finish`'s deadline a write that has begun a line may go on before the wait ends anyway.
     static let midLineGrace: Duration = .seconds(1)
@@ -208,7 +185,7 @@ public final class OutputWriter: Sendable {
     /// answers are never dropped, so a line that will need one waits here instead, then in stdin's pipe,
     /// and the consumer's writes block. Returns once the writer has taken what waits, or is closing.
     func waitForRoomForAnswers() {
-        state.withLock(when: { $0.uncoalescedCount < Self.maximumWaitingUncoalescedLines || $0.isClosing }) { _ in }
+        state.withLock(when: { $0.queue.hasRoomForAnswers || $0.isClosing }) { _ in }
     }
 
     /// How `finish` ended.
@@ -257,7 +234,7 @@ public final class OutputWriter: Sendable {
             if state.isDone { return state.unwritten == 0 ? .complete : .incomplete(unwritten: state.unwritten) }
             // The writer may sit in an atomic write that has put nothing in the pipe yet: that line and
             // those after it are lost whole.
-            return .incomplete(unwritten: state.unwritten + state.pending.count + 1)
+            return .incomplete(unwritten: state.unwritten + state.queue.count + 1)
         }
     }
 
@@ -269,19 +246,14 @@ public final class OutputWriter: Sendable {
 
     /// How many lines wait to be written; tests and benchmarks watch it stay bounded.
     public var waitingCount: Int {
-        state.withLock { $0.pending.count }
+        state.withLock { $0.queue.count }
     }
 
     private func writeLines() {
-        var bar = self.bar
-        var seq = 0
+        var encoding = LineEncoding(bar: bar)
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var ends: [Int] = []
-        // A bar whose templates use `ago` is rendered again each `BarEncoder.refreshInterval`, though no
-        // state changed: the time of the next such render, when one is due, on the monotonic clock (which a
-        // stepped wall clock does not move); a pause puts it off until `resume`.
-        var nextRefresh: MonotonicInstant?
         // `minimumWriteInterval` after the last write began: lines that come sooner wait until then, in one batch.
         var nextWrite: MonotonicDeadline?
         while true {
@@ -291,26 +263,21 @@ public final class OutputWriter: Sendable {
                 state.withLock(when: { $0.isClosing || $0.isInterrupted }, before: interval) { _, _ in }
             }
             // Only a writer with nothing to write asks to be woken by the next line.
-            state.withLock { $0.wantsWake = $0.pending.isEmpty || $0.isPaused }
+            state.withLock { $0.wantsWake = $0.queue.isEmpty || $0.isPaused }
             // Take everything that waits (or learn that nothing will), then encode and write it outside the
             // lock, with as few system calls as possible.
+            // A pause puts a bar's next render for `ago` off until `resume`.
             let taken = state.withLock(
-                when: { (!$0.pending.isEmpty && !$0.isPaused) || $0.isClosing },
-                before: { state in state.isPaused ? nil : nextRefresh.map(MonotonicDeadline.init) }
+                when: { (!$0.queue.isEmpty && !$0.isPaused) || $0.isClosing },
+                before: { state in state.isPaused ? nil : encoding.nextRefresh.map(MonotonicDeadline.init) }
             ) { state, isReady -> (batch: [OutputLine], reloaded: [ViewDefinition]?, isRefreshDue: Bool)? in
-                if state.pending.isEmpty && state.isClosing {
+                if state.queue.isEmpty && state.isClosing {
                     state.isDone = true
                     return nil
                 }
-                var batch: [OutputLine] = []
-                if state.droppedErrorLines > 0 {
-                    batch.append(.error(message: "\(state.droppedErrorLines) error lines were dropped because stdout was not read"))
-                    state.droppedErrorLines = 0
-                }
-                batch += state.pending.removeAll()
+                let batch = state.queue.takeAll(reader: "stdout")
                 let reloaded = state.reloadedViews
                 state.reloadedViews = nil
-                state.uncoalescedCount = 0
                 state.holdsBatch = true
                 state.wantsWake = false
                 // Not ready: the refresh's time came first.
@@ -324,30 +291,9 @@ public final class OutputWriter: Sendable {
 
             buffer.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
-            let redactor = secrets.redactor
-            if var encoder = bar {
-                // Lines the bar has nothing to show for are not lines at all: no `seq`, nothing to write.
-                if let reloaded { encoder.update(reloaded) }
-                let now = EngineTime.current.wall
-                for line in batch {
-                    guard let text = encoder.encode(line, now: now, redactor: redactor) else { continue }
-                    buffer.append(contentsOf: text.utf8)
-                    ends.append(buffer.count)
-                }
-                if isRefreshDue, let text = encoder.refresh(now: now, redactor: redactor) {
-                    buffer.append(contentsOf: text.utf8)
-                    ends.append(buffer.count)
-                }
-                nextRefresh = encoder.dependsOnTime ? MonotonicInstant.current + BarEncoder.refreshInterval : nil
-                for problem in encoder.takeProblems() { reportProblem(problem) }
-                bar = encoder
-            } else {
-                for line in batch {
-                    seq += 1
-                    line.encode(seq: seq, into: &buffer, redactor: redactor)
-                    ends.append(buffer.count)
-                }
-            }
+            encoding.encode(
+                batch, reloaded: reloaded, refresh: isRefreshDue, redactor: secrets.redactor, into: &buffer, ends: &ends,
+                report: reportProblem)
             switch write(buffer, lineEnds: ends) {
             case .written:
                 if let metrics, !ends.isEmpty { metrics.wroteLines(ends.count) }
@@ -413,9 +359,7 @@ public final class OutputWriter: Sendable {
     /// The deadline passed: the lines not begun are given up.
     private func stop(unwritten remaining: Int) {
         state.withLock { state in
-            state.unwritten += remaining + state.pending.count
-            _ = state.pending.removeAll()
-            state.uncoalescedCount = 0
+            state.unwritten += remaining + state.queue.discard()
             state.holdsBatch = false
             state.isDone = true
         }
@@ -429,9 +373,7 @@ public final class OutputWriter: Sendable {
             state.isClosing = true
             if byWriter { state.holdsBatch = false }
             if !state.holdsBatch { state.isDone = true }
-            state.unwritten += remaining + state.pending.count
-            _ = state.pending.removeAll()
-            state.uncoalescedCount = 0
+            state.unwritten += remaining + state.queue.discard()
             defer { state.onClosed = nil }
             return state.onClosed
         }
