@@ -52,9 +52,8 @@ public final class OutputWriter: Sendable {
         var isPaused = false
         /// A reload's view definitions, for `bar` to take before its next batch.
         var reloadedViews: [ViewDefinition]?
-        /// The writer sleeps until lines come: the next `send` wakes it (and clears this). While it waits
-        /// out `minimumWriteInterval` with lines queued, or writes, nobody wakes it: a thread woken per line
-        /// was most of what 100 clients of a fast source cost the engine.
+        /// The writer sleeps until lines come: the next `send` wakes it (and clears this). While it writes,
+        /// nobody wakes it: the lines that come meanwhile go in its next batch, for one wake-up.
         var wantsWake = true
 
         /// Whether a `send` that queued something must wake the writer; clears the wish.
@@ -71,7 +70,6 @@ public final class OutputWriter: Sendable {
     }
 
     private let state: LockedCondition<State>
-    private let minimumWriteInterval: Duration
     /// `--metrics`: lines written and lines coalesced; nil (one branch) without it.
     private let metrics: (any EngineObserver)?
     /// Where a bar's render problems go (stderr, as warnings), each once per change of its wording.
@@ -94,17 +92,10 @@ public final class OutputWriter: Sendable {
             reportProblem: reportProblem, onClosed: onClosed)
     }
 
-    /// - Parameter minimumWriteInterval: lines that come sooner than this after a write began wait until then,
-    ///   and go in one write: a source that changes a thousand times a second costs a reader one write per
-    ///   interval (forty a second at `hammock serve`'s 25 ms, and the engine as many wake-ups of this writer),
-    ///   not a thousand. A line after a quiet spell goes at once. Zero (stdout): every line as soon as the
-    ///   writer is free.
     init(
         transport: any OutputTransport, secrets: Secrets, bar: BarEncoder? = nil, metrics: (any EngineObserver)? = nil,
-        minimumWriteInterval: Duration = .zero,
         reportProblem: @escaping @Sendable (String) -> Void = { _ in }, onClosed: @escaping @Sendable () -> Void
     ) {
-        self.minimumWriteInterval = minimumWriteInterval
         self.transport = transport
         self.secrets = secrets
         self.bar = bar
@@ -254,14 +245,7 @@ public final class OutputWriter: Sendable {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var ends: [Int] = []
-        // `minimumWriteInterval` after the last write began: lines that come sooner wait until then, in one batch.
-        var nextWrite: MonotonicDeadline?
         while true {
-            // The interval since the last write began: lines that come meanwhile wait for its end, and nobody
-            // wakes the writer for them (one timed wake-up a write, not one a line). A stop ends it early.
-            if let interval = nextWrite, !interval.hasPassed {
-                state.withLock(when: { $0.isClosing || $0.isInterrupted }, before: interval) { _, _ in }
-            }
             // Only a writer with nothing to write asks to be woken by the next line.
             state.withLock { $0.wantsWake = $0.queue.isEmpty || $0.isPaused }
             // Take everything that waits (or learn that nothing will), then encode and write it outside the
@@ -283,7 +267,6 @@ public final class OutputWriter: Sendable {
                 // Not ready: the refresh's time came first.
                 return (batch, reloaded, !isReady)
             }
-            if minimumWriteInterval > .zero { nextWrite = .after(minimumWriteInterval) }
             // `finish` may wait for the end, stdin's reader for room for answers.
             state.broadcast()
             guard let taken else { return }

@@ -10,16 +10,16 @@ import Synchronization
 /// `hammock serve`'s clients: the connections to its Unix socket, each a `Consumer` of the engine.
 ///
 /// Threads, per the engine's one model (docs/architecture.md): one `hammock.accept` thread waits in `accept`;
-/// each connection has a reader thread (`hammock.client`, its control lines, as stdin's reader does for
-/// `run`) and its `OutputWriter`'s two (`hammock.stdout`, `hammock.stdout.watch`), so a client that does
-/// not read blocks only its own writer. The connection's task (a child of `run`'s group) owns all of it
-/// and closes the descriptor once every thread is done with it.
+/// one `hammock.clients.out` thread writes to every client (`SocketWriter`: non-blocking sends, so a client
+/// that does not read blocks nobody); each connection has a reader thread (`hammock.client`, its control
+/// lines, as stdin's reader does for `run`). The connection's task (a child of `run`'s group) owns its
+/// descriptor and closes it once the reader and the writer are done with it.
 ///
 /// Bounds: at most `maximumClients` at once (one more is told why and closed); a first line within
 /// `subscribeWindow` or none; a control line of at most `ControlMailbox.maximumLineLength` bytes (a longer
 /// one gets its client an `error` and a close: unlike stdin, a socket has no reason to send one, and skipping
 /// it to its newline would keep a thread reading for as long as the client sends); a client that takes
-/// nothing for `stallTimeout` while a write waits is dropped (`SocketOutput`).
+/// nothing for `stallTimeout` while bytes wait for it is dropped (`SocketWriter`).
 final class SocketClients: ClientListener {
     struct Limits: Sendable {
         var maximumClients = 256
@@ -42,8 +42,8 @@ final class SocketClients: ClientListener {
     private let nextID = Atomic<Int>(0)
     /// Connections from `accept` to their close, served or not.
     private let connected = Atomic<Int>(0)
-    /// The served clients' writers, for `interruptAll`.
-    private let writers = Mutex<[ConsumerID: OutputWriter]>([:])
+    /// Writes to every served client.
+    private let writer: SocketWriter
     /// Ends the accept thread: the stop, or `stopAccepting`.
     private let stopping = WakeupPipe()
 
@@ -53,6 +53,9 @@ final class SocketClients: ClientListener {
         self.views = Mutex(views)
         self.secrets = secrets
         self.logger = logger
+        writer = SocketWriter(
+            limits: SocketWriter.Limits(minimumWriteInterval: Self.minimumWriteInterval, stallTimeout: limits.stallTimeout),
+            secrets: secrets)
     }
 
     var isIdle: Bool { connected.load(ordering: .relaxed) == 0 }
@@ -60,7 +63,7 @@ final class SocketClients: ClientListener {
     func stopAccepting() { stopping.wake() }
 
     func interruptAll() {
-        for writer in writers.withLock({ Array($0.values) }) { writer.interrupt() }
+        writer.interruptAll()
     }
 
     func viewsReloaded(_ views: [ViewDefinition]) {
@@ -80,6 +83,7 @@ final class SocketClients: ClientListener {
     func run(inbox: EngineInbox) async {
         let (stopping, listener) = (stopping, listener)
         let (accepted, arrivals) = AsyncStream.makeStream(of: AcceptedConnection.self)
+        async let writing: Void = writer.run()
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
@@ -95,6 +99,8 @@ final class SocketClients: ClientListener {
         } onCancel: {
             stopping.wake()
         }
+        writer.stop()
+        await writing
     }
 
     /// How a connection's first moments ended: served with what it asked for, or let go.
@@ -103,9 +109,9 @@ final class SocketClients: ClientListener {
         case letGo
     }
 
-    /// One connection, from its first line to its close. The descriptor is closed by its `SocketOutput`, once
-    /// the writer's thread (which may sit in `send` until the stall timeout) is done with it, so its number
-    /// cannot go to another client while a write to this one is under way.
+    /// One connection, from its first line to its close. The descriptor is closed here, once the writer has
+    /// ended the client (its thread's last use of it) and the reader has returned, so its number cannot go
+    /// to another client while either still uses it.
     private func serve(_ connection: AcceptedConnection, inbox: EngineInbox) async {
         let descriptor = connection.descriptor
         connected.add(1, ordering: .relaxed)
@@ -117,18 +123,14 @@ final class SocketClients: ClientListener {
             Glibc.close(descriptor)
             return
         }
-        UnixSocket.setSendTimeout(descriptor, limits.stallTimeout)
         let id = ConsumerID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
-        let output = SocketOutput(descriptor: descriptor)
-        let writer = OutputWriter(
-            transport: output, secrets: secrets,
-            bar: request.format == .json ? nil : barEncoder(request.format, request.views),
-            minimumWriteInterval: Self.minimumWriteInterval, reportProblem: { [logger] in logger.warning("\($0)") }
+        let writer = self.writer.add(
+            id, descriptor: descriptor, bar: request.format == .json ? nil : barEncoder(request.format, request.views),
+            reportProblem: { [logger] in logger.warning("\($0)") }
         ) {
             inbox.yield(.left(id))
         }
-        writers.withLock { $0[id] = writer }
-        defer { _ = writers.withLock { $0.removeValue(forKey: id) } }
+        defer { writer.remove() }
         let controls = ControlMailbox(waitForRoomForAnswers: { writer.waitForRoomForAnswers() })
         let stopReading = WakeupPipe()
         defer { stopReading.close() }
@@ -160,15 +162,16 @@ final class SocketClients: ClientListener {
             close.finish()
         }
         _ = await writer.finish(with: nil, deadline: limits.drainTimeout)
-        if output.stalled {
+        if await writer.ending() == .stalled {
             logger.warning("\(id) read nothing for \(limits.stallTimeout): disconnected (hammock serve --client-timeout)")
         }
-        // Ends a write still blocked in `send` (its thread lets go of the descriptor soon after) and the read.
+        // Ends the read; the writer is done with the descriptor.
         shutdown(descriptor, Int32(SHUT_RDWR))
         stopReading.wake()
         controls.close()
         await reading
         await writing
+        Glibc.close(descriptor)
     }
 
     /// A client's control lines, as `LineReader.read` reads stdin's, until the client's end or `stopDescriptor`
@@ -249,11 +252,11 @@ final class SocketClients: ClientListener {
     static let longestSubscribeLine = 64 << 10
 
     /// A client's lines that come sooner than this after its last write wait for the next, in one batch
-    /// (`OutputWriter`'s `minimumWriteInterval`): at most 40 writes a second to a client, however fast its
-    /// sources change, and no delay for a change after a quiet spell. Measured (`benchmarks/run fanout`):
-    /// without it each change woke each client's writer, and 100 clients of a source changing 1,000 times a
-    /// second cost the engine 5.7 times what one did; most of it was thread wake-ups (perf: 60% in futex
-    /// waits and wakes). docs/protocol.md, "The shared engine".
+    /// (`SocketWriter`): at most 40 writes a second to a client, however fast its sources change, and no
+    /// delay for a change after a quiet spell. Measured (`benchmarks/run fanout`): without it each change
+    /// woke each client's writer, and 100 clients of a source changing 1,000 times a second cost the engine
+    /// 5.7 times what one did; most of it was thread wake-ups (perf: 60% in futex waits and wakes).
+    /// docs/protocol.md, "The shared engine".
     static let minimumWriteInterval: Duration = .milliseconds(25)
 
     /// The connection's first line, if it comes within `subscribeWindow` and is a `subscribe` line; any other
@@ -289,50 +292,4 @@ final class SocketClients: ClientListener {
         OutputLine.error(message: message, id: id).encode(seq: 1, into: &bytes, redactor: secrets.redactor)
         try? UnixSocket.sendAll(bytes, to: descriptor)
     }
-}
-
-/// A client's connection, as `OutputWriter` writes to it: a blocking send that writes everything it is
-/// given, unless the client takes nothing for the socket's send timeout (`SO_SNDTIMEO`, set by
-/// `SocketClients`): then the client is gone, and the engine drops it rather than hold its lines for ever.
-final class SocketOutput: OutputTransport {
-    let descriptor: Int32
-    let knowsUnreadBytes = false
-    var atomicWrite: Int { Int(PIPE_BUF) }
-    private let wakeup = WakeupPipe()
-    private let didStall = Atomic<Bool>(false)
-
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
-    }
-
-    /// The last user of the descriptor is gone (the writer's thread holds its writer, which holds this).
-    deinit {
-        wakeup.close()
-        Glibc.close(descriptor)
-    }
-
-    /// A write gave up because the client took nothing for the send timeout.
-    var stalled: Bool { didStall.load(ordering: .relaxed) }
-
-    func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
-        while true {
-            let sent = send(descriptor, base, bytes.count, Int32(MSG_NOSIGNAL))
-            if sent >= 0 { return sent }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN: didStall.store(true, ordering: .relaxed)  // the send timeout ran out
-            default: break  // EPIPE, ECONNRESET: gone
-            }
-            return nil
-        }
-    }
-
-    func waitForRoom(_ count: Int, stop: () -> Bool) -> Bool { true }
-
-    /// `POLLHUP` once the client has closed its end (a half-close that only ends its control lines is not
-    /// leaving: `hammock get` reads on).
-    func waitForClosedConsumer() -> Bool { wakeup.waitForHangUp(of: descriptor) }
-
-    func stopWatching() { wakeup.wake() }
 }

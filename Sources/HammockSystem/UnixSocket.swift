@@ -264,8 +264,8 @@ public enum UnixSocket {
         return PeerCredentials(pid: pid, uid: uid, gid: gid)
     }
 
-    /// SO_SNDTIMEO: a write that cannot go on for this long fails with EAGAIN (how the engine notices a client
-    /// that reads nothing and drops it).
+    /// SO_SNDTIMEO: a write that cannot go on for this long fails with EAGAIN (how a refused client's last
+    /// line, and a client's own control lines, give up on a peer that reads nothing).
     ///
     /// `.zero` waits without limit again. A timeout under a microsecond is a microsecond: zero would mean
     /// no limit.

@@ -367,6 +367,11 @@ final class ServeEngine: Sendable {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
+    /// The engine's threads (`/proc/PID/task`).
+    var threadCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
+    }
+
     /// Waits until the engine's count of open descriptors has not changed for `still` (at most `timeout`):
     /// what it opens as it starts, and the connections it is letting go, are done with.
     func waitForSteadyDescriptors(

@@ -39,6 +39,13 @@ struct ServeTests {
         let watcher = try engine.client(#"{"op":"subscribe","id":"w"}"#, name: name)
         let hello = try await watcher.next(type: "hello")
         try await watcher.next(type: "ack") { $0.id == "w" }
+        try await waitForLoads(watcher, hello: hello, name: name)
+        return watcher
+    }
+
+    /// Waits until `watcher` has read every source of its `hello` loaded: the loads its subscription started
+    /// are over, and no answer of theirs can replace what the test sets next.
+    static func waitForLoads(_ watcher: SocketClient, hello: ClientLine, name: String) async throws {
         let sources = hello["sources"]?.arrayValue?.compactMap(\.stringValue) ?? []
         let deadline = ContinuousClock.now + .seconds(8)
         while !sources.allSatisfy({ id in
@@ -50,7 +57,6 @@ struct ServeTests {
             }
             try await Task.sleep(for: .milliseconds(2))
         }
-        return watcher
     }
 
     // MARK: - Bad input from one client
@@ -233,6 +239,30 @@ struct ServeTests {
             try await newcomer.next(type: "source", id: "a")
             for client in held.dropFirst(10) { #expect(!client.hasEnded) }
             #expect(engine.process.isRunning)
+        }
+    }
+
+    /// One thread writes to every client (`SocketWriter`); each client's own is its reader. With a writer
+    /// thread and a hang-up watch per client, as before, 60 clients took 180 threads and this failed.
+    @Test("60 clients cost the engine one thread each (their reader), and no more once they leave")
+    func threadsPerClient() async throws {
+        try await ServeEngine.with(Self.twoSources) { engine in
+            try await engine.waitForSteadyDescriptors()
+            let idle = engine.threadCount
+            var clients: [SocketClient] = []
+            for number in 0..<60 {
+                clients.append(try engine.client(#"{"op":"subscribe","sources":["a"]}"#, name: "c\(number)"))
+            }
+            for client in clients { try await client.next(type: "source", id: "a") }
+            try await engine.waitForSteadyDescriptors()
+            let busy = engine.threadCount
+            print("threads per client: \(idle) idle, \(busy) with 60 clients")
+            #expect(busy - idle <= 60 + 4, "\(busy - idle) more threads for 60 clients")
+            for client in clients { await client.closeAndWait() }
+            try await engine.waitForSteadyDescriptors()
+            let deadline = ContinuousClock.now + .seconds(10)
+            while engine.threadCount > idle + 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(engine.threadCount <= idle + 2, "\(engine.threadCount) threads after the clients left, \(idle) before")
         }
     }
 
@@ -624,6 +654,7 @@ struct ServeTests {
             let hello = try await client.next(type: "hello", timeout: .seconds(20))
             #expect(hello["configuration"]?.stringValue?.hasSuffix("/config.yaml") == true, "\(hello)")
             try await client.next(type: "ack") { $0.id == "x" }
+            try await Self.waitForLoads(client, hello: hello, name: "activated")
             try await Self.roundTrip(client, value: 13)
             try await process.waitForStderr(containing: "serving")
             #expect(process.stderrText.contains(socket), "\(process.stderrText)")
