@@ -46,6 +46,9 @@ protocol ClientListener: Sendable {
     func interruptAll()
     /// A reload is in force: a bar client that joins from now on renders these views.
     func viewsReloaded(_ views: [ViewDefinition])
+    /// State lines (`OutputLine.isRoutedBySubscription`) that every joined client whose subscription takes
+    /// them reads: one call a turn, however many clients there are.
+    func publish(_ lines: [OutputLine])
 }
 
 /// A consumer's name inside one engine. `standardOutput` is `hammock run`'s stdout (and `hammock watch`'s

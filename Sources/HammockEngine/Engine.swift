@@ -626,8 +626,14 @@ extension Engine {
                 if let message { notifySocket?.send(message) }
             }
             /// Hands `lines` to the consumers that read them (`Fanout.route`); `answering` and `only` as there.
+            /// Under `serve`, a turn of state lines for every subscriber goes to the clients once (`publish`),
+            /// not once per client: the path of every change a shared engine fans out.
             func deliver(_ lines: [OutputLine], answering: ConsumerID? = nil, only: ConsumerID? = nil) {
                 guard !lines.isEmpty else { return }
+                if only == nil, let clients, lines.allSatisfy(\.isRoutedBySubscription) {
+                    clients.publish(lines)
+                    return
+                }
                 for (id, batch) in fanout.route(lines, answering: answering, only: only) {
                     consumers[id]?.output.send(contentsOf: batch)
                 }
@@ -812,6 +818,7 @@ extension Engine {
                 idleTimer?.cancel()
                 consumers[consumer.id] = consumer
                 fanout.join(consumer.id, consumer.subscription)
+                consumer.output.joined(consumer.subscription)
                 var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + core.snapshot()
                 if let id = consumer.subscriptionID { lines.append(.ack(id: fanout.replyIDs(for: consumer.id, [id])[0])) }
                 deliver(lines, only: consumer.id)
@@ -834,6 +841,7 @@ extension Engine {
             func leave(_ id: ConsumerID, now: EngineTime) -> [EngineAction] {
                 guard let consumer = consumers.removeValue(forKey: id) else { return [] }
                 fanout.leave(id)
+                consumer.output.left()
                 consumer.controls.close()
                 consumer.close()
                 return core.demandChanged(to: fanout.demand, now: now)

@@ -20,12 +20,21 @@ protocol EngineOutput: AnyObject, Sendable {
     func waitForRoomForAnswers()
     /// The terminal changed size (SIGWINCH).
     func resized()
+    /// The engine took the consumer in with `subscription`, just before its `hello`: a client of the shared
+    /// engine reads what is `publish`ed from now on.
+    func joined(_ subscription: Subscription)
+    /// The engine let the consumer go.
+    func left()
 }
 
 extension EngineOutput {
     func send(contentsOf lines: [OutputLine]) {
         for line in lines { send(line) }
     }
+
+    // stdout and the watch screen are handed every line they read (`send`).
+    func joined(_ subscription: Subscription) {}
+    func left() {}
 }
 
 extension OutputWriter: EngineOutput {

@@ -70,6 +70,10 @@ final class SocketClients: ClientListener {
         self.views.withLock { $0 = views }
     }
 
+    func publish(_ lines: [OutputLine]) {
+        writer.publish(lines)
+    }
+
     /// The bar encoder for a client's format over the views it named, in the configuration in force.
     private func barEncoder(_ format: StdoutFormat, _ selected: [ViewID]) -> BarEncoder {
         let views = self.views.withLock { $0 }

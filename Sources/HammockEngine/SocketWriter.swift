@@ -8,7 +8,11 @@ import HammockSystem
 /// sends and one `poll`.
 ///
 /// Each client has its own queue (`OutputQueue`: coalesced per id while it is slow) and its own encoding
-/// (`LineEncoding`: its `seq`, or its bar), as `OutputWriter` gives stdout; what they share is the thread.
+/// (`LineEncoding`: its `seq`, or its bar), as `OutputWriter` gives stdout; what they share is the thread,
+/// and the `ChangeLog`: the state lines every subscriber reads (`publish`) are handed over once a turn, and
+/// each client takes its share (by its subscription) when the thread next passes, coalesced by then. A
+/// line for one client alone (its `hello`, snapshot, answers) goes to its queue after its share of the log,
+/// so an `ack` still follows the states its op caused.
 /// A writer thread per client cost a timed wake-up and a context switch per client per write, and the
 /// engine a futex wake per client per change: 100 clients of a fast source spent most of their CPU there
 /// (perf, `benchmarks/run fanout`). Here a change that finds the thread asleep wakes it once for everyone;
@@ -53,6 +57,10 @@ final class SocketWriter: Sendable {
         /// The bar the client reads, until the thread takes it into its encoding.
         var bar: BarEncoder?
         var reloadedViews: [ViewDefinition]?
+        /// What the client reads of the log (`joined`); nil before it joined and after it left.
+        var subscription: Subscription?
+        /// How far into the log the client has read.
+        var cursor = 0
         /// `run` has begun: the engine has been told of the client, so the thread may write to it and say it
         /// went. Lines queue before.
         var isStarted = false
@@ -76,6 +84,17 @@ final class SocketWriter: Sendable {
             self.bar = bar
             self.onClosed = onClosed
             self.reportProblem = reportProblem
+        }
+
+        /// Queues the client's share of what the log holds after its cursor.
+        func catchUp(_ log: ChangeLog) {
+            guard let subscription, !isClosing, cursor < log.head else { return }
+            if subscription.isEverything {
+                log.forEach(after: cursor) { _ = queue.enqueue($0, metrics: nil) }
+            } else {
+                log.forEach(after: cursor) { if subscription.takes($0) { _ = queue.enqueue($0, metrics: nil) } }
+            }
+            cursor = log.head
         }
 
         /// What waits, when it is due at `now` (`refresh`: a bar's render for `ago` is due): then the client
@@ -121,6 +140,11 @@ final class SocketWriter: Sendable {
 
     private struct Shared {
         var clients: [ConsumerID: Client] = [:]
+        var log = ChangeLog()
+        /// Clients that read the log.
+        var joinedCount = 0
+        /// The soonest a joined client whose bytes are all out may be written to, as the thread last saw.
+        var earliestWritable: MonotonicInstant?
         /// The thread waits in `poll` until `sleepsUntil` (nil: until woken): a client whose lines are due
         /// sooner must wake it.
         var isAsleep = false
@@ -158,9 +182,58 @@ final class SocketWriter: Sendable {
         return SocketClientOutput(id: id, writer: self)
     }
 
+    /// The lines of one turn that every client whose subscription takes them reads (`OutputLine
+    /// .isRoutedBySubscription`): kept once, taken by each client at the thread's next pass.
+    func publish(_ lines: [OutputLine]) {
+        let wake = shared.withLock { state -> Bool in
+            guard state.joinedCount > 0 else { return false }  // nobody to read them
+            let wasEmpty = state.log.isEmpty
+            for line in lines { state.log.append(line) }
+            // Only the turn that finds the thread asleep and a client due before it would wake wakes it.
+            guard wasEmpty, state.isAsleep, let earliest = state.earliestWritable else { return false }
+            guard state.sleepsUntil.map({ earliest < $0 }) ?? true else { return false }
+            state.isAsleep = false
+            return true
+        }
+        if wake { wakeup.wake() }
+    }
+
+    /// The engine took the client in: from here on it reads its share of what is published (not what came
+    /// before, which its snapshot holds).
+    fileprivate func joined(_ id: ConsumerID, _ subscription: Subscription) {
+        shared.withLock { state in
+            guard let client = state.clients[id], client.subscription == nil, !client.isClosing else { return }
+            client.subscription = subscription
+            client.cursor = state.log.head
+            state.joinedCount += 1
+            // What is published next may be due for this client before the thread would wake.
+            state.earliestWritable = min(state.earliestWritable ?? client.writableAt, client.writableAt)
+        }
+    }
+
+    /// Takes what waits for a client, its share of the log included: for tests, with the thread not running.
+    func takeWaiting(_ id: ConsumerID) -> [OutputLine] {
+        shared.withLock { state in
+            guard let client = state.clients[id] else { return [] }
+            client.catchUp(state.log)
+            return client.queue.takeAll(reader: "this connection")
+        }
+    }
+
+    /// The engine let the client go: it reads nothing more of the log.
+    fileprivate func left(_ id: ConsumerID) {
+        shared.withLock { state in
+            guard let client = state.clients[id], client.subscription != nil else { return }
+            client.subscription = nil
+            state.joinedCount -= 1
+        }
+    }
+
     fileprivate func send(_ lines: [OutputLine], to id: ConsumerID) {
         let wake = shared.withLock { state -> Bool in
             guard let client = state.clients[id], !client.isClosing else { return false }
+            // After the states published before: an answer follows what its op changed.
+            client.catchUp(state.log)
             let wasEmpty = client.queue.isEmpty
             var queued = false
             for line in lines where client.queue.enqueue(line, metrics: nil) { queued = true }
@@ -192,8 +265,15 @@ final class SocketWriter: Sendable {
         if let last { send([last], to: id) }
         let stopAt = deadline.map { MonotonicInstant.current + $0 }
         shared.withLock { state in
-            state.clients[id]?.isClosing = true
-            state.clients[id]?.stopAt = stopAt
+            guard let client = state.clients[id] else { return }
+            // What was published before the stop (its `bye`) is the client's last.
+            client.catchUp(state.log)
+            if client.subscription != nil {
+                client.subscription = nil
+                state.joinedCount -= 1
+            }
+            client.isClosing = true
+            client.stopAt = stopAt
         }
         wakeup.wake()
         return await ending(of: id)
@@ -287,6 +367,10 @@ final class SocketWriter: Sendable {
             var batches: [(id: ConsumerID, batch: Batch)] = []
             let isStopping = shared.withLock { state -> Bool in
                 state.isAsleep = false
+                if !state.log.isEmpty {
+                    for client in state.clients.values { client.catchUp(state.log) }
+                    state.log.removeAll()
+                }
                 for (id, client) in state.clients where client.ending == nil && client.isStarted {
                     if connections[id] == nil {
                         connections[id] = Connection(descriptor: client.descriptor, encoding: LineEncoding(bar: client.bar))
@@ -341,6 +425,10 @@ final class SocketWriter: Sendable {
                         // The thread's last use of the descriptor was above.
                         ended.append(id)
                         let (waiters, onClosed) = client.end(ending)
+                        if client.subscription != nil {
+                            client.subscription = nil
+                            state.joinedCount -= 1
+                        }
                         resumes += waiters.map { ($0, ending) }
                         if let onClosed { closed.append(onClosed) }
                         continue
@@ -358,6 +446,17 @@ final class SocketWriter: Sendable {
                 for (id, client) in state.clients where client.ending == nil && client.isStarted && connections[id] == nil {
                     due(later)
                 }
+                // Who may take what is published next: the joined clients, but those whose bytes wait (their
+                // `POLLOUT` wakes the thread).
+                var earliestWritable: MonotonicInstant?
+                for (id, client) in state.clients where client.subscription != nil && client.ending == nil {
+                    if let connection = connections[id], !connection.isFlushed { continue }
+                    earliestWritable = min(earliestWritable ?? client.writableAt, client.writableAt)
+                }
+                state.earliestWritable = earliestWritable
+                // Published during this pass, after its share was taken: the next pass hands it out. (Once
+                // `isAsleep` is set, `publish` wakes the thread itself.)
+                if !state.log.isEmpty, let earliestWritable { due(max(later, earliestWritable)) }
                 state.isAsleep = true
                 state.sleepsUntil = until
                 return (until, state.isStopping && state.clients.values.allSatisfy { $0.ending != nil })
@@ -459,6 +558,8 @@ final class SocketClientOutput: EngineOutput {
     func remove() { writer.remove(id) }
 
     func interrupt() { writer.interrupt(id) }
+    func joined(_ subscription: Subscription) { writer.joined(id, subscription) }
+    func left() { writer.left(id) }
     func pause() {}  // a client that wants fewer lines subscribes to fewer
     func resume() {}
     func viewsReloaded(_ views: [ViewDefinition]) { writer.viewsReloaded(views, for: id) }

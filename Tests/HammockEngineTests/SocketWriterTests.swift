@@ -135,6 +135,58 @@ struct SocketWriterTests {
         }
     }
 
+    /// The path of every change a shared engine fans out: one `publish` a turn for all clients. Broken on
+    /// purpose (a joining client's cursor left at 0), the late client read a state older than its snapshot.
+    @Test("published states reach each client by its subscription, a joiner none from before it joined, an ack after them")
+    func publishedStatesReachSubscribers() async throws {
+        try await Fixture.with(interval: .milliseconds(5)) { fixture in
+            let everything = try fixture.connect()
+            let onlyB = try fixture.connect()
+            everything.output.joined(.everything)
+            onlyB.output.joined(Subscription(sources: ["b"], views: []))
+            for round in 0..<50 {
+                fixture.writer.publish([
+                    .source(id: "a", event: .newData(.number(.init(round)), origin: .push), state: Self.state(round)),
+                    .source(id: "b", event: .newData(.number(.init(round)), origin: .push), state: Self.state(round)),
+                ])
+            }
+            // An answer to one client follows the states published before it.
+            everything.output.send(.ack(id: .string("x")))
+            try await waitFor("the ack") { everything.peer.text.contains(#""type":"ack""#) }
+            let lines = everything.peer.text.split(separator: "\n")
+            let ack = try #require(lines.firstIndex { $0.contains(#""type":"ack""#) })
+            #expect(lines[..<ack].contains { $0.contains(#""id":"a""#) && $0.contains(#""content":49,"#) }, "\(lines)")
+            #expect(lines[..<ack].contains { $0.contains(#""id":"b""#) && $0.contains(#""content":49,"#) }, "\(lines)")
+            try await waitFor("b's newest for its subscriber") { onlyB.peer.text.contains(#""content":49,"#) }
+            #expect(!onlyB.peer.text.contains(#""id":"a""#), "a reached b's subscriber: \(onlyB.peer.text)")
+            // Coalesced: 50 changes of each source are a handful of lines, not 100.
+            #expect(everything.peer.lineCount < 30, "\(everything.peer.lineCount) lines")
+
+        }
+    }
+
+    /// Without the thread, so that no pass hands the log out between the steps. Broken on purpose (a
+    /// joining client's cursor left at 0), the late client was given a state older than its snapshot.
+    @Test("a client that joins reads what is published after, none of what came before (its snapshot has it)")
+    func joinerReadsOnlyWhatComesAfter() {
+        let writer = SocketWriter(limits: .init(minimumWriteInterval: .zero, stallTimeout: .seconds(30)), secrets: Secrets())
+        let early = writer.add(ConsumerID(rawValue: 1), descriptor: -1, bar: nil, reportProblem: { _ in }) {}
+        let late = writer.add(ConsumerID(rawValue: 2), descriptor: -1, bar: nil, reportProblem: { _ in }) {}
+        early.joined(.everything)
+        writer.publish([.source(id: "a", event: .newData(100, origin: .push), state: Self.state(100))])
+        late.joined(.everything)
+        writer.publish([.source(id: "b", event: .newData(101, origin: .push), state: Self.state(101))])
+        func ids(_ lines: [OutputLine]) -> [String] {
+            lines.compactMap { if case .source(let id, _, _) = $0 { id.rawValue } else { nil } }
+        }
+        #expect(ids(writer.takeWaiting(late.id)) == ["b"])
+        #expect(ids(writer.takeWaiting(early.id)) == ["a", "b"])
+        late.left()
+        writer.publish([.source(id: "a", event: .newData(102, origin: .push), state: Self.state(102))])
+        #expect(writer.takeWaiting(late.id).isEmpty, "a client that left reads no more")
+        #expect(ids(writer.takeWaiting(early.id)) == ["a"])
+    }
+
     static func state(_ round: Int) -> SourceState {
         SourceState(content: .number(.init(round)), timestamp: Timestamp(millisecondsSince1970: 0))
     }
