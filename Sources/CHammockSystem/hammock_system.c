@@ -271,3 +271,7 @@ int hammock_socket_unsent(int fd) {
     int count = 0;
     return ioctl(fd, SIOCOUTQ, &count) == 0 ? count : -1;
 }
+
+int hammock_fix_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}

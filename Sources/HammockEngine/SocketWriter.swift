@@ -160,8 +160,9 @@ final class SocketWriter: Sendable {
     /// Lines due this close to a pass go in it: clients stay in step instead of each waking the thread a
     /// millisecond apart.
     static let step: Duration = .milliseconds(2)
-    /// A client's buffer of bytes in flight keeps at most this much room once drained.
-    static let keptBufferCapacity = 1 << 16
+    /// A client's buffer of bytes in flight keeps at most this much room once drained (a bar's batch is well
+    /// under it): a snapshot of a large configuration does not stay allocated for each idle client.
+    static let keptBufferCapacity = 8 << 10
 
     init(limits: Limits, secrets: Secrets) {
         self.limits = limits
@@ -390,7 +391,6 @@ final class SocketWriter: Sendable {
             let redactor = secrets.redactor
             for (id, batch) in batches {
                 guard var connection = connections[id] else { continue }
-                if connection.bytes.capacity > Self.keptBufferCapacity { connection.bytes = [] }
                 connection.bytes.removeAll(keepingCapacity: true)
                 connection.sent = 0
                 ends.removeAll(keepingCapacity: true)
@@ -512,6 +512,8 @@ final class SocketWriter: Sendable {
         }
         if connection.isFlushed {
             connection.lines = 0
+            connection.bytes.removeAll(keepingCapacity: connection.bytes.capacity <= keptBufferCapacity)
+            connection.sent = 0
             connection.blockedSince = nil
         } else if progressed || connection.blockedSince == nil {
             connection.blockedSince = now

@@ -305,6 +305,7 @@ private func runEngine(
     format outputFormat: StdoutFormat, view viewArguments: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
     watchConfig: Bool = false
 ) async throws {
+    ProcessMemory.returnLargeBlocks()
     let view = viewArguments.map { ViewID($0) }
     if let problem = outputFormat.checkSelection(view) { throw usageError(problem) }
     // The screen needs a terminal to draw on; a pipe or a file would get a stream of escape sequences.

@@ -37,6 +37,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let signals = SignalRouter(exitStatusDuringStartUp: { _ in 0 })
+        ProcessMemory.returnLargeBlocks()
         let idleExit = try idleExit.value { ValidationError("--idle-exit: \($0)") }.duration
         let clientTimeout = try clientTimeout.value { ValidationError("--client-timeout: \($0)") }.duration
         guard maxClients >= 1 else { throw ValidationError("--max-clients must be at least 1") }

@@ -353,8 +353,10 @@ struct ServeTests {
             print("connect cycles: 10,000 cycles took \(ContinuousClock.now - started)")
             #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(5))")
             #expect(first.descriptors <= baseline && last.descriptors <= first.descriptors)
-            // Flat: what 9,000 more connections left behind, beyond malloc's noise.
-            #expect(last.residentKiB - first.residentKiB < 8 * 1024, "RSS grew from \(first.residentKiB) to \(last.residentKiB) KiB")
+            // Flat: what 9,000 more connections left behind. With glibc's mmap threshold left to rise
+            // (`ProcessMemory.returnLargeBlocks` not called), the stalled clients' 400 KB lines came from the
+            // heap and stayed: 3 to 11 MiB more here; with it, flat within 0.3 MiB.
+            #expect(last.residentKiB - first.residentKiB < 2 * 1024, "RSS grew from \(first.residentKiB) to \(last.residentKiB) KiB")
             let watcher = try await Self.watcher(engine)
             try await Self.roundTrip(watcher, value: 3)
         }

@@ -8,6 +8,11 @@
 /// re-parented to it instead of init. prctl is variadic, which Swift cannot call directly. Returns 0 on success.
 int hammock_become_child_subreaper(void);
 
+/// Fixes glibc's mmap threshold at `bytes` (mallopt M_MMAP_THRESHOLD, from <malloc.h>, which Swift's Glibc
+/// module does not bring in): blocks that large are mapped on their own and given back when freed. Returns
+/// mallopt's answer: 1 on success.
+int hammock_fix_mmap_threshold(int bytes);
+
 /// Waits at most `timeout_ms` for the child `pid` to end, and reaps it. Returns 1 when it was reaped, 0 when
 /// it still runs at the timeout, -1 with errno set (ECHILD: not a child of this process). The wait is on a
 /// pidfd (Linux 5.3 and later), which the kernel makes readable at the exit: nothing polls. A kernel
