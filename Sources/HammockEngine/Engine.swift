@@ -106,6 +106,34 @@ public final class Engine: Sendable {
         public var pluginFailures: [Diagnostic] = []
     }
 
+    /// Asks the running loop `question`; nil when no answer comes within `timeout` (the loop is stuck, or not
+    /// running). The answer comes in the loop's own turn, after what waited in its inbox before it.
+    public func ask(_ question: EngineQuestion, timeout: Duration) async -> EngineAnswer? {
+        let inbox = inbox
+        return await withCheckedContinuation { continuation in
+            let answer = AnswerSlot(continuation)
+            inbox.yield(.question(question, reply: { answer.resume(returning: $0) }))
+            // Ends after `timeout`, whichever came first.
+            Task {
+                try? await Task.sleep(for: timeout)
+                answer.resume(returning: nil)
+            }
+        }
+    }
+
+    /// The one resume of `ask`'s wait: the loop's answer or the timeout, whichever comes first.
+    private final class AnswerSlot: Sendable {
+        private let continuation: Mutex<CheckedContinuation<EngineAnswer?, Never>?>
+
+        init(_ continuation: CheckedContinuation<EngineAnswer?, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        func resume(returning answer: EngineAnswer?) {
+            continuation.withLock { $0.take() }?.resume(returning: answer)
+        }
+    }
+
     /// Starts the plugins and asks each to check its sources' options, as written.
     ///
     /// `hammock check` treats a plugin failure as an error; `hammock run` goes on and lets supervision
@@ -887,6 +915,9 @@ extension Engine {
                 case .watchdog:
                     engine.watchdogAsked.store(false, ordering: .releasing)
                     notify("WATCHDOG=1")
+                    return []
+                case .question(let question, let reply):
+                    reply(core.answer(question))
                     return []
                 }
             }

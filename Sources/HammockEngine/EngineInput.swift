@@ -36,6 +36,8 @@ enum EngineInput: Sendable {
     case reloadStep(Engine.ReloadStep)
     /// Time to tell systemd's watchdog that the loop is alive (`WATCHDOG_USEC`).
     case watchdog
+    /// `Engine.ask`: answered in the loop's turn, through `reply`, at once.
+    case question(EngineQuestion, reply: @Sendable (EngineAnswer) -> Void)
     /// Wakes the loop for a stop; the reason itself is in the engine's `StopRequest`, which every input
     /// looks at first, so a stop never waits behind other inputs.
     case stop

@@ -198,6 +198,11 @@ final class EmbeddedEngine: Sendable {
     /// SIGHUP: read the configuration again.
     func reload() { engine.inbox.yield(.reload) }
 
+    /// `Engine.ask`, as `--http` asks it.
+    func ask(_ question: EngineQuestion, timeout: Duration = .seconds(5)) async -> EngineAnswer? {
+        await engine.ask(question, timeout: timeout)
+    }
+
     /// SIGUSR1 (`failingOnly`) or SIGUSR2.
     func loadEverySource(failingOnly: Bool) { engine.inbox.yield(.loadEverySource(failingOnly: failingOnly)) }
 
