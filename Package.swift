@@ -178,24 +178,31 @@ let package = Package(
             name: "HammockConformance",
             dependencies: ["HammockPluginHost", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem"]
         ),
-        // --metrics, a feature the engine knows only as an `EngineObserver`: swift-metrics instruments over a
-        // Prometheus registry, served over NIO's HTTP/1.
+        // A small HTTP/1.1 server over NIO, with its bounds on clients: what --metrics and --http serve.
         .target(
-            name: "HammockMetrics",
+            name: "HammockHTTP",
             dependencies: [
-                "HammockEngine", "HammockCore",
-                .product(name: "CoreMetrics", package: "swift-metrics", condition: engine),
-                .product(name: "Prometheus", package: "swift-prometheus", condition: engine),
+                "HammockCore",
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
                 .product(name: "NIOPosix", package: "swift-nio", condition: engine),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
+            ]
+        ),
+        // --metrics, a feature the engine knows only as an `EngineObserver`: swift-metrics instruments over a
+        // Prometheus registry, served by HammockHTTP.
+        .target(
+            name: "HammockMetrics",
+            dependencies: [
+                "HammockEngine", "HammockCore", "HammockHTTP",
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: engine),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: engine),
             ]
         ),
         .target(name: "HammockClient", dependencies: ["HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem"]),
         .executableTarget(
             name: "hammock",
             dependencies: [
-                "HammockEngine", "HammockMetrics", "HammockConformance", "HammockPluginHost", "HammockLogging",
+                "HammockEngine", "HammockMetrics", "HammockHTTP", "HammockConformance", "HammockPluginHost", "HammockLogging",
                 "HammockRendering", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
@@ -305,7 +312,7 @@ let package = Package(
             ]
         ),
         // --metrics' own parts: its address, the server's limits, the per-source table.
-        .testTarget(name: "HammockMetricsTests", dependencies: ["HammockMetrics", "HammockEngine"]),
+        .testTarget(name: "HammockMetricsTests", dependencies: ["HammockMetrics", "HammockHTTP", "HammockEngine"]),
         .testTarget(
             name: "HammockEndToEndTests",
             dependencies: ["HammockTestSupport", "HammockJSON"]

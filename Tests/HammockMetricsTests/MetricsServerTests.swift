@@ -1,18 +1,19 @@
 import Testing
 
 @testable import HammockMetrics
+import HammockHTTP
 
 /// The numbers docs/service.md quotes for `--metrics`' server; the end-to-end `MetricsTests` hold what they do.
 @Suite("Metrics server")
 struct MetricsServerTests {
     @Test("a connection that sends nothing is closed after 30 s; HAMMOCK_METRICS_IDLE_TIMEOUT changes that in a debug build only")
     func idleTimeout() {
-        #expect(MetricsServer.idleTimeout(environment: [:]) == .seconds(30))
-        #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "not a duration"]) == .seconds(30))
+        #expect(HTTPServer.idleTimeout(environment: [:]) == .seconds(30))
+        #expect(HTTPServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "not a duration"]) == .seconds(30))
         #if DEBUG
-            #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .milliseconds(400))
+            #expect(HTTPServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .milliseconds(400))
         #else
-            #expect(MetricsServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .seconds(30))
+            #expect(HTTPServer.idleTimeout(environment: ["HAMMOCK_METRICS_IDLE_TIMEOUT": "400ms"]) == .seconds(30))
         #endif
     }
 
