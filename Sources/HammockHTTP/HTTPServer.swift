@@ -235,10 +235,11 @@ private final class RouteHandler: ChannelInboundHandler {
         queuedAnswers += 1
         let after = previous ?? eventLoop.makeSucceededVoidFuture()
         let channel = context.channel
-        let issued = after.flatMap { answered }.map { [self] answer in
+        // On the channel's event loop, as this handler is.
+        let issued = after.flatMap { answered }.assumeIsolated().map { [self] answer in
             self.write(answer, to: head, on: channel)
         }
-        previous = issued
+        previous = issued.nonisolated()
     }
 
     private func write(_ answer: HTTPServer.Answer, to request: HTTPRequestHead, on channel: any Channel) {

@@ -4,6 +4,7 @@ import Glibc
 import HammockConfig
 import HammockCore
 import HammockEngine
+import HammockHTTP
 import HammockJSON
 import HammockLogging
 import HammockMetrics
@@ -174,6 +175,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464). See docs/service.md.")
     var metrics: Parsed<MetricsAddress>?
 
+    @Option(help: "Answer health checks at http://HOST:PORT/healthz and /readyz, on this machine's loopback (e.g. 127.0.0.1:8080). See docs/http.md.")
+    var http: String?
+
     @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes (included files and directories too).")
     var watchConfig = false
 
@@ -186,7 +190,7 @@ struct Run: AsyncParsableCommand {
         let format = try format.value { usageError("--format \($0)") }
         try await runEngine(
             arguments: arguments, signals: signals, once: once, deadline: deadline, format: format, view: view,
-            metrics: metrics, watchConfig: watchConfig)
+            metrics: metrics, http: try http.map(HTTPDoor.address), watchConfig: watchConfig)
     }
 
     /// A stop during start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with
@@ -303,7 +307,7 @@ func usageError(_ message: String) -> ExitCode {
 private func runEngine(
     arguments: ConfigurationArguments, signals: SignalRouter, once: Bool, deadline onceDeadline: Duration,
     format outputFormat: StdoutFormat, view viewArguments: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
-    watchConfig: Bool = false
+    http: HTTPAddress? = nil, watchConfig: Bool = false
 ) async throws {
     ProcessMemory.returnLargeBlocks()
     let view = viewArguments.map { ViewID($0) }
@@ -346,8 +350,11 @@ private func runEngine(
             once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
             metrics: metrics?.0, watchConfiguration: watchConfig),
         logger: logger, standardError: standardError)
+    var door: HTTPServer?
+    if let http { door = try await HTTPDoor.start(http, engine: engine, logger: logger) }
     try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
     let status = await engine.run(signals: signals)
+    await door?.shutdown()
     await metrics?.1.shutdown()
     if status != 0 { throw ExitCode(status) }
 }

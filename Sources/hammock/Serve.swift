@@ -4,6 +4,7 @@ import Glibc
 import HammockConfig
 import HammockCore
 import HammockEngine
+import HammockHTTP
 import HammockSystem
 import Logging
 
@@ -35,6 +36,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes.")
     var watchConfig = false
 
+    @Option(help: "Answer health checks at http://HOST:PORT/healthz and /readyz, on this machine's loopback (e.g. 127.0.0.1:8080). See docs/http.md.")
+    var http: String?
+
     func run() async throws {
         let signals = SignalRouter(exitStatusDuringStartUp: { _ in 0 })
         ProcessMemory.returnLargeBlocks()
@@ -42,6 +46,7 @@ struct Serve: AsyncParsableCommand {
         let clientTimeout = try clientTimeout.value { ValidationError("--client-timeout: \($0)") }.duration
         guard maxClients >= 1 else { throw ValidationError("--max-clients must be at least 1") }
         guard clientTimeout > .zero else { throw ValidationError("--client-timeout must be longer than 0") }
+        let httpAddress = try http.map(HTTPDoor.address)
         let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
         defer { standardError.flush(timeout: .milliseconds(500)) }
         // Who serves this configuration is decided before any plugin starts: one engine per socket.
@@ -53,7 +58,9 @@ struct Serve: AsyncParsableCommand {
             options: RunOptions(
                 notifySocket: notifySocket, watchConfiguration: watchConfig, idleExit: idleExit > .zero ? idleExit : nil),
             logger: logger, standardError: standardError)
+        var door: HTTPServer?
         do {
+            if let httpAddress { door = try await HTTPDoor.start(httpAddress, engine: engine, logger: logger) }
             try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
         } catch {
             listener.close()
@@ -62,6 +69,7 @@ struct Serve: AsyncParsableCommand {
         logger.notice("serving \(loaded.file) at \(listener.path)")
         let status = await engine.serve(
             listener: listener, maximumClients: maxClients, stallTimeout: clientTimeout, signals: signals)
+        await door?.shutdown()
         if status != 0 { throw ExitCode(status) }
     }
 
