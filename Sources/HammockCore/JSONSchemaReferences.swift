@@ -152,7 +152,7 @@ public enum JSONSchemaReferences {
     /// fragment); nil for any other reference.
     static func pointer(ofFragment written: String) -> JSONPointer? {
         guard written.hasPrefix("#") else { return nil }
-        guard let decoded = percentDecoded(String(written.dropFirst())) else { return nil }
+        guard let decoded = PercentEncoding.decoded(written.dropFirst()) else { return nil }
         if decoded.isEmpty { return JSONPointer(tokens: []) }
         guard decoded.hasPrefix("/") else { return nil }  // `#name`: an anchor
         return JSONPointer(decoded)
@@ -175,26 +175,4 @@ public enum JSONSchemaReferences {
         return result
     }
 
-    private static func percentDecoded(_ text: String) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }

@@ -268,41 +268,10 @@ private final class RouteHandler: ChannelInboundHandler {
         var fields: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = percentDecoded(halves[0]) ?? String(halves[0])
-            let value = halves.count > 1 ? (percentDecoded(halves[1]) ?? String(halves[1])) : ""
+            let name = PercentEncoding.decoded(halves[0], plusIsSpace: true) ?? String(halves[0])
+            let value = halves.count > 1 ? (PercentEncoding.decoded(halves[1], plusIsSpace: true) ?? String(halves[1])) : ""
             fields[name] = value
         }
         return fields
-    }
-
-    /// `%2C` as `,` and `+` as a space; nil for a `%` not followed by two hex digits, or bytes not UTF-8.
-    static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var index = text.utf8.startIndex
-        let utf8 = text.utf8
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "%") {
-                let first = utf8.index(after: index)
-                guard first < utf8.endIndex, utf8.index(after: first) < utf8.endIndex,
-                    let high = hexValue(utf8[first]), let low = hexValue(utf8[utf8.index(after: first)])
-                else { return nil }
-                bytes.append(high << 4 | low)
-                index = utf8.index(first, offsetBy: 2)
-            } else {
-                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-                index = utf8.index(after: index)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -46,6 +46,8 @@ struct HTTPTests {
             #expect(waiting.status == 503 && waiting.body == #"{"ready":false,"waiting":["slow"]}"#, "\(waiting)")
             let view = try await Self.curl(base + "/readyz?views=now")
             #expect(view.status == 200 && view.body == #"{"ready":true}"#, "\(view)")
+            // The query is percent-decoded: n%6Fw is now.
+            #expect(try await Self.curl(base + "/readyz?views=n%6Fw").status == 200)
             let unknown = try await Self.curl(base + "/readyz?views=now,nope")
             #expect(unknown.status == 404 && unknown.body.contains("nope"), "\(unknown)")
             try await hammock.waitUntil("slow answered") { $0.contains { $0.id == "slow" && $0.event == "newData" } }
