@@ -38,12 +38,8 @@ extension EngineCore {
 
     /// Which of `ids` have neither content nor an error yet.
     private func unanswered(_ ids: [SourceID]) -> [SourceID] {
-        let states = Dictionary(
-            snapshot().compactMap { line -> (SourceID, SourceState)? in
-                if case .source(let id, _, let state) = line { (id, state) } else { nil }
-            }, uniquingKeysWith: { first, _ in first })
-        return ids.filter { id in
-            guard let state = states[id] else { return true }
+        ids.filter { id in
+            guard let state = state(of: id) else { return true }
             return state.timestamp == nil && state.latestError == nil
         }
     }

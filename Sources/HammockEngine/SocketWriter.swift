@@ -89,11 +89,7 @@ final class SocketWriter: Sendable {
         /// Queues the client's share of what the log holds after its cursor.
         func catchUp(_ log: ChangeLog) {
             guard let subscription, !isClosing, cursor < log.head else { return }
-            if subscription.isEverything {
-                log.forEach(after: cursor) { _ = queue.enqueue($0, metrics: nil) }
-            } else {
-                log.forEach(after: cursor) { if subscription.takes($0) { _ = queue.enqueue($0, metrics: nil) } }
-            }
+            log.forEach(after: cursor) { if subscription.takes($0) { _ = queue.enqueue($0, metrics: nil) } }
             cursor = log.head
         }
 
@@ -150,6 +146,21 @@ final class SocketWriter: Sendable {
         var isAsleep = false
         var sleepsUntil: MonotonicInstant?
         var isStopping = false
+
+        /// Whether something due at `instant` must wake the thread: it sleeps, and would wake later. Clears
+        /// `isAsleep`, so that what comes before the thread's next pass wakes it no more.
+        mutating func takeWake(dueAt instant: MonotonicInstant) -> Bool {
+            guard isAsleep, sleepsUntil.map({ instant < $0 }) ?? true else { return false }
+            isAsleep = false
+            return true
+        }
+
+        /// `client` reads no more of the log: it left, or is finishing, or ended.
+        mutating func unsubscribe(_ client: Client) {
+            guard client.subscription != nil else { return }
+            client.subscription = nil
+            joinedCount -= 1
+        }
     }
 
     private let shared = LockedCondition(Shared())
@@ -191,10 +202,8 @@ final class SocketWriter: Sendable {
             let wasEmpty = state.log.isEmpty
             for line in lines { state.log.append(line) }
             // Only the turn that finds the thread asleep and a client due before it would wake wakes it.
-            guard wasEmpty, state.isAsleep, let earliest = state.earliestWritable else { return false }
-            guard state.sleepsUntil.map({ earliest < $0 }) ?? true else { return false }
-            state.isAsleep = false
-            return true
+            guard wasEmpty, let earliest = state.earliestWritable else { return false }
+            return state.takeWake(dueAt: earliest)
         }
         if wake { wakeup.wake() }
     }
@@ -224,9 +233,7 @@ final class SocketWriter: Sendable {
     /// The engine let the client go: it reads nothing more of the log.
     fileprivate func left(_ id: ConsumerID) {
         shared.withLock { state in
-            guard let client = state.clients[id], client.subscription != nil else { return }
-            client.subscription = nil
-            state.joinedCount -= 1
+            if let client = state.clients[id] { state.unsubscribe(client) }
         }
     }
 
@@ -238,13 +245,10 @@ final class SocketWriter: Sendable {
             let wasEmpty = client.queue.isEmpty
             var queued = false
             for line in lines where client.queue.enqueue(line, metrics: nil) { queued = true }
-            let writableAt = client.writableAt
             // Only lines that make the thread's sleep too long wake it: the first of a quiet client's, due
             // before the thread would wake anyway.
-            guard queued, wasEmpty, state.isAsleep else { return false }
-            guard state.sleepsUntil.map({ writableAt < $0 }) ?? true else { return false }
-            state.isAsleep = false
-            return true
+            guard queued, wasEmpty else { return false }
+            return state.takeWake(dueAt: client.writableAt)
         }
         if wake { wakeup.wake() }
     }
@@ -269,10 +273,7 @@ final class SocketWriter: Sendable {
             guard let client = state.clients[id] else { return }
             // What was published before the stop (its `bye`) is the client's last.
             client.catchUp(state.log)
-            if client.subscription != nil {
-                client.subscription = nil
-                state.joinedCount -= 1
-            }
+            state.unsubscribe(client)
             client.isClosing = true
             client.stopAt = stopAt
         }
@@ -293,7 +294,7 @@ final class SocketWriter: Sendable {
             let ending = shared.withLock { state -> Ending? in
                 guard let client = state.clients[id] else { return .gone }
                 if let ending = client.ending { return ending }
-                state.clients[id]?.waiters.append(continuation)
+                client.waiters.append(continuation)
                 return nil
             }
             if let ending { continuation.resume(returning: ending) }
@@ -342,7 +343,6 @@ final class SocketWriter: Sendable {
         var bytes: [UInt8] = []
         var sent = 0
         var lines = 0
-        var lastWrite: MonotonicInstant?
         /// Since when the client has taken none of `bytes`.
         var blockedSince: MonotonicInstant?
         var isGone = false
@@ -398,7 +398,6 @@ final class SocketWriter: Sendable {
                     batch.lines, reloaded: batch.reloaded, refresh: batch.refresh, redactor: redactor,
                     into: &connection.bytes, ends: &ends, report: batch.reportProblem)
                 connection.lines = ends.count
-                connection.lastWrite = now
                 connections[id] = connection
             }
 
@@ -425,10 +424,7 @@ final class SocketWriter: Sendable {
                         // The thread's last use of the descriptor was above.
                         ended.append(id)
                         let (waiters, onClosed) = client.end(ending)
-                        if client.subscription != nil {
-                            client.subscription = nil
-                            state.joinedCount -= 1
-                        }
+                        state.unsubscribe(client)
                         resumes += waiters.map { ($0, ending) }
                         if let onClosed { closed.append(onClosed) }
                         continue
