@@ -19,12 +19,24 @@ final class Consumer: Sendable {
     /// What the consumer's end of the engine does when the consumer leaves or the engine drops it: a
     /// connection stops reading its socket and closes it once its output is done. Called by the loop once.
     let close: @Sendable () -> Void
+    /// An event stream that came back (`Last-Event-ID`): the number of the last line it read
+    /// (`EventJournal`); its snapshot holds what changed since, when the engine still knows.
+    let resumeAfter: Int?
+    /// The consumer reads the state lines `ClientListener.publish` hands over, not `output.send`'s: a client
+    /// of `hammock serve`'s socket (`SocketWriter`'s change log).
+    let readsPublishedLines: Bool
+    /// `output`, when it is told each line's engine-wide number (the HTTP door's streams).
+    let numberedOutput: (any NumberedEngineOutput)?
 
     init(
         id: ConsumerID, subscription: Subscription, subscriptionID: ControlID? = nil, output: any EngineOutput,
-        controls: ControlMailbox, format: StdoutFormat = .json, close: @escaping @Sendable () -> Void = {}
+        controls: ControlMailbox, format: StdoutFormat = .json, close: @escaping @Sendable () -> Void = {},
+        resumeAfter: Int? = nil, readsPublishedLines: Bool = false
     ) {
         self.id = id
+        numberedOutput = output as? any NumberedEngineOutput
+        self.resumeAfter = resumeAfter
+        self.readsPublishedLines = readsPublishedLines
         self.subscription = subscription
         self.subscriptionID = subscriptionID
         self.output = output

@@ -31,12 +31,17 @@ public struct RunOptions: Sendable {
     public var watchConfiguration: Bool
     /// `hammock serve --idle-exit`: stop once no client has been connected for this long (nil: never).
     public var idleExit: Duration?
+    /// Number every state line engine-wide (`EventJournal`), for the HTTP door's event streams and their
+    /// resumption (`--http`).
+    public var numbersEvents = false
 
     public init(
         once: Bool = false, onceDeadline: Duration = .seconds(30), drainTimeout: Duration = .seconds(2),
         format: StdoutFormat = .json, views: [ViewID] = [], notifySocket: NotifySocket? = nil,
-        metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false, idleExit: Duration? = nil
+        metrics: (any EngineObserver)? = nil, watchConfiguration: Bool = false, idleExit: Duration? = nil,
+        numbersEvents: Bool = false
     ) {
+        self.numbersEvents = numbersEvents
         self.idleExit = idleExit
         self.once = once
         self.onceDeadline = onceDeadline
@@ -592,7 +597,11 @@ extension Engine {
         let clients: (any ClientListener)?
         /// Every reader of the engine's lines, the primary included, and which lines each reads.
         var consumers: [ConsumerID: Consumer] = [:]
+        /// Under `serve`, the consumers that read their lines from `send`, not from the clients' log.
+        var unpublishedConsumers: Set<ConsumerID> = []
         var fanout: Fanout
+        /// Every state line's engine-wide number (`RunOptions.numbersEvents`).
+        var journal: EventJournal?
         let stop: StopRequest
         var core: EngineCore
         // The loaders by role (`ReloadStateMachine.Role`): those that serve, and those a reload made.
@@ -633,6 +642,7 @@ extension Engine {
                 fanout.join(primary.id, primary.subscription)
             }
             let (loaded, options, logger) = (engine.loaded, engine.options, engine.logger)
+            journal = options.numbersEvents ? EventJournal(startedAt: engine.environment.now().wall) : nil
             let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
             core = EngineCore(
                 configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max), demand: fanout.demand)
@@ -656,14 +666,30 @@ extension Engine {
             /// Hands `lines` to the consumers that read them (`Fanout.route`); `answering` and `only` as there.
             /// Under `serve`, a turn of state lines for every subscriber goes to the clients once (`publish`),
             /// not once per client: the path of every change a shared engine fans out.
+            /// Numbered first (`journal`) when they are new, not a joiner's snapshot.
             func deliver(_ lines: [OutputLine], answering: ConsumerID? = nil, only: ConsumerID? = nil) {
                 guard !lines.isEmpty else { return }
+                if only == nil { journal?.record(lines) }
                 if only == nil, let clients, lines.allSatisfy(\.isRoutedBySubscription) {
                     clients.publish(lines)
+                    // The consumers the log does not feed (the HTTP door's streams) take their share here.
+                    for id in unpublishedConsumers {
+                        for (id, batch) in fanout.route(lines, only: id) { hand(batch, to: id, live: true) }
+                    }
                     return
                 }
                 for (id, batch) in fanout.route(lines, answering: answering, only: only) {
-                    consumers[id]?.output.send(contentsOf: batch)
+                    hand(batch, to: id, live: only == nil)
+                }
+            }
+
+            /// Gives a consumer its batch, numbered for an output that shows numbers.
+            func hand(_ batch: [OutputLine], to id: ConsumerID, live: Bool) {
+                guard let consumer = consumers[id] else { return }
+                if let numbered = consumer.numberedOutput, let journal {
+                    numbered.send(contentsOf: batch, numbers: journal.numbers(for: batch, ofTurn: live), live: live)
+                } else {
+                    consumer.output.send(contentsOf: batch)
                 }
             }
 
@@ -846,8 +872,14 @@ extension Engine {
                 idleTimer?.cancel()
                 consumers[consumer.id] = consumer
                 fanout.join(consumer.id, consumer.subscription)
+                if !consumer.readsPublishedLines && clients != nil { unpublishedConsumers.insert(consumer.id) }
                 consumer.output.joined(consumer.subscription)
-                var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + core.snapshot()
+                var snapshot = core.snapshot()
+                // A stream that came back reads what changed while it was away, when the journal knows.
+                if let after = consumer.resumeAfter, let journal, journal.canResume(after: after) {
+                    snapshot = journal.changes(after: after, in: snapshot)
+                }
+                var lines = [OutputLine.hello(sources: sources, views: views, version: hammockVersion)] + snapshot
                 if let id = consumer.subscriptionID { lines.append(.ack(id: fanout.replyIDs(for: consumer.id, [id])[0])) }
                 deliver(lines, only: consumer.id)
                 return core.demandChanged(to: fanout.demand, now: now)
@@ -869,6 +901,7 @@ extension Engine {
             func leave(_ id: ConsumerID, now: EngineTime) -> [EngineAction] {
                 guard let consumer = consumers.removeValue(forKey: id) else { return [] }
                 fanout.leave(id)
+                unpublishedConsumers.remove(id)
                 consumer.output.left()
                 consumer.controls.close()
                 consumer.close()

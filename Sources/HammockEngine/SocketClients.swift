@@ -39,7 +39,6 @@ final class SocketClients: ClientListener {
     /// The configuration's views, as the last reload left them: what a bar client renders.
     private let views: Mutex<[ViewDefinition]>
     private let ownUser = geteuid()
-    private let nextID = Atomic<Int>(0)
     /// Connections from `accept` to their close, served or not.
     private let connected = Atomic<Int>(0)
     /// Writes to every served client.
@@ -127,7 +126,7 @@ final class SocketClients: ClientListener {
             Glibc.close(descriptor)
             return
         }
-        let id = ConsumerID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
+        let id = ConsumerID.next()
         let writer = self.writer.add(
             id, descriptor: descriptor, bar: request.format == .json ? nil : barEncoder(request.format, request.views),
             reportProblem: { [logger] in logger.warning("\($0)") }
@@ -143,7 +142,7 @@ final class SocketClients: ClientListener {
             .joined(
                 Consumer(
                     id: id, subscription: request.subscription, subscriptionID: request.id, output: writer,
-                    controls: controls, format: request.format, close: { close.finish() })))
+                    controls: controls, format: request.format, close: { close.finish() }, readsPublishedLines: true)))
         let clicks = request.format == .i3bar
         async let writing: Void = writer.run()
         async let reading: Void = OwnThread.run(named: "hammock.client") { [logger] in

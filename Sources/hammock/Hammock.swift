@@ -175,8 +175,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464). See docs/service.md.")
     var metrics: Parsed<MetricsAddress>?
 
-    @Option(help: "Answer health checks at http://HOST:PORT/healthz and /readyz, on this machine's loopback (e.g. 127.0.0.1:8080). See docs/http.md.")
-    var http: String?
+    @OptionGroup var http: HTTPArguments
 
     @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes (included files and directories too).")
     var watchConfig = false
@@ -190,7 +189,7 @@ struct Run: AsyncParsableCommand {
         let format = try format.value { usageError("--format \($0)") }
         try await runEngine(
             arguments: arguments, signals: signals, once: once, deadline: deadline, format: format, view: view,
-            metrics: metrics, http: try http.map(HTTPDoor.address), watchConfig: watchConfig)
+            metrics: metrics, http: try http.settings(), watchConfig: watchConfig)
     }
 
     /// A stop during start-up exits 0, as a stop does later (no `hello` was written, so no `bye` is); with
@@ -307,7 +306,7 @@ func usageError(_ message: String) -> ExitCode {
 private func runEngine(
     arguments: ConfigurationArguments, signals: SignalRouter, once: Bool, deadline onceDeadline: Duration,
     format outputFormat: StdoutFormat, view viewArguments: [String], metrics metricsOption: Parsed<MetricsAddress>? = nil,
-    http: HTTPAddress? = nil, watchConfig: Bool = false
+    http: HTTPDoor.Settings? = nil, watchConfig: Bool = false
 ) async throws {
     ProcessMemory.returnLargeBlocks()
     let view = viewArguments.map { ViewID($0) }
@@ -329,13 +328,14 @@ private func runEngine(
     // hammock's last words, without waiting long for a consumer that does not read stderr.
     defer { standardError.flush(timeout: .milliseconds(500)) }
     // Listening first: an address in use stops hammock before any plugin starts.
-    var metrics: (EngineMetrics, MetricsServer)?
-    if let metricsAddress {
-        let engineMetrics = EngineMetrics()
+    // The metrics count for --metrics' server and for --http's /metrics alike.
+    let engineMetrics = metricsAddress != nil || http != nil ? EngineMetrics() : nil
+    engineMetrics?.install()
+    var metricsServer: MetricsServer?
+    if let metricsAddress, let engineMetrics {
         do {
             let server = try await MetricsServer.start(metricsAddress, metrics: engineMetrics)
-            engineMetrics.install()
-            metrics = (engineMetrics, server)
+            metricsServer = server
             logger.notice("serving metrics at http://\(server.address)/metrics")
         } catch {
             logger.critical("\(error)")
@@ -348,14 +348,14 @@ private func runEngine(
         configuration: loaded, from: arguments.source,
         options: RunOptions(
             once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
-            metrics: metrics?.0, watchConfiguration: watchConfig),
+            metrics: engineMetrics, watchConfiguration: watchConfig, numbersEvents: http != nil),
         logger: logger, standardError: standardError)
     var door: HTTPServer?
-    if let http { door = try await HTTPDoor.start(http, engine: engine, logger: logger) }
+    if let http { door = try await HTTPDoor.start(http, engine: engine, metrics: engineMetrics, logger: logger) }
     try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
     let status = await engine.run(signals: signals)
     await door?.shutdown()
-    await metrics?.1.shutdown()
+    await metricsServer?.shutdown()
     if status != 0 { throw ExitCode(status) }
 }
 

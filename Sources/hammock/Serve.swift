@@ -5,6 +5,7 @@ import HammockConfig
 import HammockCore
 import HammockEngine
 import HammockHTTP
+import HammockMetrics
 import HammockSystem
 import Logging
 
@@ -36,8 +37,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Reload the configuration, as SIGHUP does, whenever a file it was read from changes.")
     var watchConfig = false
 
-    @Option(help: "Answer health checks at http://HOST:PORT/healthz and /readyz, on this machine's loopback (e.g. 127.0.0.1:8080). See docs/http.md.")
-    var http: String?
+    @OptionGroup var http: HTTPArguments
 
     func run() async throws {
         let signals = SignalRouter(exitStatusDuringStartUp: { _ in 0 })
@@ -46,21 +46,25 @@ struct Serve: AsyncParsableCommand {
         let clientTimeout = try clientTimeout.value { ValidationError("--client-timeout: \($0)") }.duration
         guard maxClients >= 1 else { throw ValidationError("--max-clients must be at least 1") }
         guard clientTimeout > .zero else { throw ValidationError("--client-timeout must be longer than 0") }
-        let httpAddress = try http.map(HTTPDoor.address)
+        let http = try http.settings()
         let (loaded, logger, standardError) = try await arguments.load(signals: signals, pluginFailuresAreErrors: false)
         defer { standardError.flush(timeout: .milliseconds(500)) }
         // Who serves this configuration is decided before any plugin starts: one engine per socket.
         let (listener, lock) = try bind(configuration: loaded.file, logger: logger)
         defer { lock?.release() }
         let notifySocket = NotifySocket.fromEnvironment(logger: logger)
+        // --http serves /metrics.
+        let metrics = http != nil ? EngineMetrics() : nil
+        metrics?.install()
         let engine = Engine(
             configuration: loaded, from: arguments.source,
             options: RunOptions(
-                notifySocket: notifySocket, watchConfiguration: watchConfig, idleExit: idleExit > .zero ? idleExit : nil),
+                notifySocket: notifySocket, metrics: metrics, watchConfiguration: watchConfig,
+                idleExit: idleExit > .zero ? idleExit : nil, numbersEvents: http != nil),
             logger: logger, standardError: standardError)
         var door: HTTPServer?
         do {
-            if let httpAddress { door = try await HTTPDoor.start(httpAddress, engine: engine, logger: logger) }
+            if let http { door = try await HTTPDoor.start(http, engine: engine, metrics: metrics, logger: logger) }
             try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
         } catch {
             listener.close()
