@@ -163,7 +163,7 @@ public final class HTTPServer: Sendable {
             stall: TimeAmount(duration("HAMMOCK_HTTP_STALL_TIMEOUT", environment, otherwise: defaultStallTimeout)),
             heartbeat: TimeAmount(duration("HAMMOCK_HTTP_HEARTBEAT", environment, otherwise: defaultHeartbeat)))
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard connections.opened(channel) else {
@@ -171,7 +171,7 @@ public final class HTTPServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: limits.idle))
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(
                         RouteHandler(routes: routes, policy: policy, limits: limits, connections: connections))
                 }
@@ -332,6 +332,20 @@ private final class RouteHandler: ChannelInboundHandler {
         }
     }
 
+    /// Malformed HTTP: a 400 that says what NIO's parser found, and the connection is over (what follows the
+    /// malformed bytes cannot be read as requests).
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !isDone, error is HTTPParserError else {
+            isDone = true
+            context.close(promise: nil)
+            return
+        }
+        isDone = true
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        let answer = HTTPServer.Answer.json(400, #"{"error":"malformed HTTP request (\#(error))"}"#)
+        send(context.eventLoop.makeSucceededFuture(.answer(answer)), to: head, closing: true, on: context)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !isDone else { return }
         switch unwrapInboundIn(data) {
@@ -398,6 +412,10 @@ private final class RouteHandler: ChannelInboundHandler {
         let replied: EventLoopFuture<HTTPServer.Reply>
         switch match {
         case (let route, let rest)? where route.methods.contains(head.method):
+            if let refusal = HTTPServer.Policy.refusal(ofBody: head) {
+                replied = eventLoop.makeSucceededFuture(.answer(refusal))
+                break
+            }
             let request = HTTPServer.Request(
                 method: head.method.rawValue, path: path, query: query, rest: rest, headers: head.headers, body: body)
             let promise = eventLoop.makePromise(of: HTTPServer.Reply.self)
@@ -477,10 +495,11 @@ private final class RouteHandler: ChannelInboundHandler {
             heartbeat.cancel()
             source.close()
         }
+        let abort = Self.abort(channel)
         Task {
             while let bytes = await source.next() {
                 let written = eventLoop.flatSubmit {
-                    let stalled = eventLoop.scheduleTask(in: limits.stall) { channel.close(promise: nil) }
+                    let stalled = eventLoop.scheduleTask(in: limits.stall, abort)
                     let write = channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: bytes))))
                     write.whenComplete { _ in stalled.cancel() }
                     return write
@@ -490,6 +509,16 @@ private final class RouteHandler: ChannelInboundHandler {
             eventLoop.execute {
                 channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
             }
+        }
+    }
+
+    /// What closes a connection whose client stopped reading: at once, with a reset: the bytes the kernel still
+    /// holds for it are dropped, not kept while it trickles them in.
+    private static func abort(_ channel: any Channel) -> @Sendable () -> Void {
+        let socket = channel as? any SocketOptionProvider
+        return {
+            guard let socket else { return channel.close(promise: nil) }
+            socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 
@@ -527,11 +556,16 @@ extension HTTPServer.Policy {
                 return answer
             }
         }
-        if request.method == .POST {
-            let type = request.headers.first(name: "Content-Type") ?? ""
-            guard type.lowercased().hasPrefix("application/json") else {
-                return .json(415, #"{"error":"a POST's body is JSON: send Content-Type: application/json"}"#)
-            }
+        return nil
+    }
+
+    /// A POST's body is JSON, and says so: a browser sends a form's or a `text/plain` body without asking
+    /// first (no preflight), so a page of any origin could post one; JSON it must ask for, and is refused.
+    static func refusal(ofBody request: HTTPRequestHead) -> HTTPServer.Answer? {
+        guard request.method == .POST else { return nil }
+        let type = request.headers.first(name: "Content-Type") ?? ""
+        guard type.lowercased().hasPrefix("application/json") else {
+            return .json(415, #"{"error":"a POST's body is JSON: send Content-Type: application/json"}"#)
         }
         return nil
     }

@@ -3,13 +3,14 @@ import Glibc
 import HammockTestSupport
 import Testing
 
-/// `--http`'s health routes, asked by `curl` of a real `hammock run` and `hammock serve` (docs/http.md).
-@Suite("--http: health checks", .timeLimit(.minutes(2)))
+/// `--http`'s routes, asked by `curl` of a real `hammock run` and `hammock serve` (docs/http.md); Python's
+/// urllib and raw sockets read and attack the same door in clients/python/tests/test_http.py.
+@Suite("--http: states, events, control, health, and who may ask", .timeLimit(.minutes(2)))
 struct HTTPTests {
-    /// `curl -s URL`: the status and the body.
-    static func curl(_ url: String, method: String = "GET") async throws -> (status: Int, body: String) {
+    /// `curl -s URL`: the status and the body; `options` go before the URL (`-H`, `-d`, `-D -`).
+    static func curl(_ url: String, method: String = "GET", _ options: [String] = []) async throws -> (status: Int, body: String) {
         let process = try HammockProcess.launch(
-            program: "/usr/bin/curl", arguments: ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "10", url])
+            program: "/usr/bin/curl", arguments: ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "10"] + options + [url])
         defer { Task { await process.stop() } }
         _ = try await process.waitForExit(timeout: .seconds(20))
         try await process.waitUntilStdoutEnds()
@@ -22,8 +23,8 @@ struct HTTPTests {
     /// The address hammock says it serves health at.
     static func base(_ hammock: HammockProcess) async throws -> String {
         try await hammock.waitForStderr(containing: "/healthz")
-        let match = try #require(hammock.stderrText.firstMatch(of: /http:\/\/127\.0\.0\.1:[0-9]+/))
-        return String(match.0)
+        let match = try #require(hammock.stderrText.firstMatch(of: /http:\/\/[0-9.]+:[0-9]+/))
+        return String(match.0).replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
     }
 
     /// Broken on purpose (readiness answered from every source, answered or not, as ready), the first
@@ -92,14 +93,110 @@ struct HTTPTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = try HammockProcess.writeConfig("sources:\n  n: { kind: fake, content: 1 }\n", in: directory)
         let cases: [([String], String)] = [
-            (["run", path, "--http", "0.0.0.0:8080"], "--http 0.0.0.0:8080: only this machine's loopback is served"),
+            (["run", path, "--http", "0.0.0.0:8080"], "--http 0.0.0.0:8080 is reachable from other machines: add --http-token FILE"),
             (["serve", path, "--http", "8080"], #"--http "8080" is not HOST:PORT"#),
+            (["run", path, "--http-token", path], "--http-token guards the HTTP door; add --http HOST:PORT"),
+            (["run", path, "--http", "127.0.0.1:0", "--http-cors", "dash.example"], #"--http-cors "dash.example" is not an origin"#),
+            (["run", path, "--http", "0.0.0.0:0", "--http-token", path], "--http-token \(path): other users can read it"),
         ]
         for (arguments, message) in cases {
             let run = try await HammockProcess.execute(arguments)
             #expect(run.termination == .exited(2), "\(arguments): \(run.stderr)")
             #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
             #expect(run.stdout.isEmpty, "\(arguments): \(run.stdout)")
+        }
+    }
+
+    /// Broken on purpose (the door's lines encoded without the redactor), the secret showed in all three.
+    @Test("curl reads states, an event stream and control answers: the lines hammock writes, secrets redacted")
+    func statesEventsAndControl() async throws {
+        let config = """
+            sources:
+              n: { kind: fake, content: 1 }
+              vault: { kind: shell, command: [sh, -c, 'echo "key $TOKEN"'], env: { TOKEN: "${TOKEN}" }, refresh: 1h }
+            views:
+              v: { sources: [n] }
+            """
+        let secret = "curl-s3cr3t"
+        try await HammockProcess.withRunning(config: config, arguments: ["--http", "127.0.0.1:0"], environment: ["TOKEN": secret]) { hammock in
+            let base = try await Self.base(hammock)
+            try await hammock.waitUntil("vault answered") { $0.contains { $0.id == "vault" && $0.event == "newData" } }
+            let one = try await Self.curl(base + "/v1/sources/vault")
+            #expect(one.status == 200 && one.body.contains(#""content":"key [redacted]""#) && !one.body.contains(secret), "\(one)")
+            let all = try await Self.curl(base + "/v1/sources")
+            #expect(all.status == 200 && all.body.hasPrefix(#"{"n":{"type":"source","seq":"#) && !all.body.contains(secret), "\(all)")
+            let view = try await Self.curl(base + "/v1/views/v")
+            #expect(view.status == 200 && view.body.contains(#""status":"data""#), "\(view)")
+            let unknown = try await Self.curl(base + "/v1/views/nope")
+            #expect(unknown.status == 404 && unknown.body.contains(#"no view \"nope\""#), "\(unknown)")
+            let ack = try await Self.curl(
+                base + "/v1/control", method: "POST",
+                ["-H", "Content-Type: application/json", "-d", #"{"op":"override","source":"n","content":2,"id":"c1"}"#])
+            #expect(ack.status == 200 && ack.body.hasPrefix(#"{"type":"ack""#) && ack.body.contains(#""id":"c1""#), "\(ack)")
+            // The stream: hello, the snapshot (n as overridden), the ack that ends it with an id, then nothing
+            // new until curl's time is up; every event's data is one line.
+            let events = try await Self.curl(base + "/v1/events?sources=n,vault", ["-N", "--max-time", "2"])
+            let text = events.body
+            #expect(text.hasPrefix("event: hello\ndata: {"), "\(text)")
+            #expect(text.contains("event: source\ndata: {\"type\":\"source\"") && text.contains(#""content":2"#), "\(text)")
+            #expect(text.contains("event: ack\ndata: {\"type\":\"ack\""), "\(text)")
+            #expect(text.firstMatch(of: /id: [0-9]+\nevent: ack/) != nil, "\(text)")
+            #expect(!text.contains(secret), "\(text)")
+        }
+    }
+
+    /// Broken on purpose (the token compared as a prefix), the wrong token was let in.
+    @Test("--http-token: every request carries the token or gets 401; an address other machines reach needs it")
+    func bearerToken() async throws {
+        let directory = try HammockProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let token = directory + "/token"
+        try "t0k3n-for-tests\n".write(toFile: token, atomically: true, encoding: .utf8)
+        chmod(token, 0o600)
+        try await HammockProcess.withRunning(
+            config: "sources:\n  n: { kind: fake, content: 1 }\n", arguments: ["--http", "0.0.0.0:0", "--http-token", token]
+        ) { hammock in
+            let base = try await Self.base(hammock)
+            let none = try await Self.curl(base + "/v1/sources/n", ["-D", "-"])
+            #expect(none.status == 401 && none.body.contains("WWW-Authenticate: Bearer"), "\(none)")
+            for wrong in ["Bearer t0k3n-for-test", "Bearer t0k3n-for-tests-and-more", "Basic t0k3n-for-tests", "Bearer "] {
+                #expect(try await Self.curl(base + "/healthz", ["-H", "Authorization: \(wrong)"]).status == 401, "\(wrong)")
+            }
+            let right = try await Self.curl(base + "/v1/sources/n", ["-H", "Authorization: Bearer t0k3n-for-tests"])
+            #expect(right.status == 200 && right.body.contains(#""id":"n""#), "\(right)")
+            // With a token, any Host is answered (the door is meant to be reached by a name).
+            let named = try await Self.curl(base + "/healthz", ["-H", "Authorization: Bearer t0k3n-for-tests", "-H", "Host: hammock.lan:80"])
+            #expect(named.status == 200, "\(named)")
+        }
+    }
+
+    /// Broken on purpose (the Origin check removed), the other origin's control line was carried out.
+    @Test("browsers: a page of another origin is refused unless --http-cors allows it; a name that is not loopback is refused")
+    func originsAndHosts() async throws {
+        let config = "sources:\n  n: { kind: fake, content: 1 }\n"
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--http", "127.0.0.1:0", "--http-cors", "http://dash.example:3000"]
+        ) { hammock in
+            let base = try await Self.base(hammock)
+            let control = ["-H", "Content-Type: application/json", "-d", #"{"op":"override","source":"n","content":9}"#]
+            let evil = try await Self.curl(base + "/v1/control", method: "POST", ["-H", "Origin: http://evil.example"] + control)
+            #expect(evil.status == 403 && evil.body.contains("--http-cors"), "\(evil)")
+            #expect(try await Self.curl(base + "/v1/sources/n").body.contains(#""content":1"#))
+            // A plain form's POST (no preflight in a browser) is refused for its type.
+            let form = try await Self.curl(base + "/v1/control", method: "POST", ["-H", "Content-Type: text/plain", "-d", "{}"])
+            #expect(form.status == 415, "\(form)")
+            let allowed = try await Self.curl(base + "/v1/sources/n", ["-D", "-", "-H", "Origin: http://dash.example:3000"])
+            #expect(allowed.status == 200 && allowed.body.contains("Access-Control-Allow-Origin: http://dash.example:3000"), "\(allowed)")
+            let preflight = try await Self.curl(
+                base + "/v1/control", method: "OPTIONS",
+                ["-D", "-", "-H", "Origin: http://dash.example:3000", "-H", "Access-Control-Request-Method: POST"])
+            #expect(preflight.status == 204 && preflight.body.contains("Access-Control-Allow-Headers: Authorization, Content-Type"), "\(preflight)")
+            // DNS rebinding: a name made to resolve to 127.0.0.1 reaches the port, and is refused by its Host.
+            let rebound = try await Self.curl(base + "/v1/sources/n", ["-H", "Host: attacker.example:80"])
+            #expect(rebound.status == 403 && rebound.body.contains("not this machine's loopback"), "\(rebound)")
+            let spoof = try await Self.curl(base + "/v1/sources/n", ["-H", "Host: 127.0.0.1.attacker.example"])
+            #expect(spoof.status == 403, "\(spoof)")
+            #expect(try await Self.curl(base + "/v1/sources/n", ["-H", "Host: localhost"]).status == 200)
         }
     }
 }
