@@ -104,13 +104,14 @@ public final class HTTPServer: Sendable {
     /// Where it listens: the port the system chose for port 0.
     public let address: String
 
-    /// At most this many connections at once. Each holds a file descriptor of hammock's own, which its
+    /// At most this many connections at once, unless the server is started with another bound (`--http`'s is
+    /// 64, for its event streams). Each holds a file descriptor of hammock's own, which its
     /// plugins, pipes and watched files need too, so a client that opens thousands and sends nothing must
     /// not use them up. A connection past the limit closes the oldest one that is not an event stream: a
     /// scraper's idle keep-alive connection, most often, which it simply opens again; so a flood never locks
     /// Prometheus out, and never cuts a dashboard's stream. With every connection a stream, the new one is
     /// closed.
-    public static let maximumConnections = 64
+    public static let maximumConnections = 32
     /// A connection that sends nothing for this long is closed.
     public static let defaultIdleTimeout = Duration.seconds(30)
     /// Answers written on one connection and not yet taken by the client, at most: a client that pipelines
@@ -152,7 +153,8 @@ public final class HTTPServer: Sendable {
     /// Binds `address` at once, so that an address not of this machine or a port in use stops hammock before
     /// it starts; `option` names the command-line option in the message (`--metrics`, `--http`).
     public static func start(
-        _ address: HTTPAddress, option: String, routes: [Route], policy: Policy = Policy()
+        _ address: HTTPAddress, option: String, routes: [Route], policy: Policy = Policy(),
+        maximumConnections: Int = maximumConnections
     ) async throws(Failure) -> HTTPServer {
         let (host, port) = (address.host, address.port)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

@@ -55,6 +55,8 @@ enum HTTPDoor {
         let policy: HTTPServer.Policy
     }
 
+    /// Connections at once: scrapers, dashboards' polls, and event streams, which a flood does not close.
+    static let maximumConnections = 64
     /// How long a health check waits for the loop.
     static let answerTimeout: Duration = .seconds(2)
     /// How long a read or a control line waits for the engine's answer.
@@ -80,7 +82,8 @@ enum HTTPDoor {
     static func start(_ settings: Settings, engine: Engine, metrics: EngineMetrics?, logger: Logger) async throws -> HTTPServer {
         do {
             let server = try await HTTPServer.start(
-                settings.address, option: "--http", routes: routes(engine, metrics: metrics), policy: settings.policy)
+                settings.address, option: "--http", routes: routes(engine, metrics: metrics), policy: settings.policy,
+                maximumConnections: maximumConnections)
             logger.notice("serving HTTP at http://\(server.address)/ (/v1/sources, /v1/views, /v1/events, /v1/control, /healthz, /readyz, /metrics)")
             return server
         } catch {
