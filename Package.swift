@@ -73,6 +73,7 @@ let package = Package(
         .executable(name: "hammock", targets: ["hammock"]),
         .executable(name: "hammock-guard", targets: ["hammock-guard"]),
         .executable(name: "hammock-relay", targets: ["hammock-relay"]),
+        .executable(name: "hammock-mcp", targets: ["hammock-mcp"]),
         .executable(name: "hammock-plugin-shell", targets: ["hammock-plugin-shell"]),
         .executable(name: "hammock-plugin-file", targets: ["hammock-plugin-file"]),
         .executable(name: "hammock-plugin-rest", targets: ["hammock-plugin-rest"]),
@@ -99,6 +100,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         .systemLibrary(
@@ -206,6 +208,16 @@ let package = Package(
                 "HammockRendering", "HammockConfig", "HammockCore", "HammockJSON", "HammockProtocol", "HammockSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
                 .product(name: "Logging", package: "swift-log", condition: engine),
+            ]
+        ),
+        // `hammock mcp`: a Model Context Protocol server over the shared engine (docs/mcp.md), a program of its
+        // own because the MCP SDK needs Foundation, which the hammock binary keeps out.
+        .executableTarget(
+            name: "hammock-mcp",
+            dependencies: [
+                "HammockClient", "HammockConfig", "HammockCore", "HammockJSON",
+                .product(name: "MCP", package: "swift-sdk", condition: engine),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: engine),
             ]
         ),
         // A page of code over HammockClient: configs/demo.yaml as a terminal dashboard (docs/client-swift.md).

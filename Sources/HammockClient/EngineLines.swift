@@ -46,7 +46,10 @@ actor EngineLines {
         } catch {
             return finish(.protocolViolation("a line that is not JSON (\(error)): \(Self.quote(bytes))"))
         }
-        if let line = EngineLine(json) { return handle(line) }
+        if let line = EngineLine(json) {
+            keepLine(line, json)
+            return handle(line)
+        }
         guard case .object(let object) = json else {
             return finish(.protocolViolation("a line that is not a JSON object: \(Self.quote(bytes))"))
         }
@@ -95,6 +98,43 @@ actor EngineLines {
         }
     }
 
+    // MARK: Whole lines
+
+    /// Each source's and view's latest line as the engine wrote it (`Hammock.latestLine`), and who follows
+    /// their changes (`Hammock.lineChanges`).
+    private var latestLines: [LineSubject: JSONValue] = [:]
+    private var lineFollowers: [Int: AsyncStream<LineSubject>.Continuation] = [:]
+    private var nextFollower = 0
+
+    private func keepLine(_ line: EngineLine, _ json: JSONValue) {
+        let subject: LineSubject
+        switch line {
+        case .source(let id, _): subject = .source(id)
+        case .view(let id, _): subject = .view(id)
+        case .removed(let id, let isView): subject = isView ? .view(id) : .source(id)
+        default: return
+        }
+        if case .removed = line { latestLines[subject] = nil } else { latestLines[subject] = json }
+        for follower in lineFollowers.values { follower.yield(subject) }
+    }
+
+    func latestLine(_ subject: LineSubject) -> JSONValue? { latestLines[subject] }
+
+    func followLines() -> AsyncStream<LineSubject> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LineSubject.self, bufferingPolicy: .bufferingNewest(4096))
+        if end != nil {
+            continuation.finish()
+            return stream
+        }
+        nextFollower += 1
+        let key = nextFollower
+        lineFollowers[key] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.unfollow(key) } }
+        return stream
+    }
+
+    private func unfollow(_ key: Int) { lineFollowers[key] = nil }
+
     // MARK: Feeds
 
     /// The feed of `id`'s states decoded as `Content`: one per id and type, however often it is asked for.
@@ -139,6 +179,8 @@ actor EngineLines {
         for feeds in viewFeeds.values { for feed in feeds.values { feed.finish(throwing: error) } }
         sourceFeeds = [:]
         viewFeeds = [:]
+        for follower in lineFollowers.values { follower.finish() }
+        lineFollowers = [:]
         let waiting = pending.values
         pending = [:]
         for call in waiting { call.resume(throwing: error ?? HammockError.stopped) }
@@ -229,4 +271,10 @@ struct TypedViewFeed<Content: Decodable & Sendable>: ViewFeed {
         viewOutput.finish(throwing: error)
         output.finish(throwing: error)
     }
+}
+
+/// A source or a view, by id: whose line `Hammock.latestLine` gives and `Hammock.lineChanges` names.
+public enum LineSubject: Sendable, Hashable {
+    case source(String)
+    case view(String)
 }

@@ -338,6 +338,19 @@ public final class Hammock: Sendable {
         await view(id, as: JSONValue.self)
     }
 
+    /// The latest line the engine wrote for a source or view, whole, as JSON (`{"type":"source","seq":…,
+    /// "id":…,"state":{…}}`); nil before its first line, or once a reload removed it. For a consumer that
+    /// passes lines on as they are (`hammock-mcp`); an app reads typed states from `source` and `view`.
+    public func latestLine(_ subject: LineSubject) async -> JSONValue? {
+        await lines.latestLine(subject)
+    }
+
+    /// Names each source and view as a line of it comes (its latest line is then `latestLine`), until the
+    /// engine ends; a follower that does not keep up loses the oldest names, never the newest.
+    public func lineChanges() async -> AsyncStream<LineSubject> {
+        await lines.followLines()
+    }
+
     /// Asks the engine to write every source's and view's state again; returns once they are in.
     public func snapshot() async throws { try await perform(.snapshot) }
 

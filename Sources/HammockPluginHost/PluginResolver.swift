@@ -63,13 +63,18 @@ public struct PluginResolver: Sendable {
         return trimmed[..<slash] + "/libexec/hammock"
     }
 
-    /// The folder of the running executable, read from `/proc/self/exe` so a symlinked or relative
-    /// invocation still finds the plugins shipped beside the real binary.
-    public static var currentExecutableDirectory: String? {
+    /// The running program's own path (`/proc/self/exe`).
+    public static var currentExecutablePath: String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else { return nil }
-        let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The folder of the running executable, read from `/proc/self/exe` so a symlinked or relative
+    /// invocation still finds the plugins shipped beside the real binary.
+    public static var currentExecutableDirectory: String? {
+        guard let path = currentExecutablePath else { return nil }
         guard let slash = path.lastIndex(of: "/") else { return nil }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

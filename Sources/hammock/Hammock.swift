@@ -25,7 +25,7 @@ struct Hammock: AsyncParsableCommand {
             stdin. See docs/protocol.md.
             """,
         version: hammockVersion,
-        subcommands: [Run.self, Serve.self, Attach.self, Ctl.self, Get.self, Watch.self, Check.self, Schema.self, PluginCommand.self]
+        subcommands: [Run.self, Serve.self, Attach.self, Ctl.self, Get.self, Watch.self, MCP.self, Check.self, Schema.self, PluginCommand.self]
     )
 }
 
