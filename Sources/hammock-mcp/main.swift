@@ -78,7 +78,7 @@ struct Descriptions: Sendable {
         guard case .success(let loaded) = ConfigurationLoader(kindIsAvailable: { _ in true }).load(file: path) else { return }
         for source in loaded.configuration.sources {
             var text = "hammock source \(source.id.rawValue): kind \(source.kind.rawValue)"
-            if let refresh = source.refresh { text += ", refreshed every \(refresh)" }
+            if let refresh = source.refresh { text += ", refreshed every \(refresh.humanReadable)" }
             sources[source.id.rawValue] = text
         }
         for view in loaded.configuration.views {

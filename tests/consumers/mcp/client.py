@@ -39,6 +39,7 @@ async def main():
             assert uris == ["hammock://source/n", "hammock://source/ticking", "hammock://view/both"], uris
             described = {str(resource.uri): resource.description for resource in listed}
             assert "kind fake" in described["hammock://source/n"], described
+            assert "kind shell, refreshed every 20ms" in described["hammock://source/ticking"], described
             assert "merges n, ticking" in described["hammock://view/both"], described
 
             # The engine was started for this client: its first load may still be on its way.
