@@ -316,6 +316,9 @@ public final class Hammock: Sendable {
     /// before `hello` (only when attached).
     public var ids: EngineIDs? { lines.ids.value }
 
+    /// `ids` now, then whenever a reload changes them (a slow reader gets the newest), until the engine ends.
+    public var idChanges: AsyncThrowingStream<EngineIDs?, any Error> { lines.ids.stream }
+
     /// The source `id`, its content decoded as `Content`. Asking again for the same id and type gives the
     /// same states (one decoding per line, however many readers).
     public func source<Content: Decodable & Sendable>(_ id: String, as type: Content.Type) async -> TypedSource<Content> {

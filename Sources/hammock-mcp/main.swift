@@ -52,6 +52,7 @@ struct HammockMCP: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await server.waitUntilCompleted() }
             group.addTask { await door.notifyUpdates(through: server) }
+            group.addTask { await door.notifyListChanges(through: server) }
             group.addTask { _ = await hammock.waitUntilEnded() }
             await group.next()
             group.cancelAll()
@@ -222,6 +223,20 @@ final class MCPDoor: Sendable {
                 }
             }
             group.cancelAll()
+        }
+    }
+
+    /// Tells the client the list of resources changed (`notifications/resources/list_changed`) when a reload
+    /// adds or removes sources or views.
+    func notifyListChanges(through server: Server) async {
+        var last = hammock.ids
+        do {
+            for try await ids in hammock.idChanges where ids != nil && ids != last {
+                last = ids
+                try? await server.notify(ResourceListChangedNotification.message())
+            }
+        } catch {
+            return  // the engine ended
         }
     }
 

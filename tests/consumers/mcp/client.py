@@ -22,10 +22,13 @@ def text_of(result):
 
 async def main():
     updates = []
+    list_changes = []
 
     async def on_message(message):
         if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ResourceUpdatedNotification):
             updates.append((time.monotonic(), str(message.root.params.uri)))
+        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ResourceListChangedNotification):
+            list_changes.append(time.monotonic())
 
     server = StdioServerParameters(command=HAMMOCK, args=["mcp", CONFIG], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
@@ -92,6 +95,20 @@ async def main():
             ticks = [at for at, uri in updates if uri == "hammock://source/ticking" and start <= at <= start + 2]
             assert 2 <= len(ticks) <= 10, f"{len(ticks)} updates of a source polled every 20 ms in 2 s"
             await session.unsubscribe_resource("hammock://source/ticking")
+
+            # A reload that adds a source: the list changed, and the new resource is there.
+            with open(CONFIG) as file:
+                text = file.read()
+            with open(CONFIG, "w") as file:
+                file.write(text.replace("views:", "  extra: { kind: fake, content: 3 }\nviews:"))
+            reloaded = subprocess.run([HAMMOCK, "ctl", CONFIG, '{"op":"reload"}'], capture_output=True, text=True, timeout=30)
+            assert reloaded.returncode == 0, reloaded
+            deadline = time.monotonic() + 10
+            while not list_changes:
+                assert time.monotonic() < deadline, "no notifications/resources/list_changed after a reload"
+                await asyncio.sleep(0.05)
+            uris = [str(resource.uri) for resource in (await session.list_resources()).resources]
+            assert "hammock://source/extra" in uris, uris
     print(f"mcp: resources listed and read, an override told as an update, tools answered, "
           f"{len(ticks)} updates in 2 s of a 50/s source")
 
@@ -127,7 +144,7 @@ def malformed():
     process.wait(timeout=20)
     assert len(parse_errors) == 1, parse_errors
     assert answers[2]["error"]["code"] == -32601, answers     # method not found
-    assert len(answers[3]["result"]["resources"]) == 3, answers
+    assert len(answers[3]["result"]["resources"]) == 4, answers  # after the reload above: extra too
     print("mcp: malformed JSON-RPC and an unknown method got their errors; the server went on")
 
 
