@@ -17,14 +17,10 @@ struct MCP: ParsableCommand {
             it when none runs. See docs/mcp.md.
             """)
 
-    @Argument(help: "The configuration file.")
-    var config: String
-
-    @Option(help: "The engine's socket (default: the configuration's own).")
-    var socket: String?
-
-    @Flag(help: "Fail when no engine serves the configuration, rather than starting one.")
-    var noStart = false
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "CONFIG, then hammock-mcp's options: --socket PATH (the engine's socket), --no-start (fail when no engine runs).")
+    var arguments: [String] = []
 
     static let programName = "hammock-mcp"
 
@@ -36,8 +32,7 @@ struct MCP: ParsableCommand {
         }
         // hammock-mcp attaches through this hammock, wherever it was installed.
         if let own = PluginResolver.currentExecutablePath { setenv("HAMMOCK_BIN", own, 1) }
-        let arguments = [program] + (socket.map { ["--socket", $0] } ?? []) + (noStart ? ["--no-start"] : []) + [config]
-        let failure = ProcessImage.replace(with: program, arguments: arguments)
+        let failure = ProcessImage.replace(with: program, arguments: [program] + arguments)
         throw usageError("cannot start \(program): \(failure)")
     }
 }
