@@ -387,6 +387,12 @@ struct ConfigurationReader {
                 } else {
                     problem(node.mark, "keep must be true or false, found \(node.kindName)")
                 }
+            case .respectServer:
+                if case .scalar(let scalar) = node.kind, case .bool(let flag) = scalar.resolved {
+                    definition.respectsServer = flag
+                } else {
+                    problem(node.mark, "respect-server must be true or false, found \(node.kindName)")
+                }
             case .select:
                 guard let text = string(node, "select") else { continue }
                 if let pointer = JSONPointer(text) {

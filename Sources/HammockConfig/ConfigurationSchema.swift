@@ -133,6 +133,9 @@ public enum ConfigurationSchema {
         case .keep:
             return JSONSchema.boolean(
                 "Keep loading and polling while nobody watches the source: under hammock serve, with no client subscribed to it or to a view or source that reads it (default false). Under hammock run everything is watched anyway.")
+        case .respectServer:
+            return JSONSchema.boolean(
+                "Poll no sooner than the server says its answer stays fresh (HTTP Cache-Control max-age, Expires, X-Poll-Interval; at most a day), whatever refresh says (default true). false: poll as refresh says.")
         }
     }
 
@@ -174,7 +177,7 @@ public enum ConfigurationSchema {
             "type": "object",
             "description": isBase
                 ? "A base: any keys of a source, taken by each source that names it with base:."
-                : "A source: its kind (or a base that has one), the common keys (refresh, expiration, retry, timeout, select, cache, keep), and its kind's options.",
+                : "A source: its kind (or a base that has one), the common keys (refresh, expiration, retry, timeout, select, cache, keep, respect-server), and its kind's options.",
             "properties": .object(common),
             "allOf": .array(branches),
             "unevaluatedProperties": false,

@@ -4,12 +4,13 @@
 /// ones) and for every kind's option checks (which must not call them unknown).
 public enum CommonSourceKey: String, CaseIterable, Sendable {
     case kind, refresh, expiration, retry, timeout, select, cache, keep
+    case respectServer = "respect-server"
 
     /// Whether `defaults:` may set it for every source. A source's `kind` and `select` are its own.
     public var isInheritable: Bool {
         switch self {
         case .kind, .select: false
-        case .refresh, .expiration, .retry, .timeout, .cache, .keep: true
+        case .refresh, .expiration, .retry, .timeout, .cache, .keep, .respectServer: true
         }
     }
 

@@ -42,6 +42,9 @@ public struct SourceDefinition: Sendable, Equatable {
     /// `keep: true`: the source is watched whoever watches (`Demand`), so under `hammock serve` it keeps
     /// polling while no client is subscribed to it.
     public var keep: Bool
+    /// `respect-server` (default true): what the server says of its answer's freshness (`Cache-Control:
+    /// max-age`, `Expires`, `X-Poll-Interval`) is a floor under `refresh`; false polls as `refresh` says.
+    public var respectsServer = true
     /// The option strings that hold `{{ }}` references.
     public var templates: [TemplatedOption]
 

@@ -74,9 +74,11 @@ extension EngineCore {
             } else {
                 false
             }
-        let fresh = isUpToDate(
-            source.state, invalidated: false, expiration: source.definition.expiration,
-            retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
+        let fresh =
+            isUpToDate(
+                source.state, invalidated: false, expiration: source.definition.expiration,
+                retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
+            || source.isFreshByServer(at: now.instant)
         guard unchanged, fresh, let updatedAt = source.updatedAt else { return load(id, now: now) }
         // The first poll or retry it would have had after now, had it been watched all along: the polls
         // missed while nobody watched are not made up for, the data being fresh.
@@ -85,7 +87,8 @@ extension EngineCore {
             // Fresh in error means its age is within the retry delay: the retry is still ahead.
             next = updatedAt + source.retryDelay
         }
-        guard let next else { return }
+        guard var next else { return }
+        if source.state.latestError == nil, let floor = source.serverFreshUntil, floor > next { next = floor }
         sources[id].nextAttemptAt = next
         deadlines.insert(Deadline(at: next, source: id))
     }

@@ -151,6 +151,7 @@ extension EngineCore {
             for id in try sourceIDs(of: target) {
                 sources[id].etag = nil
                 sources[id].lastModified = nil
+                sources[id].serverFreshUntil = nil
                 apply(.newData(.null, origin: .wipe), to: id, now: now)
             }
         case .override(let id, let content):

@@ -34,7 +34,23 @@ extension EngineCore {
             return []  // cancelled or timed out earlier: the answer is no longer wanted
         }
         let source = sources[id]
+        // The server's word on how long its answer stays fresh: a floor under the next poll.
+        var outcome = outcome
+        var serverFreshFor: Duration?
+        if case .fresh(let answer, let duration) = outcome {
+            outcome = answer
+            serverFreshFor = duration
+        }
         switch outcome {
+        case .newData, .notModified:
+            sources[id].serverFreshUntil =
+                serverFreshFor.flatMap { source.definition.respectsServer ? now.instant + min(max($0, .zero), RetryPolicy.longestServerFloor) : nil }
+        case .error, .cancelled, .fresh:
+            break
+        }
+        switch outcome {
+        case .fresh:
+            break  // unwrapped above: a plugin's answer is advised once
         case .newData(let raw, let etag, let lastModified):
             sources[id].etag = etag
             sources[id].lastModified = lastModified
@@ -180,10 +196,13 @@ extension EngineCore {
     mutating func loadIfNeeded(_ id: SourceID, now: EngineTime) {
         let source = sources[id]
         guard !source.phase.isLoading else { return }
-        // Nothing here invalidates a source (Siesta's `invalidate`): its age alone decides.
-        let fresh = isUpToDate(
-            source.state, invalidated: false, expiration: source.definition.expiration,
-            retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
+        // Nothing here invalidates a source (Siesta's `invalidate`): its age alone decides, and what the
+        // server said of it.
+        let fresh =
+            isUpToDate(
+                source.state, invalidated: false, expiration: source.definition.expiration,
+                retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
+            || source.isFreshByServer(at: now.instant)
         if !fresh { load(id, now: now) }
     }
 
@@ -261,6 +280,7 @@ extension EngineCore {
         guard let previous, previous != request else { return }
         sources[id].etag = nil
         sources[id].lastModified = nil
+        sources[id].serverFreshUntil = nil
         let state = sources[id].state
         if state.content != nil || state.latestError != nil || state.timestamp != nil {
             apply(.newData(.null, origin: .wipe), to: id, now: now)
@@ -291,6 +311,8 @@ extension EngineCore {
             if definition.retry.retries(error) { next = now.instant + delay }
         } else {
             sources[id].retryDelay = definition.retry.initialDelay
+            // Not before the server said it may be asked again.
+            if let poll = next, let floor = source.serverFreshUntil, floor > poll { next = floor }
         }
         guard isWatched(id) else {
             sources[id].nextAttemptAt = nil

@@ -36,11 +36,14 @@ public struct LoadRequest: Sendable, Equatable {
 }
 
 /// How a load ended, as the loader reports it.
-public enum LoadOutcome: Sendable, Equatable {
+public indirect enum LoadOutcome: Sendable, Equatable {
     case newData(JSONValue, etag: String? = nil, lastModified: String? = nil)
     case notModified
     case error(SourceError)
     case cancelled
+    /// `answer` (new data, or not modified), which the server said stays fresh for `duration` (the plugin's
+    /// `fresh` message): the source polls no sooner (`SourceDefinition.respectsServer`).
+    case fresh(LoadOutcome, for: Duration)
 }
 
 /// The engine's brain, with no I/O: sources, their freshness and timers, dependencies, views, and what

@@ -48,6 +48,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// A `Retry-After` longer than this is taken as this: a day is plenty, and a larger number from outside
     /// must not overflow a deadline.
     public static let longestRetryAfter: Duration = .seconds(86_400)
+    /// How long a server may say its answer stays fresh, at most (`Cache-Control: max-age=99999999999` is
+    /// a day): the same bound as `longestRetryAfter`.
+    public static let longestServerFloor: Duration = .seconds(86_400)
 }
 
 /// Siesta's freshness rule.

@@ -61,6 +61,9 @@ struct SourceRuntime: Sendable {
     var lastModified: String?
     /// The next poll or retry.
     var nextAttemptAt: MonotonicInstant?
+    /// Until when the server said its latest answer stays fresh (`LoadOutcome.fresh`): no poll, and no
+    /// `loadIfNeeded`, comes before. Nil when it said nothing, or the source does not respect it.
+    var serverFreshUntil: MonotonicInstant?
     /// When `state.timestamp` was last set, on the monotonic clock: freshness is an age, and an age must
     /// not jump when the wall clock is stepped.
     var updatedAt: MonotonicInstant?
@@ -78,6 +81,12 @@ struct SourceRuntime: Sendable {
     init(definition: SourceDefinition) {
         self.definition = definition
         retryDelay = definition.retry.initialDelay
+    }
+
+    /// The server said its latest answer is still fresh at `instant` (and no error came since).
+    func isFreshByServer(at instant: MonotonicInstant) -> Bool {
+        guard visible.latestError == nil, let until = serverFreshUntil else { return false }
+        return instant < until
     }
 
     /// The source's state, with `isLoading` derived from its phase, as Siesta derives it from the requests

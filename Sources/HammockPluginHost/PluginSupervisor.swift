@@ -135,6 +135,8 @@ package struct PluginSupervisor: Sendable {
     private var invalidProblems: [SourceID: [OptionProblem]] = [:]
     /// Loads sent to the running process, by load id.
     private var pendingLoads: [Int: SourceID] = [:]
+    /// A `fresh` message's duration, kept for the answer to its load that follows it.
+    private var freshness: [Int: Duration] = [:]
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [Instant] = []
@@ -203,6 +205,7 @@ package struct PluginSupervisor: Sendable {
 
     mutating func cancel(loadID: Int) -> [Action] {
         queuedLoads.removeAll { $0.loadID.rawValue == loadID }
+        freshness[loadID] = nil
         if pendingLoads.removeValue(forKey: loadID) != nil { actions.append(.send(.cancel(id: loadID))) }
         return taken()
     }
@@ -290,6 +293,7 @@ package struct PluginSupervisor: Sendable {
         }
         let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
+        freshness.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             report(.pushedError(source: source, error: error))
@@ -401,6 +405,10 @@ package struct PluginSupervisor: Sendable {
             actions.append(.settleValidation(source: source, .invalid(problems)))
         case .newData(let id, _, let content, let etag, let lastModified):
             answer(id, .newData(content, etag: etag, lastModified: lastModified))
+        case .fresh(let id, let seconds):
+            // Kept for the answer that follows; a day at most, as a `Retry-After`.
+            guard pendingLoads[id] != nil else { return }
+            freshness[id] = .milliseconds(Int64(min(seconds, Double(RetryPolicy.longestServerFloor.milliseconds) / 1000) * 1000))
         case .pushedData(let name, let content):
             let source = SourceID(name)
             guard desiredOptions[source] != nil else { return }
@@ -421,6 +429,7 @@ package struct PluginSupervisor: Sendable {
             report(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
+            freshness[id] = nil
         case .started(let id):
             guard let source = pendingLoads[id] else { return }
             report(.loadStarted(source: source, loadID: id))
@@ -432,10 +441,16 @@ package struct PluginSupervisor: Sendable {
     }
 
     private mutating func answer(_ loadID: Int, _ outcome: LoadOutcome) {
+        let freshFor = freshness.removeValue(forKey: loadID)
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
         actions.append(.sealPushes(source: source))
-        report(.loadFinished(source: source, loadID: loadID, outcome: outcome))
+        let advised: LoadOutcome =
+            switch (outcome, freshFor) {
+            case (.newData, let duration?), (.notModified, let duration?): .fresh(outcome, for: duration)
+            default: outcome
+            }
+        report(.loadFinished(source: source, loadID: loadID, outcome: advised))
     }
 
     private mutating func fail(_ request: LoadRequest, message: String, code: SourceError.Code) {

@@ -245,7 +245,7 @@ final class PluginOutput: Sendable {
                 pointer: JSONPointer(tokens: []),
                 message: "\(problems.count) problems in all, too long to list (\(length) bytes, over \(limit))")
             return .invalid(source: source, errors: (first.map { [$0] } ?? []) + [summary])
-        case .hello, .configured, .notModified, .cancelled, .started:
+        case .hello, .configured, .notModified, .cancelled, .started, .fresh:
             return message  // small by nature; an absurd kind name or version is the plugin author's to see
         }
     }
@@ -343,6 +343,11 @@ actor PluginDispatcher {
 
     private func answer(_ loadID: Int, source: String, _ result: PluginLoadResult) {
         guard takeLoad(loadID) != nil else { return }  // cancelled: already answered
+        send(result, answering: loadID, source: source)
+        releaseHeldPush(for: source)
+    }
+
+    private func send(_ result: PluginLoadResult, answering loadID: Int, source: String) {
         switch result {
         case .newData(let content, let etag, let lastModified):
             output.send(.newData(id: loadID, source: source, content: content, etag: etag, lastModified: lastModified))
@@ -350,8 +355,11 @@ actor PluginDispatcher {
             output.send(.notModified(id: loadID))
         case .error(let error):
             output.send(.error(id: loadID, source: source, error: error))
+        case .fresh(let answer, let duration):
+            // The advice first, then the answer it is about.
+            output.send(.fresh(id: loadID, seconds: Double(max(duration, .zero).milliseconds) / 1000))
+            send(answer, answering: loadID, source: source)
         }
-        releaseHeldPush(for: source)
     }
 
     private func takeLoad(_ loadID: Int) -> (source: String, task: Task<Void, Never>)? {

@@ -38,10 +38,25 @@ public struct PluginLoadRequest: Sendable {
     public func started() { onStart?() }
 }
 
-public enum PluginLoadResult: Sendable {
+public indirect enum PluginLoadResult: Sendable {
     case newData(JSONValue, etag: String? = nil, lastModified: String? = nil)
     case notModified
     case error(SourceError)
+    /// `answer` (new data, or not modified), with the server's word that it stays fresh for `duration`
+    /// (HTTP `Cache-Control: max-age`, `Expires`, `X-Poll-Interval`): the engine polls no sooner, unless the
+    /// source says `respect-server: false`. Made by `fresh(for:)`.
+    case fresh(PluginLoadResult, for: Duration)
+
+    /// This answer, stays fresh for `duration` as the server said; itself when `duration` is nil, or when it is
+    /// an error (a failure's own advice is `SourceError.retryAfter`).
+    public func fresh(for duration: Duration?) -> PluginLoadResult {
+        guard let duration else { return self }
+        switch self {
+        case .newData, .notModified: return .fresh(self, for: duration)
+        case .fresh(let answer, _): return .fresh(answer, for: duration)
+        case .error: return self
+        }
+    }
 }
 
 /// What a plugin gets when the engine configures a source.

@@ -53,6 +53,10 @@ public enum PluginMessage: Sendable, Equatable {
     case cancelled(id: Int)
     /// Load `id`, which the plugin held back (it said `queuesLoads`), has begun: its timeout counts from now.
     case started(id: Int)
+    /// Sent just before load `id`'s `newData` or `notModified`: the server said the answer stays fresh for
+    /// `seconds` (HTTP `Cache-Control: max-age`, `Expires`, `X-Poll-Interval`), so the engine asks no sooner.
+    /// On the wire `{"type":"fresh","id":7,"seconds":60}`.
+    case fresh(id: Int, seconds: Double)
     /// New data the plugin noticed by itself (a watched file changed, a streaming command wrote a line).
     /// On the wire a `newData` with a `source` and no `id`.
     case pushedData(source: String, content: JSONValue)
@@ -96,16 +100,17 @@ extension PluginMessage {
         case .error, .pushedError: "error"
         case .cancelled: "cancelled"
         case .started: "started"
+        case .fresh: "fresh"
         }
     }
 
-    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started"]
+    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started", "fresh"]
 
     /// The load this message answers, if it answers one.
     public var loadID: Int? {
         switch self {
         case .newData(let id, _, _, _, _), .notModified(let id), .error(let id, _, _), .cancelled(let id): id
-        case .hello, .configured, .invalid, .pushedData, .pushedError, .started: nil
+        case .hello, .configured, .invalid, .pushedData, .pushedError, .started, .fresh: nil
         }
     }
 
@@ -275,6 +280,7 @@ extension EngineMessage: Codable {
 extension PluginMessage: Codable {
     private enum Field: String, CodingKey {
         case type, `protocol`, kinds, version, templates, queuesLoads, optionsSchema, source, errors, id, content, etag, lastModified, error
+        case seconds
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -309,6 +315,9 @@ extension PluginMessage: Codable {
             try fields.encode(content, forKey: .content)
         case .notModified(let id), .cancelled(let id), .started(let id):
             try fields.encode(id, forKey: .id)
+        case .fresh(let id, let seconds):
+            try fields.encode(id, forKey: .id)
+            try fields.encode(seconds, forKey: .seconds)
         case .error(let id, let source, let error):
             try fields.encodeIfPresent(source, forKey: .source)
             try fields.encode(id, forKey: .id)
@@ -380,6 +389,12 @@ extension PluginMessage: Codable {
             self = .cancelled(id: try fields.decode(Int.self, forKey: .id))
         case "started":
             self = .started(id: try fields.decode(Int.self, forKey: .id))
+        case "fresh":
+            let seconds = try fields.decode(Double.self, forKey: .seconds)
+            guard seconds.isFinite, seconds >= 0 else {
+                throw DecodingError.dataCorruptedError(forKey: .seconds, in: fields, debugDescription: "must be a number of seconds, 0 or more")
+            }
+            self = .fresh(id: try fields.decode(Int.self, forKey: .id), seconds: seconds)
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: fields, debugDescription: "must be one of \(Self.types.joined(separator: ", ")), got \"\(other)\"")

@@ -119,3 +119,55 @@ import Testing
         #expect(!isJSONMediaType(nil))
     }
 }
+
+/// How long a server says its answer stays fresh (issue 29: the server's word is a floor under `refresh`).
+@Suite struct ServerFreshnessTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let date = "Fri, 15 Jan 2027 08:00:00 GMT"  // 1_800_000_000
+
+    static func fresh(_ headers: [(String, String)]) -> Duration? {
+        serverFreshness(headers.map { (name: $0.0, value: $0.1) }, now: now)
+    }
+
+    @Test func maxAgeLessAgeAndSMaxAgeIgnored() {
+        #expect(Self.fresh([("Cache-Control", "public, max-age=60")]) == .seconds(60))
+        #expect(Self.fresh([("Cache-Control", "max-age=60"), ("Age", "15")]) == .seconds(45))
+        #expect(Self.fresh([("Cache-Control", "max-age=10"), ("Age", "99")]) == .seconds(0))
+        #expect(Self.fresh([("Cache-Control", "s-maxage=600")]) == nil)
+        #expect(Self.fresh([("cache-control", "private, MAX-AGE=\"30\"")]) == .seconds(30))
+        #expect(Self.fresh([("Cache-Control", "no-store")]) == nil)
+    }
+
+    @Test func expiresFromTheServersOwnDate() {
+        // One hour after the server's Date, whatever this machine's clock says.
+        let expires = "Fri, 15 Jan 2027 09:00:00 GMT"
+        #expect(Self.fresh([("Date", Self.date), ("Expires", expires)]) == .seconds(3600))
+        #expect(Self.fresh([("Date", Self.date), ("Expires", expires), ("Age", "600")]) == .seconds(3000))
+        // max-age wins over Expires (RFC 9111).
+        #expect(Self.fresh([("Date", Self.date), ("Expires", expires), ("Cache-Control", "max-age=5")]) == .seconds(5))
+        // An Expires that is no date, or in the past: already stale.
+        #expect(Self.fresh([("Expires", "0")]) == .seconds(0))
+        #expect(Self.fresh([("Date", Self.date), ("Expires", "Thu, 01 Jan 1970 00:00:00 GMT")]) == .seconds(0))
+    }
+
+    @Test func pollIntervalAndTheLongestWins() {
+        #expect(Self.fresh([("X-Poll-Interval", "60")]) == .seconds(60))
+        #expect(Self.fresh([("X-Poll-Interval", "60"), ("Cache-Control", "max-age=120")]) == .seconds(120))
+        #expect(Self.fresh([("X-Poll-Interval", "300"), ("Cache-Control", "max-age=60")]) == .seconds(300))
+    }
+
+    /// Bad input from a server: no advice, or a day at most; never a crash.
+    @Test(arguments: [
+        ("X-Poll-Interval", "-5"), ("X-Poll-Interval", "soon"), ("X-Poll-Interval", "1.5"), ("X-Poll-Interval", ""),
+        ("Cache-Control", "max-age=-1"), ("Cache-Control", "max-age=abc"), ("Age", "-3"),
+    ])
+    func garbageIsNoAdvice(_ header: (String, String)) {
+        #expect(Self.fresh([header]) == nil)
+    }
+
+    @Test func hugeValuesAreADay() {
+        #expect(Self.fresh([("Cache-Control", "max-age=99999999999")]) == .seconds(86_400))
+        #expect(Self.fresh([("X-Poll-Interval", "99999999999999999999999")]) == .seconds(86_400))
+        #expect(Self.fresh([("Date", Self.date), ("Expires", "Fri, 01 Jan 9999 00:00:00 GMT")]) == .seconds(86_400))
+    }
+}

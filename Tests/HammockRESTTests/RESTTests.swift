@@ -261,6 +261,44 @@ struct RESTTests {
         }
     }
 
+    /// Broken on purpose (the plugin sending no `fresh` advice), the second request came 300 ms after the
+    /// first.
+    @Test("what the server says of freshness (max-age, X-Poll-Interval on a 304) holds polls back; respect-server: false polls as refresh says")
+    func serverFreshnessIsAFloor() async throws {
+        try await TestHTTPServer.with { server in
+            server.route("/cached", .json(#"{"n": 1}"#, headers: [("Cache-Control", "public, max-age=2")]))
+            server.route("/polled") { request in
+                // GitHub's way: an ETag, 304s, and X-Poll-Interval on each.
+                request.header("if-none-match") == "\"v1\""
+                    ? .text("", status: 304, headers: [("ETag", "\"v1\""), ("X-Poll-Interval", "2")])
+                    : .json(#"{"n": 2}"#, headers: [("ETag", "\"v1\""), ("X-Poll-Interval", "2")])
+            }
+            server.route("/ignored", .json(#"{"n": 3}"#, headers: [("Cache-Control", "max-age=60")]))
+            let config = """
+                version: 1
+                sources:
+                  cached: { kind: rest, url: "\(server.base)/cached", refresh: 300ms }
+                  polled: { kind: rest, url: "\(server.base)/polled", refresh: 300ms }
+                  ignored: { kind: rest, url: "\(server.base)/ignored", refresh: 300ms, respect-server: false }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                try await hammock.nextAnswer("cached")
+                try await Task.sleep(for: .milliseconds(4500))
+                for path in ["/cached", "/polled"] {
+                    let times = server.requests(to: path).map(\.receivedAt)
+                    try #require(times.count >= 2, "\(path): \(times.count) requests in 4.5 s")
+                    #expect(times.count <= 3, "\(path): \(times.count) requests in 4.5 s, where the server asked for one every 2 s")
+                    for (earlier, later) in zip(times, times.dropFirst()) {
+                        #expect(later - earlier >= .milliseconds(1900), "\(path): a request \(later - earlier) after the one before")
+                    }
+                }
+                // A 304 keeps the content.
+                #expect(try await hammock.nextAnswer("polled").content == ["n": 2])
+                #expect(server.requests(to: "/ignored").count >= 8, "respect-server: false polls every 300 ms")
+            }
+        }
+    }
+
     @Test("Retry-After holds the engine's next attempt back")
     func retryAfter() async throws {
         try await TestHTTPServer.with { server in

@@ -36,7 +36,7 @@ final class FileSource: PluginSource {
                 switch await reader.readIfChanged() {
                 case .newData(let content, _, _)?: await push.newData(content)
                 case .error(let error)?: await push.error(error)
-                case .notModified?, nil: break
+                case .notModified?, .fresh?, nil: break
                 }
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 
 /// The `rel="next"` target of a `Link` header (RFC 8288), as written (possibly relative).
 ///
@@ -113,4 +114,56 @@ func isJSONLinesMediaType(_ type: String?) -> Bool {
     guard let type else { return false }
     return ["application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines"]
         .contains(type)
+}
+
+/// How long the server said its answer stays fresh, from its headers; nil when it said nothing usable. The
+/// longest of what it said counts, each at most `longestRetryAfter` (a day):
+///
+/// - `Cache-Control: max-age=N` less the answer's `Age` (`s-maxage` is for shared caches, not for hammock);
+///   `no-cache` and `no-store` say nothing about how soon to ask again, and `max-age=0` says now.
+/// - `Expires`, counted from the server's own `Date` (so that the two machines' clocks need not agree), less
+///   `Age`; ignored when `max-age` is there, as RFC 9111 says. An `Expires` that is not a date means
+///   already expired.
+/// - `X-Poll-Interval: N` (GitHub's: poll no more often than every N seconds).
+///
+/// A negative, non-numeric or absurd value is no advice: never a crash, never a source that stops.
+func serverFreshness(_ headers: [(name: String, value: String)], now: Date = Date()) -> Duration? {
+    func values(_ name: String) -> [String] {
+        headers.filter { $0.name.lowercased() == name }.map(\.value)
+    }
+    let age = values("age").first.flatMap { seconds($0) } ?? 0
+    var freshFor: [Int] = []
+    let directives = values("cache-control").flatMap { $0.split(separator: ",") }.map {
+        $0.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+    let maxAge = directives.lazy.compactMap { directive -> Int? in
+        guard directive.hasPrefix("max-age=") else { return nil }
+        return seconds(String(directive.dropFirst("max-age=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+    }.first
+    if let maxAge {
+        freshFor.append(max(0, maxAge - age))
+    } else if let expires = values("expires").first {
+        let origin = values("date").first.flatMap(parseHTTPDate) ?? now
+        if let date = parseHTTPDate(expires.trimmingCharacters(in: .whitespaces)) {
+            let interval = date.timeIntervalSince(origin)
+            if interval.isFinite { freshFor.append(max(0, Int(min(interval, Double(longestRetryAfter))) - age)) }
+        } else {
+            freshFor.append(0)  // "0", or garbage: already expired
+        }
+    }
+    if let interval = values("x-poll-interval").first.flatMap({ seconds($0) }) { freshFor.append(interval) }
+    guard let longest = freshFor.max() else { return nil }
+    return .seconds(min(longest, longestRetryAfter))
+}
+
+/// A header's number of seconds: digits only (no sign, no fraction), saturating at a day; nil otherwise.
+private func seconds(_ text: String) -> Int? {
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+    return min(Int(trimmed) ?? Int.max, longestRetryAfter)
+}
+
+/// The same, from the response's headers.
+func serverFreshness(_ headers: HTTPHeaders, now: Date = Date()) -> Duration? {
+    serverFreshness(headers.map { (name: $0.name, value: $0.value) }, now: now)
 }

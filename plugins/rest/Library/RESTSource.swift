@@ -52,15 +52,18 @@ struct RESTSource: PluginSource {
     private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
         guard let pagination = options.paginate else {
             switch await fetch(options.url, etag: request.etag, lastModified: request.lastModified, deadline: deadline) {
-            case .notModified:
-                return .notModified
+            case .notModified(let headers):
+                return PluginLoadResult.notModified.fresh(for: serverFreshness(headers))
             case .failure(let error):
                 return .error(error)
             case .answer(let answer):
-                if options.method == "HEAD" { return .newData(answer.headContent) }
+                let fresh = serverFreshness(answer.headers)
+                if options.method == "HEAD" { return PluginLoadResult.newData(answer.headContent).fresh(for: fresh) }
                 switch await parse(answer) {
                 case .success(let content):
-                    return .newData(content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"))
+                    return PluginLoadResult.newData(
+                        content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified")
+                    ).fresh(for: fresh)
                 case .failure(let error):
                     return .error(error)
                 }
@@ -101,8 +104,8 @@ struct RESTSource: PluginSource {
                 url, etag: isFirst ? request.etag : nil, lastModified: isFirst ? request.lastModified : nil, deadline: deadline)
             let answer: Answer
             switch outcome {
-            case .notModified:
-                if isFirst { return .notModified }
+            case .notModified(let headers):
+                if isFirst { return PluginLoadResult.notModified.fresh(for: serverFreshness(headers)) }
                 return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
             case .failure(var error):
                 if !isFirst { error.message = "page \(pageIndex): " + error.message }
@@ -202,7 +205,8 @@ struct RESTSource: PluginSource {
 
     enum Outcome {
         case answer(Answer)
-        case notModified
+        /// A 304, with its headers (its `Cache-Control` says how long the kept content stays fresh).
+        case notModified(HTTPHeaders)
         case failure(SourceError)
     }
 
@@ -257,7 +261,7 @@ struct RESTSource: PluginSource {
 
             if status.code == 304 {
                 await discardBody(response)
-                return .notModified
+                return .notModified(response.headers)
             }
 
             if status.code >= 400 {
