@@ -65,6 +65,7 @@ import Testing
         ),
         (.cancelled(id: 7), #"{"type":"cancelled","id":7}"#),
         (.started(id: 8), #"{"type":"started","id":8}"#),
+        (.fresh(id: 9, seconds: 60), #"{"type":"fresh","id":9,"seconds":60}"#),
         (
             .hello(protocol: 1, kinds: ["shell"], version: "1", queuesLoads: true),
             #"{"type":"hello","protocol":1,"kinds":["shell"],"version":"1","queuesLoads":true}"#
@@ -119,6 +120,10 @@ import Testing
         #"{"type":"newData","source":"s"}"#,
         #"{"type":"started","id":4}"#,
         #"{"type":"started","id":4,"extra":[1]}"#,
+        #"{"type":"fresh","id":4,"seconds":1.5}"#,
+        #"{"type":"fresh","id":4,"seconds":-1}"#,
+        #"{"type":"fresh","id":4,"seconds":"60"}"#,
+        #"{"type":"fresh","id":4}"#,
         #"{"type":"started","id":1e2}"#,
         #"{"type":"started","id":"4"}"#,
         #"{"type":"started","id":4.5}"#,
@@ -216,7 +221,7 @@ import Testing
         #expect(pluginFailure(#"{"type":1}"#) == #""type" must be a string, got a number"#)
         #expect(
             pluginFailure(#"{"type":"hi"}"#)
-                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, got "hi""#)
+                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, fresh, got "hi""#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1}"#) == #"hello: "kinds" is missing"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":[]}"#) == #"hello: "kinds" must be a non-empty list of strings"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a",2]}"#) == #"hello: "kinds/1" must be a string, got a number"#)
