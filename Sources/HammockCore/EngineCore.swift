@@ -188,6 +188,12 @@ public struct EngineCore: Sendable {
     // MARK: - State changes
 
     mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime) {
+        var event = event
+        // A failure whose side said when to ask again tells the consumer when that is.
+        if case .error(var error) = event, error.retryAt == nil, let delay = error.retryAfter {
+            error.retryAt = now.wall + min(max(delay, .zero), RetryPolicy.longestRetryAfter)
+            event = .error(error)
+        }
         let contentBefore = sources[id].state.content
         sources[id].apply(event, at: now.wall)
         switch event {

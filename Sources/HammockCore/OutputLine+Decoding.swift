@@ -97,6 +97,7 @@ extension SourceError {
         guard let message = json["message"]?.stringValue else { return nil }
         self.init(
             message: message, httpStatus: json["httpStatus"]?.numberValue?.intValue,
-            exitStatus: json["exitStatus"]?.numberValue?.intValue, code: json["code"]?.stringValue.map(Code.init(rawValue:)))
+            exitStatus: json["exitStatus"]?.numberValue?.intValue, code: json["code"]?.stringValue.map(Code.init(rawValue:)),
+            retryAt: json["retryAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
     }
 }

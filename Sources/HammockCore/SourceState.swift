@@ -122,10 +122,13 @@ public struct SourceError: Sendable, Hashable, Error {
     /// What the failing side said of retrying (the protocol's `transient`); `nil` lets `isTransient` decide
     /// from the status and the code.
     public var transient: Bool?
+    /// When the failing side said it may be asked again (`retryAfter` from the moment the error came: a
+    /// `Retry-After`, a rate limit's reset), for the consumer: written as `retryAt` beside the message.
+    public var retryAt: Timestamp?
 
     public init(
         message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: Code? = nil,
-        retryAfter: Duration? = nil, transient: Bool? = nil
+        retryAfter: Duration? = nil, transient: Bool? = nil, retryAt: Timestamp? = nil
     ) {
         self.message = message
         self.httpStatus = httpStatus
@@ -133,6 +136,7 @@ public struct SourceError: Sendable, Hashable, Error {
         self.code = code
         self.retryAfter = retryAfter
         self.transient = transient
+        self.retryAt = retryAt
     }
 
     /// Whether trying again, unchanged, can cure the failure, so the engine retries it by itself with
@@ -168,6 +172,7 @@ public struct SourceError: Sendable, Hashable, Error {
         if let httpStatus { object["httpStatus"] = .number(JSONNumber(httpStatus)) }
         if let exitStatus { object["exitStatus"] = .number(JSONNumber(exitStatus)) }
         if let code { object["code"] = .string(code.rawValue) }
+        if let retryAt { object["retryAt"] = .string(retryAt.rfc3339) }
         return .object(object)
     }
 }

@@ -70,3 +70,20 @@ import Testing
         #expect(engine.nextDeadline == at(9))
     }
 }
+
+@Suite struct RetryAtTests {
+    /// Broken on purpose (retryAt not set in `apply`), the error carried no time.
+    @Test func anErrorWithRetryAfterSaysWhenOnItsLine() {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a", refresh: .seconds(5))]), mode: .continuous)
+        _ = engine.start(now: at(0))
+        let error = SourceError(message: "used up", code: SourceError.Code("rateLimited"), retryAfter: .seconds(120))
+        let actions = engine.loadFinished(source: "a", loadID: 1, outcome: .error(error), now: at(1))
+        let written = actions.states(of: "a").last?.latestError
+        #expect(written?.retryAt == at(1).wall + .seconds(120))
+        #expect(written?.json["retryAt"]?.stringValue == (at(1).wall + .seconds(120)).rfc3339)
+        // An error that says nothing of when: no retryAt.
+        _ = engine.tick(now: at(121))
+        let plain = engine.loadFinished(source: "a", loadID: 2, outcome: .error(SourceError(message: "down")), now: at(122))
+        #expect(plain.states(of: "a").last?.latestError?.retryAt == nil)
+    }
+}

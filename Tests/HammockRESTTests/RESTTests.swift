@@ -1,4 +1,5 @@
 import Foundation
+import HammockCore
 import HammockJSON
 import HammockTestSupport
 import Testing
@@ -295,6 +296,41 @@ struct RESTTests {
                 // A 304 keeps the content.
                 #expect(try await hammock.nextAnswer("polled").content == ["n": 2])
                 #expect(server.requests(to: "/ignored").count >= 8, "respect-server: false polls every 300 ms")
+            }
+        }
+    }
+
+    /// Broken on purpose (no hold before a request), /second was asked while the count was used up.
+    @Test("a used-up rate limit holds every source of the origin until its reset, saying until when")
+    func aUsedUpRateLimitHoldsTheOrigin() async throws {
+        try await TestHTTPServer.with { server in
+            let reset = Int(Date().timeIntervalSince1970) + 3
+            server.route("/first", .json(#"{"n": 1}"#, headers: [("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "\(reset)")]))
+            server.route("/second", .json(#"{"n": 2}"#))
+            // second waits for first's content (its url reads it), so it asks after the count was used up.
+            let config = """
+                version: 1
+                sources:
+                  first: { kind: rest, url: "\(server.base)/first", refresh: 200ms }
+                  second: { kind: rest, url: "\(server.base)/second?after={{ first.n }}", refresh: 200ms, retry: 100ms }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let held = try await hammock.nextAnswer("second")
+                #expect(held.latestError?["code"] == "rateLimited", "\(held.json)")
+                #expect(held.errorMessage.contains("is used up until"), "\(held.json)")
+                // When, for a program: the reset, within its second.
+                let retryAt = try #require(held.latestError?["retryAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)), "\(held.json)")
+                let resetAt = Timestamp(millisecondsSince1970: Int64(reset) * 1000)
+                #expect(abs((retryAt - resetAt).milliseconds) <= 1500, "retryAt \(retryAt), reset \(resetAt)")
+                #expect(server.requests(to: "/second").isEmpty, "no request while the count is used up")
+                try await hammock.next("second", timeout: .seconds(10)) { $0.content == ["n": 2] }
+                let started = server.requests(to: "/first").map(\.receivedAt)
+                try #require(started.count >= 1)
+                let second = try #require(server.requests(to: "/second").first?.receivedAt)
+                #expect(second - started[0] >= .milliseconds(1500), "/second was asked \(second - started[0]) after the count was used up")
+                if started.count > 1 {
+                    #expect(started[1] - started[0] >= .milliseconds(1500), "/first again after \(started[1] - started[0])")
+                }
             }
         }
     }

@@ -12,11 +12,12 @@ public enum RESTPlugin {
     /// The plugin, its sources loading through `client` (a test's own, to run the plugin in its process),
     /// which it shuts down once every source has stopped.
     static func plugin(client: SharedHTTPClient) -> PluginDescription {
-        PluginDescription(
+        let limits = RateLimits()
+        return PluginDescription(
             kinds: kinds, version: version, templates: templates, optionsSchema: optionsSchema,
             onShutdown: { await client.shutdown() }
         ) { setup throws(OptionProblems) in
-            RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client, loop: client.loop())
+            RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client, limits: limits, loop: client.loop())
         }
     }
 

@@ -12,6 +12,8 @@ struct RESTSource: PluginSource {
     let id: String
     let options: RESTOptions
     let client: SharedHTTPClient
+    /// Every origin's rate limit, shared by the plugin's sources.
+    let limits: RateLimits
     /// The event loop this source's loads run on.
     let loop: LoadLoop
     var loadExecutor: (any TaskExecutor)? { loop.executor }
@@ -52,12 +54,12 @@ struct RESTSource: PluginSource {
     private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
         guard let pagination = options.paginate else {
             switch await fetch(options.url, etag: request.etag, lastModified: request.lastModified, deadline: deadline) {
-            case .notModified(let headers):
-                return PluginLoadResult.notModified.fresh(for: serverFreshness(headers))
+            case .notModified(let freshFor):
+                return PluginLoadResult.notModified.fresh(for: freshFor)
             case .failure(let error):
                 return .error(error)
             case .answer(let answer):
-                let fresh = serverFreshness(answer.headers)
+                let fresh = answer.freshFor
                 if options.method == "HEAD" { return PluginLoadResult.newData(answer.headContent).fresh(for: fresh) }
                 switch await parse(answer) {
                 case .success(let content):
@@ -104,8 +106,8 @@ struct RESTSource: PluginSource {
                 url, etag: isFirst ? request.etag : nil, lastModified: isFirst ? request.lastModified : nil, deadline: deadline)
             let answer: Answer
             switch outcome {
-            case .notModified(let headers):
-                if isFirst { return PluginLoadResult.notModified.fresh(for: serverFreshness(headers)) }
+            case .notModified(let freshFor):
+                if isFirst { return PluginLoadResult.notModified.fresh(for: freshFor) }
                 return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
             case .failure(var error):
                 if !isFirst { error.message = "page \(pageIndex): " + error.message }
@@ -185,6 +187,11 @@ struct RESTSource: PluginSource {
         var body: [UInt8]
         /// Where the answer came from, after redirects.
         var url: String
+        /// How long to wait before asking again, for the origin's rate limit to last until its reset.
+        var spread: Duration? = nil
+
+        /// How long the server, and its rate limit, say this answer stays fresh.
+        var freshFor: Duration? { [serverFreshness(headers), spread].compactMap { $0 }.max() }
 
         /// What a HEAD request yields: the status and the headers.
         var headContent: JSONValue {
@@ -205,8 +212,8 @@ struct RESTSource: PluginSource {
 
     enum Outcome {
         case answer(Answer)
-        /// A 304, with its headers (its `Cache-Control` says how long the kept content stays fresh).
-        case notModified(HTTPHeaders)
+        /// A 304: how long its headers (and the origin's rate limit) say the kept content stays fresh.
+        case notModified(freshFor: Duration?)
         case failure(SourceError)
     }
 
@@ -224,6 +231,8 @@ struct RESTSource: PluginSource {
             request.method = method
             request.headers = headers(for: url, bodyDropped: bodyDropped, etag: etag, lastModified: lastModified)
             if let body { request.body = .bytes(body) }
+            let requestOrigin = URL(string: url).map(origin(of:)) ?? url
+            if let held = limits.hold(requestOrigin, host: hostDescription(url), for: id) { return .failure(held) }
             let response: HTTPClientResponse
             do {
                 response = try await http.execute(request, deadline: nioDeadline(deadline))
@@ -231,6 +240,7 @@ struct RESTSource: PluginSource {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
             let status = response.status
+            let (spread, heldFor) = limits.record(RateLimitHeaders(response.headers), status: Int(status.code), origin: requestOrigin)
 
             if [301, 302, 303, 307, 308].contains(status.code), let location = response.headers.first(name: "location") {
                 guard options.followRedirects else {
@@ -261,12 +271,20 @@ struct RESTSource: PluginSource {
 
             if status.code == 304 {
                 await discardBody(response)
-                return .notModified(response.headers)
+                return .notModified(freshFor: [serverFreshness(response.headers), spread].compactMap { $0 }.max())
             }
 
             if status.code >= 400 {
                 let detailBytes = try? await readBody(response, limit: min(options.maxBytes, Self.errorBodyLimit), truncating: true)
-                return .failure(httpError(status: status, headers: response.headers, body: detailBytes ?? nil))
+                var error = httpError(status: status, headers: response.headers, body: detailBytes ?? nil)
+                if let heldFor {
+                    // The origin's count is used up: nothing is asked of it until the reset, and this says so.
+                    let exhausted = RateLimits.exhausted(hostDescription(url), for: heldFor)
+                    error.message += "; " + exhausted.message
+                    error.retryAfter = max(error.retryAfter ?? .zero, heldFor)
+                    error.transient = true
+                }
+                return .failure(error)
             }
 
             guard (200..<300).contains(status.code) else {
@@ -279,7 +297,7 @@ struct RESTSource: PluginSource {
                             message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
                             code: .tooLarge))
                 }
-                return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url))
+                return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url, spread: spread))
             } catch {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
