@@ -34,7 +34,7 @@ import Testing
         let limits = RateLimits()
         let start = ContinuousClock.now
         #expect(limits.hold("https://api:443", host: "api", for: "a", now: start) == nil)
-        let recorded = limits.record(RateLimitHeaders(remaining: 0, resetIn: .seconds(60)), status: 200, origin: "https://api:443", now: start)
+        let recorded = limits.record(RateLimitHeaders(remaining: 0, resetIn: .seconds(60)), origin: "https://api:443", now: start)
         #expect(recorded.heldFor == .seconds(60))
         let held = limits.hold("https://api:443", host: "api", for: "b", now: start + .seconds(1))
         #expect(held?.code == .rateLimited && held?.retryAfter == .seconds(59) && held?.transient == true)
@@ -44,19 +44,20 @@ import Testing
         #expect(limits.hold("https://api:443", host: "api", for: "a", now: start + .seconds(60)) == nil)
     }
 
-    @Test func aRefusalHoldsEvenWithoutARemainingCount() {
-        let limits = RateLimits()
-        let recorded = limits.record(RateLimitHeaders(remaining: nil, resetIn: .seconds(5)), status: 429, origin: "o", now: .now)
-        #expect(recorded.heldFor == .seconds(5))
-        // A 403 that is not about the count holds nothing.
-        #expect(RateLimits().record(RateLimitHeaders(remaining: 10, resetIn: .seconds(5)), status: 403, origin: "o").heldFor == nil)
+    /// A 429 that says nothing of the count (only `Retry-After`) holds its own source, not the origin: the
+    /// engine's retry of that source waits, and the origin's other sources go on.
+    @Test func onlyAUsedUpCountHoldsTheOrigin() {
+        #expect(RateLimits().record(RateLimitHeaders(remaining: nil, resetIn: .seconds(5)), origin: "o").heldFor == nil)
+        #expect(RateLimits().record(RateLimitHeaders(remaining: 10, resetIn: .seconds(5)), origin: "o").heldFor == nil)
+        #expect(RateLimits().record(RateLimitHeaders(remaining: 0, resetIn: nil), origin: "o").heldFor == nil)
+        #expect(RateLimits().record(RateLimitHeaders(remaining: 0, resetIn: .seconds(5)), origin: "o").heldFor == .seconds(5))
     }
 
     @Test func whatIsLeftIsSpreadOverTheTimeLeftBetweenTheOriginsSources() {
         let limits = RateLimits()
         for source in ["a", "b", "c"] { _ = limits.hold("o", host: "o", for: source) }
         // 3 sources, 30 requests left, 10 minutes: each asks at most every minute.
-        let spread = limits.record(RateLimitHeaders(remaining: 30, resetIn: .seconds(600)), status: 200, origin: "o").spread
+        let spread = limits.record(RateLimitHeaders(remaining: 30, resetIn: .seconds(600)), origin: "o").spread
         #expect(spread == .seconds(60))
     }
 }

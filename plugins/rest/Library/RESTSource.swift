@@ -240,7 +240,7 @@ struct RESTSource: PluginSource {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
             let status = response.status
-            let (spread, heldFor) = limits.record(RateLimitHeaders(response.headers), status: Int(status.code), origin: requestOrigin)
+            let (spread, heldFor) = limits.record(RateLimitHeaders(response.headers), origin: requestOrigin)
 
             if [301, 302, 303, 307, 308].contains(status.code), let location = response.headers.first(name: "location") {
                 guard options.followRedirects else {

@@ -77,14 +77,13 @@ final class RateLimits: Sendable {
 
     /// Takes in what an answer from `origin` said. Returns how long `source` should wait before asking again
     /// to spread what is left (nil: no need), and, for a refused request, the error's hold.
-    func record(
-        _ limits: RateLimitHeaders, status: Int, origin: String, now: ContinuousClock.Instant = .now
-    ) -> (spread: Duration?, heldFor: Duration?) {
+    func record(_ limits: RateLimitHeaders, origin: String, now: ContinuousClock.Instant = .now) -> (spread: Duration?, heldFor: Duration?) {
         origins.withLock { origins in
             var state = origins[origin, default: Origin()]
             defer { origins[origin] = state }
-            let refused = status == 429 || (status == 403 && limits.remaining == 0)
-            if let resetIn = limits.resetIn, limits.remaining == 0 || refused {
+            // Used up: no request left, and a time to wait for. (A 429 that says nothing of the count holds
+            // its own source alone, through its `Retry-After`.)
+            if limits.remaining == 0, let resetIn = limits.resetIn {
                 state.heldUntil = now + resetIn
                 return (resetIn, resetIn)
             }
