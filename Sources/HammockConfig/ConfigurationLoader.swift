@@ -371,7 +371,32 @@ struct ConfigurationReader {
             switch key {
             case .kind:
                 continue  // read first, by `readSource`: it decides who checks the other options
-            case .refresh: definition.refresh = duration(node, "refresh") ?? definition.refresh
+            case .refresh:
+                // A refresh here replaces an `at:` inherited from a base or `defaults:` (and `at` a refresh).
+                if let refresh = duration(node, "refresh") {
+                    definition.refresh = refresh
+                    definition.schedule = nil
+                }
+            case .at:
+                if pairs.value(CommonSourceKey.refresh.rawValue) != nil {
+                    problem(node.mark, "refresh and at are both here; a source polls every refresh or at the times of at, not both")
+                    continue
+                }
+                guard case .scalar(let scalar) = node.kind, let text = interpolated(scalar.text, at: node.mark) else {
+                    problem(node.mark, "at must be a schedule such as \"*/15 * * * *\" or @hourly, found \(node.kindName)")
+                    continue
+                }
+                do throws(ScheduleProblem) {
+                    let schedule = try Schedule(text)
+                    guard schedule.everMatches else {
+                        problem(node.mark, "at: \"\(text)\" never matches a day of the calendar (no such date); the source would never load")
+                        continue
+                    }
+                    definition.schedule = schedule
+                    definition.refresh = nil
+                } catch {
+                    problem(node.mark, "at: \(error.message)")
+                }
             case .expiration: definition.expiration = duration(node, "expiration") ?? definition.expiration
             case .timeout: definition.timeout = duration(node, "timeout") ?? definition.timeout
             case .retry: definition.retry = retryPolicy(node) ?? definition.retry

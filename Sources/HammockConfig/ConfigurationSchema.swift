@@ -101,6 +101,9 @@ public enum ConfigurationSchema {
             ]
         case .refresh:
             return duration("Load again every so often, such as 30s or 5m; never two loads of one source at once. Without it the source loads once, then on demand.")
+        case .at:
+            return JSONSchema.string(
+                "Load at these times instead of every refresh: cron's five fields (minute hour day-of-month month day-of-week, e.g. \"*/15 * * * *\", \"0 7 * * mon-fri\") or @yearly, @monthly, @weekly, @daily, @hourly, in the local time zone.")
         case .expiration:
             return duration("How long data counts as fresh for loadIfNeeded (default 30s).")
         case .timeout:
@@ -177,7 +180,7 @@ public enum ConfigurationSchema {
             "type": "object",
             "description": isBase
                 ? "A base: any keys of a source, taken by each source that names it with base:."
-                : "A source: its kind (or a base that has one), the common keys (refresh, expiration, retry, timeout, select, cache, keep, respect-server), and its kind's options.",
+                : "A source: its kind (or a base that has one), the common keys (refresh, at, expiration, retry, timeout, select, cache, keep, respect-server), and its kind's options.",
             "properties": .object(common),
             "allOf": .array(branches),
             "unevaluatedProperties": false,

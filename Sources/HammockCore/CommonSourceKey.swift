@@ -3,14 +3,14 @@
 /// One list for the configuration reader (which reads them, and lets `defaults:` set the inheritable
 /// ones) and for every kind's option checks (which must not call them unknown).
 public enum CommonSourceKey: String, CaseIterable, Sendable {
-    case kind, refresh, expiration, retry, timeout, select, cache, keep
+    case kind, refresh, at, expiration, retry, timeout, select, cache, keep
     case respectServer = "respect-server"
 
     /// Whether `defaults:` may set it for every source. A source's `kind` and `select` are its own.
     public var isInheritable: Bool {
         switch self {
         case .kind, .select: false
-        case .refresh, .expiration, .retry, .timeout, .cache, .keep, .respectServer: true
+        case .refresh, .at, .expiration, .retry, .timeout, .cache, .keep, .respectServer: true
         }
     }
 

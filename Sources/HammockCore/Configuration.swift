@@ -33,6 +33,8 @@ public struct SourceDefinition: Sendable, Equatable {
     /// Every key other than the common ones, as written (templates not yet filled in).
     public var options: JSONObject
     public var refresh: Duration?
+    /// `at:`: polled at the schedule's times, in local time, instead of every `refresh`.
+    public var schedule: Schedule?
     public var expiration: Duration
     public var retry: RetryPolicy
     public var timeout: Duration

@@ -82,7 +82,9 @@ extension EngineCore {
         guard unchanged, fresh, let updatedAt = source.updatedAt else { return load(id, now: now) }
         // The first poll or retry it would have had after now, had it been watched all along: the polls
         // missed while nobody watched are not made up for, the data being fresh.
-        var next = source.definition.refresh.map { Self.nextPoll(after: now.instant, from: updatedAt, every: $0) }
+        var next =
+            source.definition.refresh.map { Self.nextPoll(after: now.instant, from: updatedAt, every: $0) }
+            ?? scheduledInstant(of: source.definition, now: now)
         if let error = source.state.latestError, source.definition.retry.retries(error) {
             // Fresh in error means its age is within the retry delay: the retry is still ahead.
             next = updatedAt + source.retryDelay

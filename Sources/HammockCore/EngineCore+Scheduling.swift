@@ -141,6 +141,14 @@ extension EngineCore {
         where sources[id].definition.refresh != nil && !sources[id].phase.isLoading && isWatched(id) {
             load(id, now: now)
         }
+        // A schedule is in wall-clock time: its next time is found again from the wall clock as it is now.
+        for id in sourceIDs
+        where sources[id].definition.schedule != nil && !sources[id].phase.isLoading && isWatched(id)
+            && sources[id].state.latestError == nil
+        {
+            sources[id].nextAttemptAt = scheduledInstant(of: sources[id].definition, now: now)
+            if let next = sources[id].nextAttemptAt { deadlines.insert(Deadline(at: next, source: id)) }
+        }
         emitChangedViews()
         return takeActions()
     }
@@ -302,7 +310,7 @@ extension EngineCore {
         guard case .continuous = mode, !sources[id].phase.isLoading else { return }
         let source = sources[id]
         let definition = source.definition
-        var next = definition.refresh.map { Self.pollInstant(after: now.instant, every: $0) }
+        var next = definition.refresh.map { Self.pollInstant(after: now.instant, every: $0) } ?? scheduledInstant(of: definition, now: now)
         if let error = source.state.latestError {
             let delay = definition.retry.delay(
                 afterFailures: source.state.failures, retryAfter: error.retryAfter,
@@ -320,6 +328,14 @@ extension EngineCore {
         }
         sources[id].nextAttemptAt = next
         if let next { deadlines.insert(Deadline(at: next, source: id)) }
+    }
+
+    /// The next time `definition`'s `at:` schedule matches after `now`, on the monotonic clock; nil without a
+    /// schedule (or one that no longer matches). A step of the wall clock is seen by the runtime, which calls
+    /// `clockJumped`, which schedules again.
+    func scheduledInstant(of definition: SourceDefinition, now: EngineTime) -> MonotonicInstant? {
+        guard let schedule = definition.schedule, let wall = schedule.next(after: now.wall, in: calendar) else { return nil }
+        return now.instant + (wall - now.wall)
     }
 
     /// When a source polled `every` so often, whose last load ended at `end`, polls next: `end + every`,

@@ -64,6 +64,8 @@ public struct EngineCore: Sendable {
 
     public internal(set) var configuration: Configuration
     public let mode: Mode
+    /// The local time `at:` schedules are read in (the system's zone in hammock; a test's own).
+    let calendar: any LocalCalendar
     /// How long past a source's `timeout` the engine waits for its loader before failing the load itself.
     public var loadTimeoutGrace: Duration = .seconds(2)
     /// How long a load may wait in its loader's queue (`loadQueued`) before its work starts, on top of its
@@ -107,8 +109,9 @@ public struct EngineCore: Sendable {
     /// - Parameter demand: who watches which sources; only watched sources load (`demandChanged` moves it).
     public init(
         configuration: Configuration, mode: Mode = .continuous, seed: UInt64 = 0x5EED,
-        templateRules: [Kind: TemplateRules] = [:], demand: Demand = .everything
+        templateRules: [Kind: TemplateRules] = [:], demand: Demand = .everything, calendar: any LocalCalendar = UTCCalendar()
     ) {
+        self.calendar = calendar
         self.templateRules = templateRules
         self.demand = demand
         self.configuration = configuration

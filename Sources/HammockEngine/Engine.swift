@@ -645,7 +645,8 @@ extension Engine {
             journal = options.numbersEvents ? EventJournal(startedAt: engine.environment.now().wall) : nil
             let mode: EngineCore.Mode = options.once ? .once(deadline: options.onceDeadline) : .continuous
             core = EngineCore(
-                configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max), demand: fanout.demand)
+                configuration: loaded.configuration, mode: mode, seed: UInt64.random(in: 0...UInt64.max), demand: fanout.demand,
+                calendar: engine.environment.calendar)
             loaders = engine.loaders
             reloads = ReloadStateMachine(current: loaded, running: loaders.mapValues(\.origin))
             configurationWatch = options.watchConfiguration ? ConfigurationWatch(inbox: engine.inbox, logger: logger) : nil

@@ -29,6 +29,8 @@ struct EngineEnvironment: Sendable {
     var makeClickCommands: @Sendable (Logger, StandardError) -> any ClickCommandRunner
     /// The last sweep for orphans, once every plugin is down (`OrphanReaper.sweep`).
     var sweepOrphans: @Sendable () -> Void
+    /// The local time `at:` schedules are read in.
+    var calendar: any LocalCalendar = UTCCalendar()
 
     /// hammock's own: the machine's clocks, `source` on disk, plugins built in or found by `PluginResolver`.
     static func system(source: ConfigurationSource) -> EngineEnvironment {
@@ -39,7 +41,8 @@ struct EngineEnvironment: Sendable {
             plugins: .system,
             cacheEnvironment: ProcessInfo.processInfo.environment,
             makeClickCommands: { ClickCommands(logger: $0, standardError: $1) },
-            sweepOrphans: { OrphanReaper.sweep() })
+            sweepOrphans: { OrphanReaper.sweep() },
+            calendar: SystemCalendar())
     }
 }
 
