@@ -6,29 +6,20 @@ import Testing
 /// refused where they are written.
 @Suite("at: schedules, end to end", .timeLimit(.minutes(2)))
 struct ScheduleEndToEndTests {
-    /// Once hammock runs, its wall clock is stepped to 10 s before a minute's end (libfaketime, as `TrustTests`
+    /// Once hammock runs, its wall clock is stepped to 10 s before a minute's end (libfaketime, `SteppedWallClock`
     /// does), so the test does not wait up to a minute, however long start-up took: the engine sees the step
     /// (more than its 5 s threshold), finds the schedule's next time from the new wall clock, and loads at
     /// the whole minute. Broken on purpose (no rescheduling on a jump), the load came a minute late.
     @Test("a source at \"* * * * *\" loads at the next whole minute of the wall clock, also after the clock was stepped")
     func loadsAtTheMinute() async throws {
-        try #require(
-            FileManager.default.fileExists(atPath: TrustTests.libfaketime),
-            "libfaketime is missing: apt-get install faketime (.ci/run installs it)")
         let directory = try HammockProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let offset = directory + "/faketime"
-        try Data("+0\n".utf8).write(to: URL(fileURLWithPath: offset))
+        let clock = try SteppedWallClock(in: directory)
         let config = """
             sources:
               minutely: { kind: shell, command: [date, "+%S"], at: "* * * * *" }
             """
-        let environment = [
-            "LD_PRELOAD": TrustTests.libfaketime, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1",
-            "DONT_FAKE_MONOTONIC": "1",
-        ]
-        let launcher = ["/bin/sh", "-c", #"exec "$@""#, "sh"]
-        try await HammockProcess.withRunning(config: config, environment: environment, launcher: launcher) { hammock in
+        try await HammockProcess.withRunning(config: config, environment: clock.environment, launcher: clock.launcher) { hammock in
             _ = try await hammock.next("minutely") { $0.event == "newData" }
             // A step of 8 to 59 s (more than the engine's 5 s threshold, and never a whole minute, so that a load
             // at the old schedule's minute cannot pass for one at the new) that leaves the wall clock at second
@@ -42,7 +33,7 @@ struct ScheduleEndToEndTests {
             }
             let step = [45, 30].map { ($0 - second + 60) % 60 }.first { (8...59).contains($0) } ?? 30
             let before = hammock.lineCount
-            try Data("+\(step)s\n".utf8).write(to: URL(fileURLWithPath: offset))
+            try clock.set("+\(step)s")
             // The next load is in the first seconds of a minute by the stepped wall clock (the command prints its
             // second), not at the minute the old wall clock would have reached.
             try await hammock.waitUntil("a load after the step", timeout: .seconds(45)) { lines in

@@ -7,38 +7,24 @@ import Testing
 /// without quoting a secret, cache files only their owner can read.
 @Suite("Trust")
 struct TrustTests {
-    static let libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
     @Test("Stepping the wall clock back an hour does not stop polling, and the jump refreshes at once")
     func wallClockStepBack() async throws {
-        try #require(
-            FileManager.default.fileExists(atPath: Self.libfaketime),
-            "libfaketime is missing: apt-get install faketime (.ci/run installs it)")
         let directory = try HammockProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let offset = directory + "/faketime"
-        try Data("+0\n".utf8).write(to: URL(fileURLWithPath: offset))
+        let clock = try SteppedWallClock(in: directory)
         let config = """
             sources:
               tick: { kind: shell, command: [date, "+%s"], refresh: 1s }
               hourly: { kind: shell, command: [date, "+%s"], refresh: 1h }
             """
-        let environment = [
-            "LD_PRELOAD": Self.libfaketime, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1",
-            "DONT_FAKE_MONOTONIC": "1",
-        ]
-        // libfaketime's first preloaded process sets FAKETIME_SHARED with setenv, which moves `environ`, and
-        // Swift's runtime, which finds argv next to it, then sees no arguments: start hammock from a preloaded
-        // shell, so that it inherits the variable instead of setting it.
-        let launcher = ["/bin/sh", "-c", #"exec "$@""#, "sh"]
-        try await HammockProcess.withRunning(config: config, environment: environment, launcher: launcher) { hammock in
+        try await HammockProcess.withRunning(config: config, environment: clock.environment, launcher: clock.launcher) { hammock in
             try await hammock.waitUntil("both sources loaded") { lines in
                 ["tick", "hourly"].allSatisfy { id in lines.contains { $0.id == id && $0.event == "newData" } }
             }
             let before = hammock.lineCount
             let last = try #require(hammock.lines.last { $0.id == "tick" && $0.event == "newData" })
             let stampBefore = try #require(last[pointer: "/state/timestamp"]?.stringValue)
-            try Data("-1h\n".utf8).write(to: URL(fileURLWithPath: offset))
+            try clock.set("-1h")
             func ticks(_ lines: [HammockLine]) -> [HammockLine] {
                 lines[before...].filter { $0.id == "tick" && $0.event == "newData" }
             }
