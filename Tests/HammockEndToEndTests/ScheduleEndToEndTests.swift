@@ -6,8 +6,8 @@ import Testing
 /// refused where they are written.
 @Suite("at: schedules, end to end", .timeLimit(.minutes(2)))
 struct ScheduleEndToEndTests {
-    /// Once hammock runs, its wall clock is stepped to 10 s before a minute's end (libfaketime, `SteppedWallClock`
-    /// does), so the test does not wait up to a minute, however long start-up took: the engine sees the step
+    /// Once hammock runs, its wall clock is stepped to 15 or 30 s before a minute's end (libfaketime, through
+    /// `SteppedWallClock`), so the test does not wait up to a minute, however long start-up took: the engine sees the step
     /// (more than its 5 s threshold), finds the schedule's next time from the new wall clock, and loads at
     /// the whole minute. Broken on purpose (no rescheduling on a jump), the load came a minute late.
     @Test("a source at \"* * * * *\" loads at the next whole minute of the wall clock, also after the clock was stepped")
