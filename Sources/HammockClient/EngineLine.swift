@@ -144,7 +144,8 @@ extension LoadError {
             message: error["message"]?.stringValue ?? "",
             httpStatus: error["httpStatus"]?.numberValue?.intValue,
             exitStatus: error["exitStatus"]?.numberValue?.intValue,
-            code: error["code"]?.stringValue)
+            code: error["code"]?.stringValue,
+            retryAt: error["retryAt"]?.stringValue.flatMap(parseTimestamp))
     }
 
     /// The code of the error a source or view shows once a configuration reload removed it.

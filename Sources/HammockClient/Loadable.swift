@@ -11,12 +11,16 @@ public struct LoadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The engine's machine-readable cause (`timeout`, `fileMissing`, …), or `decodingFailed` for content
     /// of the wrong shape.
     public var code: String?
+    /// When the failing side said it may be asked again (a `Retry-After`, a rate limit's reset): the engine
+    /// retries no sooner (`retryAt` on the wire).
+    public var retryAt: Date?
 
-    public init(message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: String? = nil) {
+    public init(message: String, httpStatus: Int? = nil, exitStatus: Int? = nil, code: String? = nil, retryAt: Date? = nil) {
         self.message = message
         self.httpStatus = httpStatus
         self.exitStatus = exitStatus
         self.code = code
+        self.retryAt = retryAt
     }
 
     public var description: String { message }

@@ -44,6 +44,11 @@ def test_lines_build_the_latest_states() -> None:
     model.apply({"type": "view", "seq": 3, "id": "v", "status": "error", "content": None, "latestError": error,
                  "errors": {"a": error}, "canTryAgain": True})
     assert model.states.view("v").errors == {"a": LoadError("down", http_status=503)}
+    # A rate limit's reset, for a program: `retryAt`.
+    held = {"message": "used up", "code": "rateLimited", "retryAt": "2026-11-22T11:00:00.000Z"}
+    model.apply({"type": "view", "seq": 3, "id": "v", "status": "error", "content": None, "latestError": held,
+                 "errors": {"a": held}, "canTryAgain": True})
+    assert model.states.view("v").latest_error.retry_at == datetime(2026, 11, 22, 11, 0, tzinfo=timezone.utc)
     assert before.views["v"] == ViewState(id="v")  # an older States is never changed
 
     assert model.apply({"type": "removed", "seq": 4, "id": "b", "what": "source"}).update == Removed("b", "source", 4)

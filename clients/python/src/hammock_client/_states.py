@@ -17,6 +17,9 @@ class LoadError:
     http_status: Optional[int] = None
     exit_status: Optional[int] = None
     code: Optional[str] = None
+    #: When the failing side said it may be asked again (a `Retry-After`, a rate limit's reset): hammock
+    #: retries no sooner (`retryAt` on the wire).
+    retry_at: Optional[datetime] = None
 
     @classmethod
     def from_json(cls, value: Any) -> Optional["LoadError"]:
@@ -27,6 +30,7 @@ class LoadError:
             http_status=_int_or_none(value.get("httpStatus")),
             exit_status=_int_or_none(value.get("exitStatus")),
             code=value.get("code") if isinstance(value.get("code"), str) else None,
+            retry_at=parse_timestamp(value.get("retryAt")),
         )
 
 
