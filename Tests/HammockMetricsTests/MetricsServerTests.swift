@@ -34,3 +34,16 @@ struct MetricsServerTests {
         #expect(!String(decoding: buffer, as: UTF8.self).contains(#"a\"b"#))
     }
 }
+
+/// The numbers docs/http.md quotes for `--http`'s server; `HTTPTests` and clients/python/tests/test_http.py
+/// hold what they do.
+@Suite("HTTP door's bounds")
+struct HTTPDoorBoundsTests {
+    @Test("a stalled stream is closed after 30 s, a heartbeat every 15 s, a body of at most 1 MiB and 4 KiB, 32 connections unless told")
+    func documentedBounds() {
+        #expect(HTTPServer.defaultStallTimeout == .seconds(30))
+        #expect(HTTPServer.defaultHeartbeat == .seconds(15))
+        #expect(HTTPServer.maximumBodyBytes == (1 << 20) + 4096)
+        #expect(HTTPServer.maximumConnections == 32)
+    }
+}
