@@ -115,13 +115,13 @@ struct GuardTests {
 
         let swept = try await ProcessTable.eventually(within: .seconds(6), every: .milliseconds(10)) { !ProcessTable.isAlive(orphan) }
         let sinceLaunch = ContinuousClock.now - guardProcess.launchedAt
-        let sinceSeen = ContinuousClock.now - seen
-        print("guard sweep: the orphan ended \(sinceLaunch) after the guard's launch, \(sinceSeen) after it was seen")
+        print("guard sweep: the orphan ended \(sinceLaunch) after the guard's launch, \(ContinuousClock.now - seen) after it was seen")
         #expect(swept, "the orphan still runs 6 s after it was seen")
-        // The first sweep comes 2 s after the guard's start (which follows the launch): not at once, and not
-        // much later. The margin above 2 s is for a loaded machine.
+        // The first sweep comes 2 s after the guard's start (which follows the launch): not at once. That it
+        // comes at all is `swept`, within its 6 s; how soon after is not measured here: on a loaded machine the
+        // test's own polls run seconds late (a CI run measured 8.8 s after the orphan was seen, the sweep itself
+        // on time), and timing checks stay out of the suite.
         #expect(sinceLaunch >= .milliseconds(1900), "swept before the first 2 s had passed: \(sinceLaunch)")
-        #expect(sinceSeen < .milliseconds(3500), "swept \(sinceSeen) after the orphan was seen")
         #expect(guardProcess.isRunning, "the guard and its plugin run on")
         let plugins = ProcessTable.descendants(of: guardProcess.pid).filter { ProcessTable.isAlive($0) }
         #expect(plugins.map(\.command) == ["sleep"], "only the plugin is left below the guard: \(plugins)")

@@ -286,10 +286,11 @@ struct RESTTests {
             try await HammockProcess.withRunning(config: config) { hammock in
                 try await hammock.nextAnswer("cached")
                 try await Task.sleep(for: .milliseconds(4500))
+                // The gaps between requests, not their count: on a loaded machine the sleep above may last far
+                // longer than 4.5 s (a CI run: 9 requests, every one 2 s after the one before).
                 for path in ["/cached", "/polled"] {
                     let times = server.requests(to: path).map(\.receivedAt)
                     try #require(times.count >= 2, "\(path): \(times.count) requests in 4.5 s")
-                    #expect(times.count <= 3, "\(path): \(times.count) requests in 4.5 s, where the server asked for one every 2 s")
                     for (earlier, later) in zip(times, times.dropFirst()) {
                         #expect(later - earlier >= .milliseconds(1900), "\(path): a request \(later - earlier) after the one before")
                     }
