@@ -184,7 +184,7 @@ let package = Package(
         .target(
             name: "HammockHTTP",
             dependencies: [
-                "HammockCore",
+                "HammockCore", "HammockJSON",
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
                 .product(name: "NIOPosix", package: "swift-nio", condition: engine),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),

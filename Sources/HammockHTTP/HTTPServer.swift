@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HammockCore
+import HammockJSON
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -543,11 +544,11 @@ extension HTTPServer.Policy {
         if requiresLoopbackHost {
             let host = request.headers.first(name: "Host") ?? ""
             guard HTTPAddress.isLoopback(host: Self.hostName(host)) else {
-                return .json(403, #"{"error":"Host \#(JSONText.quoted(host)) is not this machine's loopback; hammock answers 127.0.0.1, ::1 and localhost (a page whose name was made to resolve here is refused)"}"#)
+                return .json(403, #"{"error":"Host \#(JSONValue.string(host).jsonString) is not this machine's loopback; hammock answers 127.0.0.1, ::1 and localhost (a page whose name was made to resolve here is refused)"}"#)
             }
         }
         if let origin = request.headers.first(name: "Origin"), !allows(origin), !isSameOrigin(origin, request) {
-            return .json(403, #"{"error":"origin \#(JSONText.quoted(origin)) may not call hammock; allow it with --http-cors"}"#)
+            return .json(403, #"{"error":"origin \#(JSONValue.string(origin).jsonString) may not call hammock; allow it with --http-cors"}"#)
         }
         if let token {
             let given = request.headers.first(name: "Authorization").map { Array($0.utf8) } ?? []
@@ -614,23 +615,5 @@ extension HTTPServer.Policy {
             difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
         }
         return difference == 0
-    }
-}
-
-/// A string as a JSON string literal, for an error's text.
-enum JSONText {
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -45,10 +45,7 @@ let longestRetryAfter = 86_400
 /// `longestRetryAfter` seconds either way.
 func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
     let text = value.trimmingCharacters(in: .whitespaces)
-    if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
-        // Digits past Int's range still mean "a long time", not "no advice".
-        return .seconds(min(Int(text) ?? Int.max, longestRetryAfter))
-    }
+    if let seconds = wholeNumber(text) { return .seconds(min(seconds, longestRetryAfter)) }
     guard let date = parseHTTPDate(text) else { return nil }
     let interval = date.timeIntervalSince(now)
     guard interval.isFinite else { return nil }
@@ -156,11 +153,22 @@ func serverFreshness(_ headers: [(name: String, value: String)], now: Date = Dat
     return .seconds(min(longest, longestRetryAfter))
 }
 
-/// A header's number of seconds: digits only (no sign, no fraction), saturating at a day; nil otherwise.
+/// A header's number of seconds, at most a day; nil when it is not a whole number.
 private func seconds(_ text: String) -> Int? {
+    wholeNumber(text).map { min($0, longestRetryAfter) }
+}
+
+/// A header's whole number: digits only (no sign, no fraction), around blanks; digits past `Int`'s range
+/// are `Int.max` (a very long time is still advice). Nil otherwise.
+func wholeNumber(_ text: String) -> Int? {
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
-    return min(Int(trimmed) ?? Int.max, longestRetryAfter)
+    return Int(trimmed) ?? Int.max
+}
+
+/// How long an answer stays fresh: the longest of what its headers say and what its origin's rate limit asks.
+func freshness(_ headers: HTTPHeaders, spread: Duration?) -> Duration? {
+    [serverFreshness(headers), spread].compactMap { $0 }.max()
 }
 
 /// The same, from the response's headers.

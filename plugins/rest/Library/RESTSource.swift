@@ -191,7 +191,7 @@ struct RESTSource: PluginSource {
         var spread: Duration? = nil
 
         /// How long the server, and its rate limit, say this answer stays fresh.
-        var freshFor: Duration? { [serverFreshness(headers), spread].compactMap { $0 }.max() }
+        var freshFor: Duration? { freshness(headers, spread: spread) }
 
         /// What a HEAD request yields: the status and the headers.
         var headContent: JSONValue {
@@ -271,7 +271,7 @@ struct RESTSource: PluginSource {
 
             if status.code == 304 {
                 await discardBody(response)
-                return .notModified(freshFor: [serverFreshness(response.headers), spread].compactMap { $0 }.max())
+                return .notModified(freshFor: freshness(response.headers, spread: spread))
             }
 
             if status.code >= 400 {

@@ -28,12 +28,7 @@ struct RateLimitHeaders: Equatable {
         func value(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name }?.value.trimmingCharacters(in: .whitespaces)
         }
-        func count(_ text: String?) -> Int? {
-            guard let text, !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-                return nil
-            }
-            return Int(text) ?? Int.max
-        }
+        func count(_ text: String?) -> Int? { text.flatMap(wholeNumber) }
         remaining = count(value("x-ratelimit-remaining")) ?? count(value("ratelimit-remaining"))
         var resets: [Duration] = []
         for name in ["x-ratelimit-reset", "ratelimit-reset"] {
