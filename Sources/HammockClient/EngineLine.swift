@@ -75,11 +75,13 @@ struct SourceLine: Sendable, Equatable {
     var failures: Int
     /// The line's `event` and `origin`.
     var latestEvent: LoadableEvent?
+    var meta: SourceMeta?
 
     init(
         content: JSONValue?, latestError: LoadError?, isLoading: Bool, timestamp: Date?, failures: Int,
-        latestEvent: LoadableEvent? = nil
+        latestEvent: LoadableEvent? = nil, meta: SourceMeta? = nil
     ) {
+        self.meta = meta
         self.content = content
         self.latestError = latestError
         self.isLoading = isLoading
@@ -95,6 +97,7 @@ struct SourceLine: Sendable, Equatable {
         isLoading = state["isLoading"]?.boolValue ?? false
         timestamp = state["timestamp"]?.stringValue.flatMap(parseTimestamp)
         failures = state["failures"]?.numberValue?.intValue ?? 0
+        meta = state["meta"]?.objectValue.map(SourceMeta.init)
     }
 
     /// What a source's feed shows once a reload removed it: nothing, and why.

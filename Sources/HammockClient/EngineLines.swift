@@ -222,7 +222,7 @@ struct TypedSourceFeed<Content: Decodable & Sendable>: SourceFeed {
         output.send(
             LoadableState(
                 content: content, latestError: latestError, isLoading: line.isLoading, timestamp: line.timestamp,
-                failures: line.failures, latestEvent: line.latestEvent))
+                failures: line.failures, latestEvent: line.latestEvent, meta: line.meta))
     }
 
     func finish(throwing error: (any Error)?) {

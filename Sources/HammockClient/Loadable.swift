@@ -88,11 +88,15 @@ public struct LoadableState<Content: Sendable>: Sendable {
     /// What produced this state, for a hammock source (its line's `event` and `origin`); `nil` before its
     /// first event, and for views, groups and the app's own sequences, which have no events.
     public var latestEvent: LoadableEvent?
+    /// What the loader said of the answer besides the content, for a hammock source whose kind says
+    /// something (an HTTP status and headers, a command's exit status); `nil` otherwise.
+    public var meta: SourceMeta?
 
     public init(
         content: Content? = nil, latestError: LoadError? = nil, isLoading: Bool = false, timestamp: Date? = nil,
-        failures: Int = 0, latestEvent: LoadableEvent? = nil
+        failures: Int = 0, latestEvent: LoadableEvent? = nil, meta: SourceMeta? = nil
     ) {
+        self.meta = meta
         self.content = content
         self.latestError = latestError
         self.isLoading = isLoading

@@ -35,27 +35,24 @@ extension EngineCore {
         }
         let source = sources[id]
         // The server's word on how long its answer stays fresh: a floor under the next poll.
-        var outcome = outcome
-        var serverFreshFor: Duration?
-        if case .fresh(let answer, let duration) = outcome {
-            outcome = answer
-            serverFreshFor = duration
-        }
+        let serverFreshFor = outcome.freshFor
+        let meta = outcome.meta
+        let outcome = outcome.answer
         switch outcome {
         case .newData, .notModified:
             sources[id].serverFreshUntil =
                 serverFreshFor.flatMap { source.definition.respectsServer ? now.instant + min(max($0, .zero), RetryPolicy.longestServerFloor) : nil }
-        case .error, .cancelled, .fresh:
+        case .error, .cancelled, .fresh, .described:
             break
         }
         switch outcome {
-        case .fresh:
+        case .fresh, .described:
             break  // unwrapped above: a plugin's answer is advised once
         case .newData(let raw, let etag, let lastModified):
             sources[id].etag = etag
             sources[id].lastModified = lastModified
             switch select(raw, for: source.definition) {
-            case .success(let content): apply(.newData(content, origin: .load), to: id, now: now)
+            case .success(let content): apply(.newData(content, origin: .load), to: id, now: now, meta: meta)
             case .failure(let error): apply(.error(error), to: id, now: now)
             }
         case .notModified where source.state.content == nil:
@@ -65,7 +62,7 @@ extension EngineCore {
                     code: .notModifiedWithoutContent)),
                 to: id, now: now)
         case .notModified:
-            apply(.notModified, to: id, now: now)
+            apply(.notModified, to: id, now: now, meta: meta)
         case .error(let error):
             apply(.error(error), to: id, now: now)
         case .cancelled:
@@ -106,11 +103,11 @@ extension EngineCore {
     }
 
     /// New content the loader noticed by itself: a watched file changed, a streaming command printed a line.
-    public mutating func pushed(source id: SourceID, content raw: JSONValue, now: EngineTime) -> [EngineAction] {
+    public mutating func pushed(source id: SourceID, content raw: JSONValue, meta: JSONObject? = nil, now: EngineTime) -> [EngineAction] {
         guard let source = sources[ifKnown: id] else { return [] }
         switch select(raw, for: source.definition) {
         case .success(let content):
-            apply(.newData(content, origin: .push), to: id, now: now)
+            apply(.newData(content, origin: .push), to: id, now: now, meta: meta)
             // The push cured the error: the retry it scheduled is no longer wanted, only the usual poll.
             if source.state.latestError != nil && !sources[id].phase.isLoading { scheduleNextAttempt(id, now: now) }
         case .failure(let error):

@@ -44,6 +44,35 @@ public indirect enum LoadOutcome: Sendable, Equatable {
     /// `answer` (new data, or not modified), which the server said stays fresh for `duration` (the plugin's
     /// `fresh` message): the source polls no sooner (`SourceDefinition.respectsServer`).
     case fresh(LoadOutcome, for: Duration)
+    /// `answer` (new data, or not modified), with what the loader said of it besides the content (the
+    /// plugin's `meta` message): it becomes the state's `meta`.
+    case described(LoadOutcome, meta: JSONObject)
+
+    /// The answer itself, without the advice wrapped around it.
+    public var answer: LoadOutcome {
+        switch self {
+        case .fresh(let answer, _), .described(let answer, _): answer.answer
+        case .newData, .notModified, .error, .cancelled: self
+        }
+    }
+
+    /// How long the server said the answer stays fresh, if it did.
+    public var freshFor: Duration? {
+        switch self {
+        case .fresh(_, let duration): duration
+        case .described(let answer, _): answer.freshFor
+        case .newData, .notModified, .error, .cancelled: nil
+        }
+    }
+
+    /// What the loader said of the answer, if anything.
+    public var meta: JSONObject? {
+        switch self {
+        case .described(_, let meta): meta
+        case .fresh(let answer, _): answer.meta
+        case .newData, .notModified, .error, .cancelled: nil
+        }
+    }
 }
 
 /// The engine's brain, with no I/O: sources, their freshness and timers, dependencies, views, and what
@@ -190,7 +219,7 @@ public struct EngineCore: Sendable {
 
     // MARK: - State changes
 
-    mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime) {
+    mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime, meta: JSONObject? = nil) {
         var event = event
         // A failure whose side said when to ask again tells the consumer when that is.
         if case .error(var error) = event, error.retryAt == nil, let delay = error.retryAfter {
@@ -198,7 +227,7 @@ public struct EngineCore: Sendable {
             event = .error(error)
         }
         let contentBefore = sources[id].state.content
-        sources[id].apply(event, at: now.wall)
+        sources[id].apply(event, at: now.wall, meta: meta)
         switch event {
         case .newData(_, .wipe): sources[id].updatedAt = nil
         case .newData, .notModified, .error: sources[id].updatedAt = now.instant

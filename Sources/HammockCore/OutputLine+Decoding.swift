@@ -71,7 +71,8 @@ extension SourceState {
             latestError: state["latestError"].flatMap(SourceError.init(json:)),
             isLoading: state["isLoading"]?.boolValue ?? false,
             timestamp: state["timestamp"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
-            failures: state["failures"]?.numberValue?.intValue ?? 0)
+            failures: state["failures"]?.numberValue?.intValue ?? 0,
+            meta: state["meta"]?.objectValue)
     }
 }
 

@@ -197,6 +197,12 @@ private struct LineWriter {
         raw(state.isLoading ? "true" : "false")
         raw(",\"timestamp\":")
         if let timestamp = state.timestamp { writeJSONString(timestamp.rfc3339, into: &out) } else { raw("null") }
-        raw(",\"failures\":\(state.failures)}")
+        raw(",\"failures\":\(state.failures)")
+        // Only when the loader said something: every other source's line stays as it was.
+        if let meta = state.meta {
+            raw(",\"meta\":")
+            value(.object(meta))
+        }
+        raw("}")
     }
 }

@@ -18,23 +18,43 @@ public struct SourceState: Sendable, Hashable {
     public var timestamp: Timestamp?
     /// Consecutive failed loads.
     public var failures: Int
+    /// What the answer that brought `content` said of it besides the content (Siesta's `Entity` headers):
+    /// for a rest source its HTTP status, ETag, Content-Type, final URL; for a command its exit status and
+    /// duration; for a file its size and modification time. Each kind says what it puts here. `nil` when
+    /// the loader said nothing, and for content that did not come from a loader (cache, override, wipe).
+    public var meta: JSONObject?
 
     public init(
         content: JSONValue? = nil, latestError: SourceError? = nil, isLoading: Bool = false,
-        timestamp: Timestamp? = nil, failures: Int = 0
+        timestamp: Timestamp? = nil, failures: Int = 0, meta: JSONObject? = nil
     ) {
         self.content = content
         self.latestError = latestError
         self.isLoading = isLoading
         self.timestamp = timestamp
         self.failures = failures
+        self.meta = meta
     }
 
     /// Applies Siesta's event table.
     ///
     /// - Parameter otherLoadsInFlight: whether another load of the same source is still running once this
     ///   event's own load is accounted for; a finished load only clears `isLoading` when it was the last.
-    public mutating func apply(_ event: SourceEvent, at now: Timestamp, otherLoadsInFlight: Bool) {
+    /// - Parameter meta: what the loader said of its answer. New data from a loader replaces `meta` with it
+    ///   (nil when the loader said nothing: the old words described the old content); a not-modified answer
+    ///   updates the members it names and keeps the rest (a 304 says nothing of the pages, say); an error
+    ///   keeps `meta`, as it keeps the content; content set by the consumer or the cache has none.
+    public mutating func apply(_ event: SourceEvent, at now: Timestamp, otherLoadsInFlight: Bool, meta: JSONObject? = nil) {
+        switch event {
+        case .newData(_, origin: .load), .newData(_, origin: .push):
+            self.meta = meta
+        case .newData:
+            self.meta = nil
+        case .notModified:
+            if let meta { self.meta = (self.meta ?? [:]).merging(meta) { _, new in new } }
+        case .requested, .requestCancelled, .error:
+            break
+        }
         switch event {
         case .requested:
             isLoading = true

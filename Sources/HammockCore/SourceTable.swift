@@ -99,8 +99,8 @@ struct SourceRuntime: Sendable {
 
     /// Moves the visible state by Siesta's event table. The core moves `phase` first, so the event sees
     /// whether a load is still in flight.
-    mutating func apply(_ event: SourceEvent, at now: Timestamp) {
-        visible.apply(event, at: now, otherLoadsInFlight: phase.isLoading)
+    mutating func apply(_ event: SourceEvent, at now: Timestamp, meta: JSONObject? = nil) {
+        visible.apply(event, at: now, otherLoadsInFlight: phase.isLoading, meta: meta)
     }
 
     /// A source reloaded with a new definition keeps what the consumer saw (not its loads: those are

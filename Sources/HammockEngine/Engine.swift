@@ -968,7 +968,7 @@ extension Engine {
                 case .loadStarted(let source, let loadID):
                     return core.loadStarted(source: source, loadID: LoadID(loadID), now: now)
                 case .pushed(let source, let mailbox):
-                    return mailbox.take().map { core.pushed(source: source, content: $0, now: now) } ?? []
+                    return mailbox.take().map { core.pushed(source: source, content: $0.content, meta: $0.meta, now: now) } ?? []
                 case .pushedError(let source, let error):
                     return core.pushedError(source: source, error: error, now: now)
                 case .templateRulesLearned(let kind):

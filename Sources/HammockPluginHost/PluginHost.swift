@@ -307,10 +307,11 @@ package actor PluginHost {
         case .loadStarted(let source, let loadID): event = .loadStarted(source: source, loadID: loadID)
         case .pushedError(let source, let error): event = .pushedError(source: source, error: error)
         case .templateRulesLearned(let kind): event = .templateRulesLearned(kind: kind)
-        case .pushed(let source, let content):
+        case .pushed(let source, let content, let meta):
             // While its last push still waits for the engine, a newer one takes its place.
-            if let waiting = pushMailboxes[source], waiting.replace(with: content) { return }
-            let mailbox = PushMailbox(content)
+            let push = PushMailbox.Push(content, meta: meta)
+            if let waiting = pushMailboxes[source], waiting.replace(with: push) { return }
+            let mailbox = PushMailbox(push)
             pushMailboxes[source] = mailbox
             event = .pushed(source: source, mailbox: mailbox)
         }

@@ -70,13 +70,24 @@ package enum PluginRestartObserver {
 /// A lock, not an actor: the plugin host and the engine loop each touch it once per push, for the time
 /// of a swap, and neither may wait for the other.
 package final class PushMailbox: Sendable {
-    private let content: Mutex<JSONValue?>
+    /// Pushed content, and what the plugin said of it (its `meta`).
+    package struct Push: Sendable, Equatable {
+        package var content: JSONValue
+        package var meta: JSONObject?
 
-    package init(_ content: JSONValue) { self.content = Mutex(content) }
+        package init(_ content: JSONValue, meta: JSONObject? = nil) {
+            self.content = content
+            self.meta = meta
+        }
+    }
+
+    private let content: Mutex<Push?>
+
+    package init(_ push: Push) { self.content = Mutex(push) }
 
     /// Puts newer content in the mailbox; false when the engine has already emptied it, and a new
     /// mailbox (with an input of its own) must carry the push.
-    package func replace(with newer: JSONValue) -> Bool {
+    package func replace(with newer: Push) -> Bool {
         content.withLock { waiting in
             guard waiting != nil else { return false }
             waiting = newer
@@ -85,7 +96,7 @@ package final class PushMailbox: Sendable {
     }
 
     /// The newest content; the engine calls this once, when it reaches the mailbox's input.
-    package func take() -> JSONValue? {
+    package func take() -> Push? {
         content.withLock { waiting in
             defer { waiting = nil }
             return waiting

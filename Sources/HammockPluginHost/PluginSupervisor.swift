@@ -74,7 +74,7 @@ package struct PluginSupervisor: Sendable {
         case loadFinished(source: SourceID, loadID: Int, outcome: LoadOutcome)
         case loadQueued(source: SourceID, loadID: Int)
         case loadStarted(source: SourceID, loadID: Int)
-        case pushed(source: SourceID, content: JSONValue)
+        case pushed(source: SourceID, content: JSONValue, meta: JSONObject? = nil)
         case pushedError(source: SourceID, error: SourceError)
         case templateRulesLearned(kind: Kind)
     }
@@ -137,6 +137,10 @@ package struct PluginSupervisor: Sendable {
     private var pendingLoads: [Int: SourceID] = [:]
     /// A `fresh` message's duration, kept for the answer to its load that follows it.
     private var freshness: [Int: Duration] = [:]
+    /// A `meta` message's object, kept for the answer to its load (by load id) or the push (by source)
+    /// that follows it.
+    private var metas: [Int: JSONObject] = [:]
+    private var pushMetas: [SourceID: JSONObject] = [:]
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [Instant] = []
@@ -206,6 +210,7 @@ package struct PluginSupervisor: Sendable {
     mutating func cancel(loadID: Int) -> [Action] {
         queuedLoads.removeAll { $0.loadID.rawValue == loadID }
         freshness[loadID] = nil
+        metas[loadID] = nil
         if pendingLoads.removeValue(forKey: loadID) != nil { actions.append(.send(.cancel(id: loadID))) }
         return taken()
     }
@@ -214,6 +219,7 @@ package struct PluginSupervisor: Sendable {
         desiredOptions[source] = nil
         invalidProblems[source] = nil
         heldBack[source] = nil
+        pushMetas[source] = nil
         unansweredConfigures[source] = nil
         queuedLoads.removeAll { $0.source == source }
         // A push still waiting for the engine is of a source that is gone.
@@ -294,6 +300,8 @@ package struct PluginSupervisor: Sendable {
         let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
         freshness.removeAll()
+        metas.removeAll()
+        pushMetas.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             report(.pushedError(source: source, error: error))
@@ -411,8 +419,16 @@ package struct PluginSupervisor: Sendable {
             freshness[id] = .milliseconds(Int64(min(seconds, Double(RetryPolicy.longestServerFloor.milliseconds) / 1000) * 1000))
         case .pushedData(let name, let content):
             let source = SourceID(name)
+            let meta = pushMetas.removeValue(forKey: source)
             guard desiredOptions[source] != nil else { return }
-            report(.pushed(source: source, content: content))
+            report(.pushed(source: source, content: content, meta: meta))
+        case .meta(let id, let meta):
+            guard pendingLoads[id] != nil, let meta = bounded(meta, of: pendingLoads[id]) else { return }
+            metas[id] = meta
+        case .pushedMeta(let name, let meta):
+            let source = SourceID(name)
+            guard desiredOptions[source] != nil, let meta = bounded(meta, of: source) else { return }
+            pushMetas[source] = meta
         case .notModified(let id):
             answer(id, .notModified)
         case .error(let id, _, var error):
@@ -430,6 +446,7 @@ package struct PluginSupervisor: Sendable {
         case .cancelled(let id):
             pendingLoads[id] = nil
             freshness[id] = nil
+            metas[id] = nil
         case .started(let id):
             guard let source = pendingLoads[id] else { return }
             report(.loadStarted(source: source, loadID: id))
@@ -442,15 +459,31 @@ package struct PluginSupervisor: Sendable {
 
     private mutating func answer(_ loadID: Int, _ outcome: LoadOutcome) {
         let freshFor = freshness.removeValue(forKey: loadID)
+        let meta = metas.removeValue(forKey: loadID)
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
         actions.append(.sealPushes(source: source))
-        let advised: LoadOutcome =
-            switch (outcome, freshFor) {
-            case (.newData, let duration?), (.notModified, let duration?): .fresh(outcome, for: duration)
-            default: outcome
-            }
+        var advised = outcome
+        switch outcome {
+        case .newData, .notModified:
+            if let meta { advised = .described(advised, meta: meta) }
+            if let freshFor { advised = .fresh(advised, for: freshFor) }
+        case .error, .cancelled, .fresh, .described:
+            break
+        }
         report(.loadFinished(source: source, loadID: loadID, outcome: advised))
+    }
+
+    /// `meta` if it is within `maximumMetaLength` encoded; else nil, and a warning that says whose it was.
+    private mutating func bounded(_ meta: JSONObject, of source: SourceID?) -> JSONObject? {
+        let length = JSONValue.object(meta).jsonBytes.count
+        guard length > maximumMetaLength else { return meta }
+        actions.append(
+            .log(
+                .warning,
+                "the \(kind) plugin sent a meta of \(length) bytes for source \"\(source?.rawValue ?? "?")\"; "
+                    + "the limit is \(maximumMetaLength), so the answer goes on without it"))
+        return nil
     }
 
     private mutating func fail(_ request: LoadRequest, message: String, code: SourceError.Code) {

@@ -245,8 +245,10 @@ final class PluginOutput: Sendable {
                 pointer: JSONPointer(tokens: []),
                 message: "\(problems.count) problems in all, too long to list (\(length) bytes, over \(limit))")
             return .invalid(source: source, errors: (first.map { [$0] } ?? []) + [summary])
-        case .hello, .configured, .notModified, .cancelled, .started, .fresh:
-            return message  // small by nature; an absurd kind name or version is the plugin author's to see
+        case .hello, .configured, .notModified, .cancelled, .started, .fresh, .meta, .pushedMeta:
+            // Small by nature (a meta is bounded before it is sent, see `boundedMeta`); an absurd kind name or
+            // version is the plugin author's to see.
+            return message
         }
     }
 
@@ -269,7 +271,8 @@ actor PluginDispatcher {
     /// for (a search is a pass over every load in flight, a thousand of them when a thousand sources poll).
     private var loadsBySource: [String: Int] = [:]
     /// Pushes of each source that wait, in order, for that source's loads in flight to be answered.
-    private var heldPushes: [String: [PluginMessage]] = [:]
+    /// Each push is its lines (a `meta`, then the `newData` it describes), held and sent together.
+    private var heldPushes: [String: [[PluginMessage]]] = [:]
     /// Beyond this many held pushes of one source the oldest are dropped: each push carries the whole
     /// content, so the newest ones are what matters, and a load that hangs must not grow memory.
     static let maximumHeldPushes = 1024
@@ -359,6 +362,9 @@ actor PluginDispatcher {
             // The advice first, then the answer it is about.
             output.send(.fresh(id: loadID, seconds: Double(max(duration, .zero).milliseconds) / 1000))
             send(answer, answering: loadID, source: source)
+        case .described(let answer, let meta):
+            if let meta = boundedMeta(meta, of: source) { output.send(.meta(id: loadID, meta: meta)) }
+            send(answer, answering: loadID, source: source)
         }
     }
 
@@ -375,12 +381,12 @@ actor PluginDispatcher {
         return load
     }
 
-    func push(_ message: PluginMessage, for source: String) {
+    func push(_ messages: [PluginMessage], for source: String) {
         if loadsBySource[source] != nil {
-            heldPushes[source, default: []].append(message)
+            heldPushes[source, default: []].append(messages)
             if heldPushes[source]!.count > Self.maximumHeldPushes { heldPushes[source]!.removeFirst() }
         } else {
-            output.send(message)
+            for message in messages { output.send(message) }
         }
     }
 
@@ -388,7 +394,7 @@ actor PluginDispatcher {
         guard loadsBySource[source] == nil,
             let messages = heldPushes.removeValue(forKey: source)
         else { return }
-        for message in messages { output.send(message) }
+        for message in messages.joined() { output.send(message) }
     }
 
     func shutdown() async {
@@ -481,4 +487,13 @@ private final class BatchedStandardOutput: Sendable {
             exit(0)  // the engine is gone: nobody is left to serve
         }
     }
+}
+
+/// `meta` if it is within the protocol's `maximumMetaLength` once encoded; else nil, said on stderr: the
+/// answer goes on without it, as the engine would take it.
+func boundedMeta(_ meta: JSONObject, of source: String) -> JSONObject? {
+    let length = JSONValue.object(meta).jsonBytes.count
+    guard length > maximumMetaLength else { return meta }
+    pluginLog("source \"\(source)\": a meta of \(length) bytes is over the limit of \(maximumMetaLength); sent without it")
+    return nil
 }

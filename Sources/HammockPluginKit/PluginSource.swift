@@ -46,14 +46,47 @@ public indirect enum PluginLoadResult: Sendable {
     /// (HTTP `Cache-Control: max-age`, `Expires`, `X-Poll-Interval`): the engine polls no sooner, unless the
     /// source says `respect-server: false`. Made by `fresh(for:)`.
     case fresh(PluginLoadResult, for: Duration)
+    /// `answer` (new data, or not modified), with what the plugin knows of it besides the content: the
+    /// source's `meta` (an HTTP status and headers, a command's exit status, a file's size). New data's meta
+    /// replaces the state's; a not-modified answer's updates the members it names. Made by `meta(_:)`.
+    case described(PluginLoadResult, meta: JSONObject)
+
+    /// The answer itself (new data, not modified, or an error), without the advice around it.
+    public var answer: PluginLoadResult {
+        switch self {
+        case .fresh(let answer, _), .described(let answer, _): answer.answer
+        case .newData, .notModified, .error: self
+        }
+    }
+
+    /// What the plugin said of the answer (`meta(_:)`), if anything.
+    public var metaObject: JSONObject? {
+        switch self {
+        case .described(_, let meta): meta
+        case .fresh(let answer, _): answer.metaObject
+        case .newData, .notModified, .error: nil
+        }
+    }
 
     /// This answer, stays fresh for `duration` as the server said; itself when `duration` is nil, or when it is
     /// an error (a failure's own advice is `SourceError.retryAfter`).
     public func fresh(for duration: Duration?) -> PluginLoadResult {
         guard let duration else { return self }
         switch self {
-        case .newData, .notModified: return .fresh(self, for: duration)
+        case .newData, .notModified, .described: return .fresh(self, for: duration)
         case .fresh(let answer, _): return .fresh(answer, for: duration)
+        case .error: return self
+        }
+    }
+
+    /// This answer, described by `meta`; itself when `meta` is nil or the answer is an error (an error's
+    /// state keeps the meta of the content it keeps).
+    public func meta(_ meta: JSONObject?) -> PluginLoadResult {
+        guard let meta else { return self }
+        switch self {
+        case .newData, .notModified: return .described(self, meta: meta)
+        case .described(let answer, _): return .described(answer, meta: meta)
+        case .fresh(let answer, let duration): return .fresh(answer.meta(meta), for: duration)
         case .error: return self
         }
     }
@@ -77,10 +110,16 @@ public struct PushChannel: Sendable {
     let dispatcher: PluginDispatcher
 
     public func newData(_ content: JSONValue) async {
-        await dispatcher.push(.pushedData(source: source, content: content), for: source)
+        await dispatcher.push([.pushedData(source: source, content: content)], for: source)
+    }
+
+    /// New data, with what the plugin knows of it besides the content (the state's `meta`).
+    public func newData(_ content: JSONValue, meta: JSONObject?) async {
+        guard let meta = meta.flatMap({ boundedMeta($0, of: source) }) else { return await newData(content) }
+        await dispatcher.push([.pushedMeta(source: source, meta: meta), .pushedData(source: source, content: content)], for: source)
     }
 
     public func error(_ error: SourceError) async {
-        await dispatcher.push(.pushedError(source: source, error: error), for: source)
+        await dispatcher.push([.pushedError(source: source, error: error)], for: source)
     }
 }

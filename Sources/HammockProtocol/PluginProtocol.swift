@@ -16,6 +16,11 @@ public let pluginProtocolVersion = 1
 /// the load it answered); HammockPluginKit never writes one, answering with a small `tooLarge` error instead.
 public let maximumPluginLineLength = 16 << 20
 
+/// The longest `meta` (a plugin's word on an answer, kept on the source's state and written on every line
+/// of it) the engine keeps, in bytes once encoded. A longer one is dropped with a warning, and its answer
+/// goes on without it; HammockPluginKit drops it before sending.
+public let maximumMetaLength = 64 << 10
+
 /// A message from the engine to a plugin.
 public enum EngineMessage: Sendable, Equatable {
     case hello(protocol: Int)
@@ -57,6 +62,13 @@ public enum PluginMessage: Sendable, Equatable {
     /// `seconds` (HTTP `Cache-Control: max-age`, `Expires`, `X-Poll-Interval`), so the engine asks no sooner.
     /// On the wire `{"type":"fresh","id":7,"seconds":60}`.
     case fresh(id: Int, seconds: Double)
+    /// Sent just before load `id`'s `newData` or `notModified`: what the plugin knows of the answer besides
+    /// its content (an HTTP status and headers, a command's exit status), the state's `meta`.
+    /// On the wire `{"type":"meta","id":7,"meta":{"httpStatus":200}}`.
+    case meta(id: Int, meta: JSONObject)
+    /// Sent just before a push (`pushedData`) of `source`: what the plugin knows of the pushed content.
+    /// On the wire a `meta` with a `source` and no `id`.
+    case pushedMeta(source: String, meta: JSONObject)
     /// New data the plugin noticed by itself (a watched file changed, a streaming command wrote a line).
     /// On the wire a `newData` with a `source` and no `id`.
     case pushedData(source: String, content: JSONValue)
@@ -101,23 +113,24 @@ extension PluginMessage {
         case .cancelled: "cancelled"
         case .started: "started"
         case .fresh: "fresh"
+        case .meta, .pushedMeta: "meta"
         }
     }
 
-    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started", "fresh"]
+    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started", "fresh", "meta"]
 
     /// The load this message answers, if it answers one.
     public var loadID: Int? {
         switch self {
         case .newData(let id, _, _, _, _), .notModified(let id), .error(let id, _, _), .cancelled(let id): id
-        case .hello, .configured, .invalid, .pushedData, .pushedError, .started, .fresh: nil
+        case .hello, .configured, .invalid, .pushedData, .pushedError, .started, .fresh, .meta, .pushedMeta: nil
         }
     }
 
     /// The source a push is for, if this is a push.
     public var pushedSource: String? {
         switch self {
-        case .pushedData(let source, _), .pushedError(let source, _): source
+        case .pushedData(let source, _), .pushedError(let source, _), .pushedMeta(let source, _): source
         default: nil
         }
     }
@@ -280,7 +293,7 @@ extension EngineMessage: Codable {
 extension PluginMessage: Codable {
     private enum Field: String, CodingKey {
         case type, `protocol`, kinds, version, templates, queuesLoads, optionsSchema, source, errors, id, content, etag, lastModified, error
-        case seconds
+        case seconds, meta
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -318,6 +331,12 @@ extension PluginMessage: Codable {
         case .fresh(let id, let seconds):
             try fields.encode(id, forKey: .id)
             try fields.encode(seconds, forKey: .seconds)
+        case .meta(let id, let meta):
+            try fields.encode(id, forKey: .id)
+            try fields.encode(JSONValue.object(meta), forKey: .meta)
+        case .pushedMeta(let source, let meta):
+            try fields.encode(source, forKey: .source)
+            try fields.encode(JSONValue.object(meta), forKey: .meta)
         case .error(let id, let source, let error):
             try fields.encodeIfPresent(source, forKey: .source)
             try fields.encode(id, forKey: .id)
@@ -395,6 +414,17 @@ extension PluginMessage: Codable {
                 throw DecodingError.dataCorruptedError(forKey: .seconds, in: fields, debugDescription: "must be a number of seconds, 0 or more")
             }
             self = .fresh(id: try fields.decode(Int.self, forKey: .id), seconds: seconds)
+        case "meta":
+            guard let meta = try fields.decode(JSONValue.self, forKey: .meta).objectValue else {
+                throw DecodingError.dataCorruptedError(forKey: .meta, in: fields, debugDescription: "must be an object")
+            }
+            if let id = try fields.decodeIfPresent(Int.self, forKey: .id) {
+                self = .meta(id: id, meta: meta)
+            } else if let source = try fields.decodeIfPresent(String.self, forKey: .source) {
+                self = .pushedMeta(source: source, meta: meta)
+            } else {
+                throw Self.neitherIDNorSource(decoder)
+            }
         case let other:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: fields, debugDescription: "must be one of \(Self.types.joined(separator: ", ")), got \"\(other)\"")

@@ -64,7 +64,7 @@ struct OutputLineDecodingTests {
         ] {
             #expect(OutputLine(json: try JSONValue(parsing: Array(text.utf8))) == nil, "\(text)")
         }
-        let newer = #"{"type":"source","seq":4,"id":"a","event":"newData","origin":"load","later":1,"state":{"content":1,"latestError":null,"isLoading":false,"timestamp":null,"failures":0,"meta":{"etag":"x"}}}"#
+        let newer = #"{"type":"source","seq":4,"id":"a","event":"newData","origin":"load","later":1,"state":{"content":1,"latestError":null,"isLoading":false,"timestamp":null,"failures":0,"later":{"etag":"x"}}}"#
         let decoded = try #require(OutputLine(json: try JSONValue(parsing: Array(newer.utf8))))
         guard case .source("a", .newData(1, .load)?, let state) = decoded else {
             Issue.record("\(decoded)")

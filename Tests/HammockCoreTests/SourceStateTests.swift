@@ -39,6 +39,27 @@ import Testing
         #expect(state.hasContent)
     }
 
+    /// The loader's word on its answer (`meta`): new data from a loader brings its own (or none), a
+    /// not-modified answer updates what it names, an error keeps it, content nobody loaded has none.
+    @Test func metaFollowsTheContentItDescribes() {
+        var state = SourceState()
+        state.apply(.newData("a", origin: .load), at: at(1), otherLoadsInFlight: false, meta: ["httpStatus": 200, "contentType": "text/plain"])
+        #expect(state.meta == ["httpStatus": 200, "contentType": "text/plain"])
+        state.apply(.notModified, at: at(2), otherLoadsInFlight: false, meta: ["httpStatus": 304])
+        #expect(state.meta == ["httpStatus": 304, "contentType": "text/plain"])
+        state.apply(.notModified, at: at(3), otherLoadsInFlight: false)
+        #expect(state.meta == ["httpStatus": 304, "contentType": "text/plain"], "a not-modified answer that says nothing keeps it")
+        state.apply(.error(failure), at: at(4), otherLoadsInFlight: false, meta: ["httpStatus": 500])
+        #expect(state.meta == ["httpStatus": 304, "contentType": "text/plain"], "an error keeps the meta of the content it keeps")
+        state.apply(.newData("b", origin: .push), at: at(5), otherLoadsInFlight: false)
+        #expect(state.meta == nil, "new data the loader said nothing of: the old words were of the old content")
+        for origin in [DataOrigin.override, .cache, .wipe] {
+            state.apply(.newData("c", origin: .load), at: at(6), otherLoadsInFlight: false, meta: ["size": 1])
+            state.apply(.newData("d", origin: origin), at: at(7), otherLoadsInFlight: false, meta: ["size": 2])
+            #expect(state.meta == nil, "\(origin)")
+        }
+    }
+
     @Test func notModifiedKeepsContentClearsErrorAndStampsTime() {
         var state = SourceState(content: "old", latestError: failure, isLoading: true, timestamp: t0, failures: 1)
         state.apply(.notModified, at: at(7), otherLoadsInFlight: false)

@@ -146,6 +146,36 @@ import Testing
             ])
     }
 
+    /// A `meta` goes with the answer or push after it; one over `maximumMetaLength` is dropped with a warning,
+    /// and the answer goes on without it.
+    @Test func metaGoesWithWhatFollowsItAndAnOversizedOneIsDropped() {
+        var supervisor = Self.ready()
+        let now = Self.t0
+        #expect(supervisor.received(.message(.meta(id: 1, meta: ["httpStatus": 200])), generation: 1, now: now).isEmpty)
+        #expect(
+            supervisor.received(.message(.newData(id: 1, source: nil, content: 1, etag: nil, lastModified: nil)), generation: 1, now: now)
+                == [.sealPushes(source: "a"), .report(.loadFinished(source: "a", loadID: 1, outcome: .described(.newData(1), meta: ["httpStatus": 200])))])
+        #expect(supervisor.received(.message(.pushedMeta(source: "a", meta: ["size": 2])), generation: 1, now: now).isEmpty)
+        #expect(
+            supervisor.received(.message(.pushedData(source: "a", content: 2)), generation: 1, now: now)
+                == [.report(.pushed(source: "a", content: 2, meta: ["size": 2]))])
+        #expect(
+            supervisor.received(.message(.pushedData(source: "a", content: 3)), generation: 1, now: now)
+                == [.report(.pushed(source: "a", content: 3))], "a meta goes with one push, not the ones after it")
+
+        let huge: JSONObject = ["blob": .string(String(repeating: "x", count: maximumMetaLength))]
+        let dropped = supervisor.received(.message(.pushedMeta(source: "a", meta: huge)), generation: 1, now: now)
+        guard case .log(.warning, let message, _)? = dropped.first else {
+            Issue.record("no warning: \(dropped)")
+            return
+        }
+        #expect(message.contains("the limit is \(maximumMetaLength)"))
+        #expect(!message.contains("xxxx"), "the warning does not quote the meta")
+        #expect(
+            supervisor.received(.message(.pushedData(source: "a", content: 4)), generation: 1, now: now)
+                == [.report(.pushed(source: "a", content: 4))])
+    }
+
     @Test func anErrorOfASourceWithInvalidOptionsSaysWhichOptions() {
         var supervisor = Self.ready()
         let problem = OptionProblem(pointer: JSONPointer(tokens: ["k"]), message: "must be 1")

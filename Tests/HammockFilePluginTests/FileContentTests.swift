@@ -125,7 +125,7 @@ import Testing
 /// What counts as a change worth a push, in-process over a real file.
 @Suite struct ChangeFilterTests {
     private func content(_ result: PluginLoadResult?) -> JSONValue? {
-        guard case .newData(let content, _, _)? = result else { return nil }
+        guard case .newData(let content, _, _)? = result?.answer else { return nil }
         return content
     }
 

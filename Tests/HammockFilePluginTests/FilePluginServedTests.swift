@@ -60,6 +60,16 @@ import Testing
         #expect(try await plugin.next() == .configured(source: "status"))
 
         plugin.send(.load(source: "status", id: 1, etag: nil, lastModified: nil, timeout: nil))
+        // What the file kind says of its content (`meta`) comes before it: the size, and the time the file
+        // says it was changed.
+        guard case .meta(1, let meta)? = try await plugin.next() else {
+            Issue.record("the load's answer had no meta before it")
+            return
+        }
+        #expect(meta["size"] == 8)
+        let modified = try #require(meta["modified"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
+        let written = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date)
+        #expect(abs(Double(modified.millisecondsSince1970) / 1000 - written.timeIntervalSince1970) < 0.002)
         guard case .newData(1, _, let content, _, _)? = try await plugin.next() else {
             Issue.record("the load was not answered with the file's content")
             return
@@ -68,9 +78,14 @@ import Testing
 
         // An editor's atomic save: a new file renamed over the old one.
         let temporary = directory.appendingPathComponent(".status.json.tmp")
-        try Data(#"{"n": 2}"#.utf8).write(to: temporary)
+        try Data(#"{"n": 22}"#.utf8).write(to: temporary)
         #expect(rename(temporary.path, file.path) == 0)
-        #expect(try await plugin.next() == .pushedData(source: "status", content: ["n": 2]))
+        guard case .pushedMeta("status", let pushedMeta)? = try await plugin.next() else {
+            Issue.record("the push had no meta before it")
+            return
+        }
+        #expect(pushedMeta["size"] == 9)
+        #expect(try await plugin.next() == .pushedData(source: "status", content: ["n": 22]))
         #expect(problems.withLock { $0 } == [], "the watcher could not watch")
 
         plugin.send(.shutdown)

@@ -32,10 +32,11 @@ final class PluginProcess: Sendable {
 
     /// Waits for the first not-yet-taken message that matches, and takes it (and everything before it); nil,
     /// with the test failed, when none comes within `timeout`. A line that is JSON but not a protocol message
-    /// fails the test too.
+    /// fails the test too. A `meta` (what a plugin says of an answer, before it) is passed over unless the
+    /// predicate asks for it.
     func next(
         timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation,
-        where predicate: (PluginMessage) -> Bool = { _ in true }
+        where predicate: (PluginMessage) -> Bool = { $0.type != "meta" }
     ) async -> PluginMessage? {
         defer { reportMalformedLines(sourceLocation: sourceLocation) }
         do {

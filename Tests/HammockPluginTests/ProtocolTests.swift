@@ -66,6 +66,8 @@ import Testing
         (.cancelled(id: 7), #"{"type":"cancelled","id":7}"#),
         (.started(id: 8), #"{"type":"started","id":8}"#),
         (.fresh(id: 9, seconds: 60), #"{"type":"fresh","id":9,"seconds":60}"#),
+        (.meta(id: 10, meta: ["httpStatus": 200, "url": "http://x/"]), #"{"type":"meta","id":10,"meta":{"httpStatus":200,"url":"http://x/"}}"#),
+        (.pushedMeta(source: "f", meta: ["size": 3]), #"{"type":"meta","source":"f","meta":{"size":3}}"#),
         (
             .hello(protocol: 1, kinds: ["shell"], version: "1", queuesLoads: true),
             #"{"type":"hello","protocol":1,"kinds":["shell"],"version":"1","queuesLoads":true}"#
@@ -124,6 +126,9 @@ import Testing
         #"{"type":"fresh","id":4,"seconds":-1}"#,
         #"{"type":"fresh","id":4,"seconds":"60"}"#,
         #"{"type":"fresh","id":4}"#,
+        #"{"type":"meta","id":4,"meta":[1]}"#,
+        #"{"type":"meta","id":4}"#,
+        #"{"type":"meta","meta":{}}"#,
         #"{"type":"started","id":1e2}"#,
         #"{"type":"started","id":"4"}"#,
         #"{"type":"started","id":4.5}"#,
@@ -221,7 +226,7 @@ import Testing
         #expect(pluginFailure(#"{"type":1}"#) == #""type" must be a string, got a number"#)
         #expect(
             pluginFailure(#"{"type":"hi"}"#)
-                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, fresh, got "hi""#)
+                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, fresh, meta, got "hi""#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1}"#) == #"hello: "kinds" is missing"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":[]}"#) == #"hello: "kinds" must be a non-empty list of strings"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a",2]}"#) == #"hello: "kinds/1" must be a string, got a number"#)

@@ -26,7 +26,7 @@ import Testing
     }
 
     private func content(_ options: JSONValue, timeout: Duration? = nil) async throws -> JSONValue? {
-        guard case .newData(let content, _, _) = try await load(options, timeout: timeout) else { return nil }
+        guard case .newData(let content, _, _) = try await load(options, timeout: timeout).answer else { return nil }
         return content
     }
 
@@ -131,7 +131,7 @@ import Testing
         // in a clean-clone CI run on a machine that was building beside it, without saying what came back: a
         // minute now, and a failure quotes the answer (a timeout, or a stall's other end).
         let answer = try await load(["script": "head -c 300000 /dev/zero | tr '\\0' e >&2; echo ok"], timeout: .seconds(60))
-        guard case .newData("ok", _, _) = answer else {
+        guard case .newData("ok", _, _) = answer.answer else {
             Issue.record("\(answer)")
             return
         }
@@ -175,7 +175,7 @@ import Testing
         #expect(missing.isEmpty, "\(missing.count) commands never answered, \(missing.prefix(10)) among them")
         for (n, result) in answered {
             let expected = n % 4 == 1 ? String(repeating: "x", count: n) + " \(n)" : "\(n)"
-            guard case .newData(let content, _, _) = result else {
+            guard case .newData(let content, _, _) = result.answer else {
                 Issue.record("command \(n): \(result)")
                 continue
             }

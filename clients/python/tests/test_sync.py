@@ -63,7 +63,14 @@ def test_states_after_start(hammock_bin: str, config: Path) -> None:
         assert set(view.errors) == {"flaky"}
         assert view.latest_error == view.errors["flaky"]
 
-        assert h.wait_for(lambda s: s.source("watched").content == {"n": 0}, timeout=WAIT)
+        watched = h.wait_for(lambda s: s.source("watched").content == {"n": 0}, timeout=WAIT).source("watched")
+        # What the file kind says of its content (`meta`): its size and when it changed.
+        assert watched.meta is not None
+        assert watched.meta["size"] == len((config.parent / "data.json").read_bytes())
+        assert isinstance(watched.meta["modified"], str)
+        assert steady.meta is None  # the fake kind says nothing
+        with pytest.raises(TypeError):
+            watched.meta["size"] = 0  # type: ignore[index]
         assert h.source("stuck").is_loading
         with pytest.raises(KeyError, match="nope"):
             h.source("nope")

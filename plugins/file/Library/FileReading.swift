@@ -9,6 +9,17 @@ extension SourceError.Code {
 /// Reads at most `maxBytes + 1` bytes: the one extra byte is how a too-large file is told apart from one
 /// exactly at the limit without trusting `st_size` (files in /proc report 0).
 func readFile(_ path: String, maxBytes: Int) -> Result<[UInt8], SourceError> {
+    readFileAndTime(path, maxBytes: maxBytes).map(\.bytes)
+}
+
+/// A file read whole (`readFile`), with its modification time as the open file said it (nil for one that
+/// does not say, such as /proc's).
+struct FileRead: Sendable {
+    var bytes: [UInt8]
+    var modified: Timestamp?
+}
+
+func readFileAndTime(_ path: String, maxBytes: Int) -> Result<FileRead, SourceError> {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard descriptor >= 0 else {
         let code = errno
@@ -50,7 +61,10 @@ func readFile(_ path: String, maxBytes: Int) -> Result<[UInt8], SourceError> {
         step = min(step * 2, 1 << 20)
     }
     if bytes.count > maxBytes { return .failure(tooLarge(path, maxBytes)) }
-    return .success(bytes)
+    let modified =
+        status.st_mtim.tv_sec > 0
+        ? Timestamp(millisecondsSince1970: Int64(status.st_mtim.tv_sec) * 1000 + Int64(status.st_mtim.tv_nsec) / 1_000_000) : nil
+    return .success(FileRead(bytes: bytes, modified: modified))
 }
 
 private func tooLarge(_ path: String, _ maxBytes: Int) -> SourceError {

@@ -34,9 +34,10 @@ final class FileSource: PluginSource {
         pump = Task {
             for await _ in stream {
                 switch await reader.readIfChanged() {
+                case .described(.newData(let content, _, _), let meta)?: await push.newData(content, meta: meta)
                 case .newData(let content, _, _)?: await push.newData(content)
                 case .error(let error)?: await push.error(error)
-                case .notModified?, .fresh?, nil: break
+                case .notModified?, .fresh?, .described?, nil: break
                 }
             }
         }
@@ -82,14 +83,21 @@ actor ChangeFilter {
     }
 
     private func readNow() -> (PluginLoadResult, Delivered) {
-        switch readFile(options.path, maxBytes: options.maxBytes) {
+        switch readFileAndTime(options.path, maxBytes: options.maxBytes) {
         case .failure(let error):
             return (.error(error), .failure(error))
-        case .success(let bytes):
-            switch parseContent(bytes, as: options.parse) {
-            case .success(let content): return (.newData(content), .bytes(bytes))
-            case .failure(let error): return (.error(error), .bytes(bytes))
+        case .success(let file):
+            switch parseContent(file.bytes, as: options.parse) {
+            case .success(let content): return (PluginLoadResult.newData(content).meta(Self.meta(of: file)), .bytes(file.bytes))
+            case .failure(let error): return (.error(error), .bytes(file.bytes))
             }
         }
+    }
+
+    /// A file source's `meta`: its size in bytes and, when the file says, its modification time.
+    static func meta(of file: FileRead) -> JSONObject {
+        var meta: JSONObject = ["size": .number(JSONNumber(file.bytes.count))]
+        if let modified = file.modified { meta["modified"] = .string(modified.rfc3339) }
+        return meta
     }
 }

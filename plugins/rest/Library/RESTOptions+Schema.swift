@@ -53,6 +53,9 @@ extension RESTOptions {
             "followRedirects": JSONSchema.boolean(
                 "Follow 3xx redirects (the default, true). A redirect to another origin carries none of `headers`."),
             "paginate": paginateSchema,
+            "expose-headers": JSONSchema.list(
+                "Response headers to copy into the state's meta.headers (by lowercased name), e.g. [X-RateLimit-Remaining]; none by default. At most 32, each value cut at 1 KiB.",
+                items: JSONSchema.string("A header name.", minLength: 1)),
         ],
         required: ["url"])
 

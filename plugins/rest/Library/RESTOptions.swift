@@ -5,7 +5,12 @@ import HammockPluginKit
 
 /// A `rest` source's options, checked once at configure time so that a load never meets a bad option.
 struct RESTOptions: Sendable {
-    static let keys = ["url", "method", "headers", "auth", "query", "body", "parse", "maxBytes", "followRedirects", "paginate"]
+    static let keys = [
+        "url", "method", "headers", "auth", "query", "body", "parse", "maxBytes", "followRedirects", "paginate", "expose-headers",
+    ]
+    /// At most this many names in `expose-headers`, and this many bytes of each header's value in `meta`.
+    static let maximumExposedHeaders = 32
+    static let maximumExposedValue = 1024
     static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
     static let defaultMaxBytes = 10 << 20
 
@@ -25,6 +30,8 @@ struct RESTOptions: Sendable {
     var maxBytes: Int
     var followRedirects: Bool
     var paginate: Pagination?
+    /// Response headers copied into the state's `meta.headers`, lowercased; none unless asked.
+    var exposeHeaders: [String]
 
     init(_ options: JSONValue) throws(OptionProblems) {
         var reader = OptionReader(options, known: Self.keys, kind: "rest")
@@ -80,6 +87,13 @@ struct RESTOptions: Sendable {
         let maxBytes = reader.integer("maxBytes", minimum: 1, size: true) ?? Self.defaultMaxBytes
         let followRedirects = reader.bool("followRedirects") ?? true
         let paginate = Pagination.read(&reader)
+        let exposeHeaders = (reader.stringList("expose-headers", nonEmpty: false) ?? []).map { $0.lowercased() }
+        if exposeHeaders.count > Self.maximumExposedHeaders {
+            reader.problem("expose-headers", "expose-headers names at most \(Self.maximumExposedHeaders) headers, found \(exposeHeaders.count)")
+        }
+        for (index, name) in exposeHeaders.enumerated() where name.isEmpty || !name.utf8.allSatisfy(isTokenByte) {
+            reader.problem(at: JSONPointer(tokens: ["expose-headers", String(index)]), "\"\(name)\" is not a valid HTTP header name")
+        }
         if paginate != nil {
             if parse == .text { reader.problem("parse", "parse: text does not work with paginate, which joins JSON arrays") }
             if method == "HEAD" { reader.problem("paginate", "a HEAD request has no pages") }
@@ -104,6 +118,7 @@ struct RESTOptions: Sendable {
         self.maxBytes = maxBytes
         self.followRedirects = followRedirects
         self.paginate = paginate
+        self.exposeHeaders = exposeHeaders
     }
 
     /// Why `text` is not an http or https URL, or nil when it is one. `{{ templates }}` (still unfilled when

@@ -54,18 +54,19 @@ struct RESTSource: PluginSource {
     private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
         guard let pagination = options.paginate else {
             switch await fetch(options.url, etag: request.etag, lastModified: request.lastModified, deadline: deadline) {
-            case .notModified(let freshFor):
-                return PluginLoadResult.notModified.fresh(for: freshFor)
+            case .notModified(let freshFor, let meta):
+                return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor)
             case .failure(let error):
                 return .error(error)
             case .answer(let answer):
                 let fresh = answer.freshFor
-                if options.method == "HEAD" { return PluginLoadResult.newData(answer.headContent).fresh(for: fresh) }
+                let meta = answer.meta(exposing: options.exposeHeaders)
+                if options.method == "HEAD" { return PluginLoadResult.newData(answer.headContent).meta(meta).fresh(for: fresh) }
                 switch await parse(answer) {
                 case .success(let content):
                     return PluginLoadResult.newData(
                         content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified")
-                    ).fresh(for: fresh)
+                    ).meta(meta).fresh(for: fresh)
                 case .failure(let error):
                     return .error(error)
                 }
@@ -106,8 +107,8 @@ struct RESTSource: PluginSource {
                 url, etag: isFirst ? request.etag : nil, lastModified: isFirst ? request.lastModified : nil, deadline: deadline)
             let answer: Answer
             switch outcome {
-            case .notModified(let freshFor):
-                if isFirst { return PluginLoadResult.notModified.fresh(for: freshFor) }
+            case .notModified(let freshFor, let meta):
+                if isFirst { return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor) }
                 return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
             case .failure(var error):
                 if !isFirst { error.message = "page \(pageIndex): " + error.message }
@@ -193,6 +194,14 @@ struct RESTSource: PluginSource {
         /// How long the server, and its rate limit, say this answer stays fresh.
         var freshFor: Duration? { freshness(headers, spread: spread) }
 
+        /// The state's `meta` for this answer: its status, validators, type, final URL and the headers the
+        /// source exposes.
+        func meta(exposing names: [String]) -> JSONObject {
+            var meta = answerMeta(status: status, headers: headers, url: url, exposing: names)
+            if let type = headers.first(name: "content-type") { meta["contentType"] = .string(type) }
+            return meta
+        }
+
         /// What a HEAD request yields: the status and the headers.
         var headContent: JSONValue {
             var fields: [(String, JSONValue)] = []
@@ -212,8 +221,9 @@ struct RESTSource: PluginSource {
 
     enum Outcome {
         case answer(Answer)
-        /// A 304: how long its headers (and the origin's rate limit) say the kept content stays fresh.
-        case notModified(freshFor: Duration?)
+        /// A 304: how long its headers (and the origin's rate limit) say the kept content stays fresh, and
+        /// what it says of the kept content (`meta`, the members a 304 carries).
+        case notModified(freshFor: Duration?, meta: JSONObject)
         case failure(SourceError)
     }
 
@@ -271,7 +281,9 @@ struct RESTSource: PluginSource {
 
             if status.code == 304 {
                 await discardBody(response)
-                return .notModified(freshFor: freshness(response.headers, spread: spread))
+                return .notModified(
+                    freshFor: freshness(response.headers, spread: spread),
+                    meta: answerMeta(status: status, headers: response.headers, url: url, exposing: options.exposeHeaders))
             }
 
             if status.code >= 400 {
@@ -356,6 +368,38 @@ struct RESTSource: PluginSource {
         }
         return bytes
     }
+}
+
+/// What any answer, a 304 included, says for the state's `meta`: `httpStatus`, `etag` and `lastModified`
+/// when it gives them, `url` (the final one, after redirects) and `headers`, the exposed ones it has.
+private func answerMeta(status: HTTPResponseStatus, headers: HTTPHeaders, url: String, exposing names: [String]) -> JSONObject {
+    var meta: JSONObject = ["httpStatus": .number(JSONNumber(Int(status.code)))]
+    if let etag = headers.first(name: "etag") { meta["etag"] = .string(etag) }
+    if let lastModified = headers.first(name: "last-modified") { meta["lastModified"] = .string(lastModified) }
+    meta["url"] = .string(url)
+    if !names.isEmpty {
+        var exposed = JSONObject()
+        for name in names {
+            let values = headers[name]
+            guard !values.isEmpty else { continue }
+            exposed[name] = .string(prefix(values.joined(separator: ", "), bytes: RESTOptions.maximumExposedValue))
+        }
+        meta["headers"] = .object(exposed)
+    }
+    return meta
+}
+
+/// At most `limit` bytes of `text`, cut between Unicode scalars.
+private func prefix(_ text: String, bytes limit: Int) -> String {
+    guard text.utf8.count > limit else { return text }
+    var kept = String.UnicodeScalarView()
+    var count = 0
+    for scalar in text.unicodeScalars {
+        count += scalar.utf8.count
+        if count > limit { break }
+        kept.append(scalar)
+    }
+    return String(kept)
 }
 
 /// `scheme://host:port`, for telling whether a redirect leaves the origin.

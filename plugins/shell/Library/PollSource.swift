@@ -1,4 +1,5 @@
 import HammockCore
+import HammockJSON
 import HammockPluginKit
 import Synchronization
 
@@ -63,6 +64,7 @@ final class PollSource: PluginSource {
         timeout: Duration?
     ) async -> PluginLoadResult {
         var output: [UInt8] = []
+        let start = ContinuousClock.now
         let result = await runCommand(plan, handle: handle, watcher: watcher, timeout: timeout) { bytes in
             guard output.count + bytes.count <= options.maxBytes else {
                 handle.endSoon(.outputTooLarge)
@@ -78,8 +80,13 @@ final class PollSource: PluginSource {
                     code: .outputTooLarge))
         }
         if let failure = result.failure() { return .error(failure) }
+        // Only a run that exited 0 gets here: a failed one is the source's error, with its `exitStatus`.
+        let meta: JSONObject = [
+            "exitStatus": 0, "durationMs": .number(JSONNumber(Int((ContinuousClock.now - start).milliseconds))),
+            "outputBytes": .number(JSONNumber(output.count)),
+        ]
         switch options.parse.parse(output: output) {
-        case .success(let content): return .newData(content)
+        case .success(let content): return PluginLoadResult.newData(content).meta(meta)
         case .failure(let error): return .error(error)
         }
     }

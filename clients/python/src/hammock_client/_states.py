@@ -51,6 +51,27 @@ class SourceState:
     event: Optional[str] = None
     origin: Optional[str] = None
     seq: int = 0
+    #: What the loader said of the answer besides the content (`meta` on the wire), read-only; None when it
+    #: said nothing. A rest source's has `httpStatus`, `etag`, `lastModified`, `contentType`, `url`,
+    #: `headers` (those named in `expose-headers`) and, paginated, `pages` and `hasMore`; a shell source's
+    #: `exitStatus`, `durationMs` and `outputBytes`; a file source's `size` and `modified`.
+    meta: Optional[Mapping[str, Any]] = None
+
+    @property
+    def http_status(self) -> Optional[int]:
+        """A rest source's latest HTTP status (`meta.httpStatus`)."""
+        return _int_or_none((self.meta or {}).get("httpStatus"))
+
+    @property
+    def etag(self) -> Optional[str]:
+        """A rest source's latest ETag (`meta.etag`)."""
+        value = (self.meta or {}).get("etag")
+        return value if isinstance(value, str) else None
+
+    @property
+    def has_more(self) -> bool:
+        """Whether a paginated source's server has pages after these (`meta.hasMore`): `more()` loads them."""
+        return (self.meta or {}).get("hasMore") is True
 
 
 @dataclass(frozen=True)
@@ -170,6 +191,7 @@ def source_from_line(line: Mapping[str, Any]) -> SourceState:
         event=line.get("event") if isinstance(line.get("event"), str) else None,
         origin=line.get("origin") if isinstance(line.get("origin"), str) else None,
         seq=_int_or_none(line.get("seq")) or 0,
+        meta=MappingProxyType(dict(state["meta"])) if isinstance(state.get("meta"), dict) else None,
     )
 
 
