@@ -54,6 +54,13 @@ public struct TypedSource<Content: Decodable & Sendable>: Loadable {
     /// Forgets the source's content and error, as if it had never loaded.
     public func wipe() async throws { try await perform(.wipe(target)) }
 
+    /// Loads `count` more pages of a paginated source (a rest source with `paginate: { lazy: true }`), as
+    /// SwiftEthel's sequences fetch pages when they are read. Returns once the pages are in (`state` has
+    /// them), and throws when there are none to load (`state.meta?.hasMore` is false) or they did not come.
+    public func more(_ count: Int = 1) async throws {
+        try await perform(.more(source: SourceID(id), count: count))
+    }
+
     /// Sets the source's content from the app, as JSON (for content not of `Content`'s shape).
     public func override(json content: JSONValue) async throws {
         try await perform(.override(source: SourceID(id), content: content))

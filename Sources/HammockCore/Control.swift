@@ -14,6 +14,9 @@ public enum ControlCommand: Sendable, Equatable {
     case wipe(ControlTarget)
     /// Set a source's content from the consumer.
     case override(source: SourceID, content: JSONValue)
+    /// Load `count` pages beyond those a paginated source holds (its `meta.pages`), and keep them on later
+    /// loads; acknowledged once they are in.
+    case more(source: SourceID, count: Int)
     /// Write every current state again.
     case snapshot
     /// Read the configuration file again.
@@ -99,8 +102,10 @@ public struct ControlRequest: Sendable, Equatable {
 
 extension ControlCommand {
     public static let operations = [
-        "load", "loadIfNeeded", "retry", "cancel", "wipe", "override", "snapshot", "reload",
+        "load", "loadIfNeeded", "retry", "cancel", "wipe", "override", "more", "snapshot", "reload",
     ]
+    /// The most pages one `more` asks for.
+    public static let mostPagesAtOnce = 1000
 
     /// The command's name on the wire, its `op`.
     public var op: String {
@@ -111,6 +116,7 @@ extension ControlCommand {
         case .cancel: "cancel"
         case .wipe: "wipe"
         case .override: "override"
+        case .more: "more"
         case .snapshot: "snapshot"
         case .reload: "reload"
         }
@@ -121,7 +127,7 @@ extension ControlCommand {
 /// `{"op": "override", "source": "id", "content": ...}`, `{"op": "snapshot"}`. Decoding throws a
 /// `ControlLineError` for a line that is the wrong shape, with the message the consumer reads.
 extension ControlCommand: Codable {
-    private enum Field: String, CodingKey { case op, source, view, content }
+    private enum Field: String, CodingKey { case op, source, view, content, count }
     // `id` is read by `ControlRequest`, which owns the line; the command is what the line asks for.
 
     public init(from decoder: any Decoder) throws {
@@ -155,6 +161,18 @@ extension ControlCommand: Codable {
             }
             guard fields.contains(.content) else { throw ControlLineError("\"override\" needs a \"content\"") }
             self = .override(source: SourceID(source), content: try fields.decode(JSONValue.self, forKey: .content))
+        case "more":
+            guard let source = try? fields.decode(String.self, forKey: .source) else {
+                throw ControlLineError("\"more\" needs a \"source\" (a string): more loads the next pages of one source")
+            }
+            var count = 1
+            if fields.contains(.count) {
+                guard let number = try? fields.decode(Int.self, forKey: .count), (1...Self.mostPagesAtOnce).contains(number) else {
+                    throw ControlLineError("\"count\" must be a whole number from 1 to \(Self.mostPagesAtOnce), the pages to load")
+                }
+                count = number
+            }
+            self = .more(source: SourceID(source), count: count)
         case "snapshot": self = .snapshot
         case "reload": self = .reload
         default:
@@ -174,6 +192,9 @@ extension ControlCommand: Codable {
         case .override(let source, let content):
             try fields.encode(source.rawValue, forKey: .source)
             try fields.encode(content, forKey: .content)
+        case .more(let source, let count):
+            try fields.encode(source.rawValue, forKey: .source)
+            if count != 1 { try fields.encode(count, forKey: .count) }
         case .snapshot, .reload:
             break
         }
@@ -208,6 +229,8 @@ extension ControlCommand {
         case .load(let target), .loadIfNeeded(let target), .retry(let target), .cancel(let target), .wipe(let target):
             return key(op, target)
         case .override(let source, _): return key(op, .source(source))
+        // Two alike ask for the same pages: `count` beyond those the source holds when it is carried out.
+        case .more(let source, let count): return key(op, .source(source)) + "\u{0}\(count)"
         case .snapshot, .reload: return op
         }
     }

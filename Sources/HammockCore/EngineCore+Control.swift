@@ -11,8 +11,9 @@ extension EngineCore {
         do throws(ControlLineError) {
             try perform(command, replyingTo: ids, now: now)
             emitChangedViews()
-            if case .reload = command {} else {
-                for id in ids { emit(.ack(id: id)) }
+            switch command {
+            case .reload, .more: break  // acknowledged later: once the new configuration, or the pages, are in
+            default: for id in ids { emit(.ack(id: id)) }
             }
         } catch {
             emitChangedViews()
@@ -65,6 +66,7 @@ extension EngineCore {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
+            answerWaitingMore(definition.id, refusal: "a reload removed the source")
             let runtime = sources.remove(definition.id)
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: load.id))
@@ -104,6 +106,7 @@ extension EngineCore {
                 }
                 continue
             }
+            answerWaitingMore(definition.id, refusal: "a reload changed the source")
             let runtime = sources[definition.id]
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: load.id))
@@ -149,6 +152,7 @@ extension EngineCore {
             for id in try sourceIDs(of: target) { cancel(id, now: now) }
         case .wipe(let target):
             for id in try sourceIDs(of: target) {
+                sources[id].pagesWanted = nil
                 sources[id].etag = nil
                 sources[id].lastModified = nil
                 sources[id].serverFreshUntil = nil
@@ -157,6 +161,24 @@ extension EngineCore {
         case .override(let id, let content):
             guard sources.contains(id) else { throw unknownSource(id) }
             apply(.newData(content, origin: .override), to: id, now: now)
+        case .more(let id, let count):
+            guard sources.contains(id) else { throw unknownSource(id) }
+            let meta = sources[id].state.meta
+            guard meta?["hasMore"] == true else {
+                let said = meta.map { $0["hasMore"] == false ? "its meta says hasMore: false" : "its meta says nothing of more pages" }
+                    ?? "it has no meta yet"
+                throw ControlLineError(
+                    "source \"\(id)\" has no more pages to load (\(said)); more loads the next pages of a paginated source whose server has them")
+            }
+            let held = meta?["pages"]?.numberValue?.intValue ?? 1
+            // Past those held now, and never fewer than asked for already; bounded, so counting never overflows.
+            sources[id].pagesWanted = min(max(sources[id].pagesWanted ?? 0, held + count), Self.mostPages)
+            sources[id].waitingMore += ids
+            loadOrFollowUp(id, now: now)
+            // A load that cannot start (an input lost its content) brings no pages.
+            if !sources[id].phase.isLoading {
+                answerWaitingMore(id, refusal: sources[id].state.latestError?.message ?? "its load could not start")
+            }
         case .snapshot:
             for line in snapshot() { emit(line) }
         case .reload:
@@ -177,6 +199,9 @@ extension EngineCore {
             return view.sources
         }
     }
+
+    /// The most pages `more` makes a source ask for, however often it is sent.
+    static let mostPages = 1_000_000
 
     func unknownSource(_ id: SourceID) -> ControlLineError {
         ControlLineError("unknown source \"\(id)\" (sources: \(sourceIDs.map(\.rawValue).joined(separator: ", ")))")

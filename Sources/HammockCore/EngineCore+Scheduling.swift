@@ -222,8 +222,21 @@ extension EngineCore {
     /// `ended`, the load in flight, has ended (answered, failed or timed out): the load asked for meanwhile
     /// starts now.
     mutating func startFollowUp(_ id: SourceID, if ended: LoadInFlight, now: EngineTime) {
-        guard ended.followUp, !sources[id].phase.isLoading else { return }
-        load(id, now: now)
+        if ended.followUp, !sources[id].phase.isLoading { load(id, now: now) }
+        if !sources[id].phase.isLoading { answerWaitingMore(id) }
+    }
+
+    /// Answers the `more` commands that wait for `id`'s pages, once its loads are done: an `ack` when the
+    /// pages came, else an `error` with why (`refusal`, or the source's error).
+    mutating func answerWaitingMore(_ id: SourceID, refusal: String? = nil) {
+        let ids = sources[id].waitingMore
+        guard !ids.isEmpty else { return }
+        sources[id].waitingMore = []
+        if let reason = refusal ?? sources[id].state.latestError?.message {
+            for line in OutputLine.refusals("more pages of source \"\(id)\" did not come: \(reason)", answering: ids) { emit(line) }
+        } else {
+            for controlID in ids { emit(.ack(id: controlID)) }
+        }
     }
 
     /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
@@ -272,7 +285,7 @@ extension EngineCore {
         actions.append(
             .startLoad(LoadRequest(
                 source: id, kind: definition.kind, loadID: loadID, options: options, etag: sources[id].etag,
-                lastModified: sources[id].lastModified, timeout: definition.timeout)))
+                lastModified: sources[id].lastModified, timeout: definition.timeout, pages: sources[id].pagesWanted)))
     }
 
     /// Siesta's rule: a different request is a different resource. When a source's filled-in options change
@@ -283,6 +296,7 @@ extension EngineCore {
         let previous = sources[id].request
         sources[id].request = request
         guard let previous, previous != request else { return }
+        sources[id].pagesWanted = nil
         sources[id].etag = nil
         sources[id].lastModified = nil
         sources[id].serverFreshUntil = nil
@@ -297,6 +311,7 @@ extension EngineCore {
         guard let load = sources[id].phase.cancel() else { return }
         actions.append(.cancelLoad(source: id, kind: sources[id].definition.kind, loadID: load.id))
         apply(.requestCancelled, to: id, now: now)
+        answerWaitingMore(id, refusal: "its load was cancelled")
         scheduleNextAttempt(id, now: now)
     }
 

@@ -33,6 +33,8 @@ public struct LoadRequest: Sendable, Equatable {
     public var etag: String?
     public var lastModified: String?
     public var timeout: Duration
+    /// How many pages to load, for a source whose consumer asked for more (`more`); nil: the kind's default.
+    public var pages: Int? = nil
 }
 
 /// How a load ended, as the loader reports it.

@@ -77,6 +77,10 @@ struct SourceRuntime: Sendable {
     /// `--once`: the source has had its one load. Not a `LoadPhase`: a settled source still loads again when
     /// an input changes, so this is the run's bookkeeping, beside the phase and independent of it.
     var isSettled = false
+    /// How many pages a paginated source's loads ask for (`more`); nil: the kind's own default.
+    var pagesWanted: Int?
+    /// `more` commands waiting for this source's pages: acknowledged when its loads are done.
+    var waitingMore: [ControlID] = []
 
     init(definition: SourceDefinition) {
         self.definition = definition

@@ -501,7 +501,7 @@ package struct PluginSupervisor: Sendable {
             .send(
                 .load(
                     source: request.source.rawValue, id: request.loadID.rawValue, etag: request.etag, lastModified: request.lastModified,
-                    timeout: Double(request.timeout.milliseconds) / 1000)))
+                    timeout: Double(request.timeout.milliseconds) / 1000, pages: request.pages)))
         // Its timeout waits for the plugin's `started`, so a load queued behind a thousand others does not
         // time out before it runs.
         if queuesLoads { report(.loadQueued(source: request.source, loadID: request.loadID.rawValue)) }

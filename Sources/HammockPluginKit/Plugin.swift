@@ -302,14 +302,14 @@ actor PluginDispatcher {
             } catch {
                 output.send(.invalid(source: id, errors: error.problems))
             }
-        case .load(let id, let loadID, let etag, let lastModified, let timeout):
+        case .load(let id, let loadID, let etag, let lastModified, let timeout, let pages):
             guard let source = sources[id] else {
                 output.send(.error(id: loadID, source: id, error: SourceError(message: "source \"\(id)\" is not configured in this plugin", code: .notConfigured)))
                 return
             }
             var request = PluginLoadRequest(
                 id: loadID, etag: etag, lastModified: lastModified,
-                timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+                timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }, pages: pages)
             if plugin.queuesLoads {
                 // Sent from the load's own task, without a hop through this actor: it always goes before
                 // the answer, which that task sends after `load` returns.

@@ -29,6 +29,9 @@ public struct PluginLoadRequest: Sendable {
     /// The source's `timeout`; the load must end by then. For a plugin that queues loads, counted from
     /// `started()`.
     public var timeout: Duration?
+    /// How many pages a paginated source loads, when its consumer asked for more (the control op `more`);
+    /// nil: the kind's own default.
+    public var pages: Int? = nil
     /// Sends `started` for this load, once.
     var onStart: (@Sendable () -> Void)?
 

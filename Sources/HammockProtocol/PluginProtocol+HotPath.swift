@@ -10,11 +10,12 @@ import HammockJSON
 
 extension EngineMessage {
     var hotPathJSON: JSONValue? {
-        guard case .load(let source, let id, let etag, let lastModified, let timeout) = self else { return nil }
+        guard case .load(let source, let id, let etag, let lastModified, let timeout, let pages) = self else { return nil }
         var object: JSONObject = ["op": "load", "source": .string(source), "id": .number(JSONNumber(id))]
         if let etag { object["etag"] = .string(etag) }
         if let lastModified { object["lastModified"] = .string(lastModified) }
         if let seconds = timeout.flatMap(JSONNumber.init(exactly:)) { object["timeout"] = .number(seconds) }
+        if let pages { object["pages"] = .number(JSONNumber(pages)) }
         return .object(object)
     }
 
@@ -28,7 +29,12 @@ extension EngineMessage {
             guard let seconds = member.numberValue?.doubleValue, seconds.isFinite else { return nil }
             timeout = seconds
         }
-        self = .load(source: source, id: id, etag: etag, lastModified: lastModified, timeout: timeout)
+        var pages: Int?
+        if let member = object["pages"], !member.isNull {
+            guard let count = member.numberValue?.intValue, count >= 1 else { return nil }
+            pages = count
+        }
+        self = .load(source: source, id: id, etag: etag, lastModified: lastModified, timeout: timeout, pages: pages)
     }
 }
 

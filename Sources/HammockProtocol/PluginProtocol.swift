@@ -27,7 +27,8 @@ public enum EngineMessage: Sendable, Equatable {
     /// Check and keep a source's options. Sent again whenever they change (a template's input changed).
     case configure(source: String, options: JSONValue)
     /// Load a source. `timeout` is the source's `timeout` in seconds: the plugin ends the work by then.
-    case load(source: String, id: Int, etag: String?, lastModified: String?, timeout: Double?)
+    /// `pages`: how many pages a paginated source loads, when its consumer asked for more (`more`).
+    case load(source: String, id: Int, etag: String?, lastModified: String?, timeout: Double?, pages: Int? = nil)
     case cancel(id: Int)
     /// Forget a source (it was removed from the configuration): stop watching, stop its command.
     case remove(source: String)
@@ -237,7 +238,16 @@ extension DecodingError {
 
 extension EngineMessage: Codable {
     private enum Field: String, CodingKey {
-        case op, `protocol`, source, options, id, etag, lastModified, timeout
+        case op, `protocol`, source, options, id, etag, lastModified, timeout, pages
+    }
+
+    /// A load's `pages`: 1 or more when given.
+    private static func pages(_ pages: Int?, in fields: KeyedDecodingContainer<Field>) throws -> Int? {
+        guard let pages else { return nil }
+        guard pages >= 1 else {
+            throw DecodingError.dataCorruptedError(forKey: .pages, in: fields, debugDescription: "must be a whole number, 1 or more")
+        }
+        return pages
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -249,12 +259,13 @@ extension EngineMessage: Codable {
         case .configure(let source, let options):
             try fields.encode(source, forKey: .source)
             try fields.encode(options, forKey: .options)
-        case .load(let source, let id, let etag, let lastModified, let timeout):
+        case .load(let source, let id, let etag, let lastModified, let timeout, let pages):
             try fields.encode(source, forKey: .source)
             try fields.encode(id, forKey: .id)
             try fields.encodeIfPresent(etag, forKey: .etag)
             try fields.encodeIfPresent(lastModified, forKey: .lastModified)
             try fields.encodeIfPresent(timeout.flatMap(JSONNumber.init(exactly:)), forKey: .timeout)
+            try fields.encodeIfPresent(pages, forKey: .pages)
         case .cancel(let id):
             try fields.encode(id, forKey: .id)
         case .remove(let source):
@@ -276,7 +287,8 @@ extension EngineMessage: Codable {
                 source: try fields.decode(String.self, forKey: .source), id: try fields.decode(Int.self, forKey: .id),
                 etag: try fields.decodeIfPresent(String.self, forKey: .etag),
                 lastModified: try fields.decodeIfPresent(String.self, forKey: .lastModified),
-                timeout: try fields.decodeIfPresent(Double.self, forKey: .timeout))
+                timeout: try fields.decodeIfPresent(Double.self, forKey: .timeout),
+                pages: try Self.pages(fields.decodeIfPresent(Int.self, forKey: .pages), in: fields))
         case "cancel":
             self = .cancel(id: try fields.decode(Int.self, forKey: .id))
         case "remove":

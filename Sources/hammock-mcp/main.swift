@@ -20,7 +20,7 @@ struct HammockMCP: AsyncParsableCommand {
         abstract: "Serve a configuration's sources and views to an AI agent over the Model Context Protocol (stdio).",
         discussion: """
             Resources hammock://source/ID and hammock://view/ID (the state as hammock writes it, JSON), with \
-            subscriptions; tools get, load, loadIfNeeded, retry, override, wipe. Attaches to the \
+            subscriptions; tools get, load, loadIfNeeded, retry, override, wipe, more. Attaches to the \
             configuration's shared engine, and starts it when none runs, as `hammock attach` does. See docs/mcp.md.
             """)
 
@@ -281,6 +281,17 @@ final class MCPDoor: Sendable {
                     ]),
                     "required": .array(["source", "content"]),
                 ])),
+            Tool(
+                name: "more",
+                description: "Load the next pages of a lazily paginated source (its meta says hasMore); returns its state once they are in.",
+                inputSchema: .object([
+                    "type": "object",
+                    "properties": .object([
+                        "source": .object(["type": "string"]),
+                        "count": .object(["type": "integer", "minimum": 1, "maximum": 1000, "description": "pages more (default 1)"]),
+                    ]),
+                    "required": .array(["source"]),
+                ])),
         ]
     }()
 
@@ -315,8 +326,16 @@ final class MCPDoor: Sendable {
             let json = try JSONValue(parsing: Array(try JSONEncoder().encode(content)))
             try await perform(.override(source: SourceID(source), content: json))
             return try await lines([.source(source)])
+        case "more":
+            guard let source = arguments["source"]?.stringValue else { throw ToolError(message: "more takes source (an id) and count (pages, default 1)") }
+            let count = arguments["count"].map { $0.intValue ?? 0 } ?? 1
+            guard (1...ControlCommand.mostPagesAtOnce).contains(count) else {
+                throw ToolError(message: "more's count is a whole number from 1 to \(ControlCommand.mostPagesAtOnce)")
+            }
+            try await perform(.more(source: SourceID(source), count: count))
+            return try await lines([.source(source)])
         default:
-            throw ToolError(message: "no tool \(name); hammock's tools: get, load, loadIfNeeded, retry, override, wipe")
+            throw ToolError(message: "no tool \(name); hammock's tools: get, load, loadIfNeeded, retry, override, wipe, more")
         }
     }
 

@@ -50,14 +50,14 @@ import Testing
     @Test func noOp() {
         #expect(
             failure(#"{"source":"a"}"#)
-                == #"control line has no "op"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, snapshot, reload"#)
+                == #"control line has no "op"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, more, snapshot, reload"#)
         #expect(failure(#"{"op":5}"#) == #""op" must be a string, got a number"#)
     }
 
     @Test func unknownOp() {
         #expect(
             failure(#"{"op":"reboot","source":"a"}"#)
-                == #"unknown op "reboot"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, snapshot, reload"#)
+                == #"unknown op "reboot"; expected one of load, loadIfNeeded, retry, cancel, wipe, override, more, snapshot, reload"#)
     }
 
     @Test func missingTarget() {
@@ -86,6 +86,8 @@ import Testing
             (.wipe(.source("a")), #"{"op":"wipe","source":"a"}"#),
             (.override(source: "a", content: ["z": 1.50, "a": nil]), #"{"op":"override","source":"a","content":{"z":1.5,"a":null}}"#),
             (.override(source: "a", content: .null), #"{"op":"override","source":"a","content":null}"#),
+            (.more(source: "a", count: 1), #"{"op":"more","source":"a"}"#),
+            (.more(source: "a", count: 3), #"{"op":"more","source":"a","count":3}"#),
             (.snapshot, #"{"op":"snapshot"}"#),
             (.reload, #"{"op":"reload"}"#),
         ]

@@ -399,3 +399,56 @@ def test_commands_from_many_threads_each_get_their_answer(hammock_bin: str, conf
         assert failures == []
         assert h.source("steady").content in list(last.values())
         assert h.source("steady").content["i"] == 14
+
+
+# Lazy pages: `more` against a real HTTP server on 127.0.0.1
+
+
+def test_more_loads_the_next_pages_and_meta_says_how_many(hammock_bin: str, tmp_path: Path) -> None:
+    import http.server
+    import json as jsonlib
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            page = int(self.path.split("page=")[1]) if "page=" in self.path else 1
+            body = jsonlib.dumps(list(range((page - 1) * 2 + 1, page * 2 + 1))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            if page < 4:
+                self.send_header("Link", f'<http://127.0.0.1:{self.server.server_port}/items?page={page + 1}>; rel="next"')
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        path = tmp_path / "hammock.yaml"
+        path.write_text(
+            "sources:\n"
+            f"  items: {{ kind: rest, url: 'http://127.0.0.1:{server.server_port}/items', paginate: {{ style: link, lazy: true }} }}\n"
+        )
+        with Hammock(path, binary=hammock_bin) as h:
+            first = h.wait_for(lambda s: s.source("items").content is not None, timeout=WAIT).source("items")
+            assert first.content == [1, 2]
+            assert first.has_more and first.meta is not None and first.meta["pages"] == 1
+            assert first.http_status == 200
+
+            h.more("items")  # returns once the page is in
+            assert h.source("items").content == [1, 2, 3, 4]
+            h.more("items", count=5)
+            after = h.source("items")
+            assert after.content == list(range(1, 9))
+            assert after.meta is not None and after.meta["pages"] == 4
+            assert not after.has_more
+
+            with pytest.raises(CommandError) as refused:
+                h.more("items")
+            assert "has no more pages" in refused.value.message
+    finally:
+        server.shutdown()
+        server.server_close()

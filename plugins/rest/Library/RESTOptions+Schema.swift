@@ -77,6 +77,8 @@ extension RESTOptions {
                     "size": number("style: page: the page size to ask for; a shorter page is the last.", 1),
                     "limit": number("At most this many items in all.", 1),
                     "maxPages": number("At most this many pages (default 100), against a server that never stops.", 1),
+                    "lazy": JSONSchema.boolean(
+                        "Load the first page only; the control op more (count: N) loads the next N and keeps them on refresh. Default false: every page."),
                 ],
                 required: ["style"])
         else { preconditionFailure("JSONSchema.object gives an object") }

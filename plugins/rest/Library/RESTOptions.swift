@@ -215,7 +215,7 @@ struct Pagination: Sendable {
         case page(param: String, start: Int, sizeParam: String?, size: Int?)
     }
 
-    static let keys = ["style", "param", "start", "sizeParam", "size", "limit", "maxPages"]
+    static let keys = ["style", "param", "start", "sizeParam", "size", "limit", "maxPages", "lazy"]
     static let defaultMaxPages = 100
     /// The largest `start`, `size`, `limit` or `maxPages`: far beyond any real list.
     static let largestNumber = 1_000_000_000
@@ -225,6 +225,9 @@ struct Pagination: Sendable {
     var limit: Int?
     /// A guard against a server that never stops handing out pages.
     var maxPages: Int
+    /// Load the first page only, and more as the consumer asks (`more`); a refresh loads as many as were
+    /// asked for.
+    var lazy: Bool = false
 
     static func read(_ reader: inout OptionReader) -> Pagination? {
         guard let value = reader.value("paginate") else { return nil }
@@ -255,6 +258,10 @@ struct Pagination: Sendable {
         }
         let limit = integer("limit", minimum: 1)
         let maxPages = integer("maxPages", minimum: 1) ?? defaultMaxPages
+        var lazy = false
+        if let item = object["lazy"] {
+            if let flag = item.boolValue { lazy = flag } else { reader.problem(at: at("lazy"), "paginate.lazy must be true or false, found \(item.kindName)") }
+        }
         guard let styleName = string("style") else {
             if object["style"] == nil { reader.problem(at: JSONPointer(tokens: ["paginate"]), "paginate needs a style: link or page") }
             return nil
@@ -264,7 +271,7 @@ struct Pagination: Sendable {
             for key in ["param", "start", "sizeParam", "size"] where object[key] != nil {
                 reader.problem(at: at(key), "paginate.\(key) is for style: page; style: link follows the Link header")
             }
-            return Pagination(style: .link, limit: limit, maxPages: maxPages)
+            return Pagination(style: .link, limit: limit, maxPages: maxPages, lazy: lazy)
         case "page":
             let param = string("param") ?? "page"
             let start = integer("start", minimum: 0) ?? 1
@@ -273,7 +280,8 @@ struct Pagination: Sendable {
             if sizeParam != nil && size == nil {
                 reader.problem(at: at("sizeParam"), "paginate.sizeParam needs paginate.size, the page size to ask for")
             }
-            return Pagination(style: .page(param: param, start: start, sizeParam: sizeParam, size: size), limit: limit, maxPages: maxPages)
+            return Pagination(
+                style: .page(param: param, start: start, sizeParam: sizeParam, size: size), limit: limit, maxPages: maxPages, lazy: lazy)
         default:
             let hint = didYouMean(styleName, among: ["link", "page"])
             reader.problem(at: at("style"), "paginate.style must be link or page, found \"\(styleName)\"\(hint)")

@@ -5,6 +5,7 @@ import HammockJSON
 import HammockPluginKit
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// One configured `rest` source. Stateless between loads: what the engine remembers (ETag, Last-Modified)
 /// comes back in the load request.
@@ -16,6 +17,8 @@ struct RESTSource: PluginSource {
     let limits: RateLimits
     /// The event loop this source's loads run on.
     let loop: LoadLoop
+    /// A paginated source's pages as last read, with their validators.
+    let pages = PageMemory()
     var loadExecutor: (any TaskExecutor)? { loop.executor }
 
     /// When the engine gives no timeout (it always does).
@@ -87,9 +90,16 @@ struct RESTSource: PluginSource {
 
     // MARK: Pagination
 
-    /// Walks the pages and joins their arrays. Only a list that fit on one page carries its validators
-    /// (ETag, Last-Modified): a 304 for the first page says nothing about the others.
+    /// Walks the pages and joins their arrays: all of them (up to `limit` and `maxPages`), or with `lazy: true`
+    /// as many as the engine asks for (`request.pages`, 1 unless the consumer sent `more`).
+    ///
+    /// Every page goes with the validators its last answer gave (`PageMemory`), so a refresh of a long list
+    /// costs a 304 per page where the server supports it, and a list whose every page is unchanged is
+    /// `notModified`. The first page also carries the engine's validators, as a one-page list always has.
     private func paginate(_ pagination: Pagination, request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
+        let wanted = pagination.lazy ? min(max(request.pages ?? 1, 1), pagination.maxPages) : pagination.maxPages
+        let remembered = pages.take()
+        var read: [PageMemory.Page] = []
         var items: [JSONValue] = []
         var url = options.url
         var pageNumber = 0
@@ -100,84 +110,114 @@ struct RESTSource: PluginSource {
         }
         var visited: Set<String> = [url]
         var firstPageCount: Int?
-        var validators: (etag: String?, lastModified: String?) = (nil, nil)
+        var meta: JSONObject = [:]
+        var freshFor: Duration?
+        var hasMore = false
+        var unchanged = true
         for pageIndex in 1... {
             let isFirst = pageIndex == 1
+            let known = remembered[url]
             let outcome = await fetch(
-                url, etag: isFirst ? request.etag : nil, lastModified: isFirst ? request.lastModified : nil, deadline: deadline)
-            let answer: Answer
+                url, etag: known?.etag ?? (isFirst ? request.etag : nil),
+                lastModified: known?.lastModified ?? (isFirst ? request.lastModified : nil), deadline: deadline)
+            var page: PageMemory.Page
             switch outcome {
-            case .notModified(let freshFor, let meta):
-                if isFirst { return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor) }
-                return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
+            case .notModified(let fresh, let answerMeta):
+                if isFirst {
+                    freshFor = fresh
+                    meta = answerMeta
+                }
+                guard let known else {
+                    // Only the engine's validators went with it: the one-page list the engine holds is unchanged.
+                    if isFirst { return PluginLoadResult.notModified.meta(answerMeta).fresh(for: fresh) }
+                    return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
+                }
+                page = known
             case .failure(var error):
                 if !isFirst { error.message = "page \(pageIndex): " + error.message }
                 return .error(error)
-            case .answer(let received):
-                answer = received
-            }
-            let page: [JSONValue]
-            switch await parse(answer) {
-            case .failure(var error):
-                error.message = "page \(pageIndex): " + error.message
-                return .error(error)
-            case .success(let content):
-                guard let array = content.arrayValue else {
-                    return .error(
-                        SourceError(
-                            message: "page \(pageIndex) is \(content.kindName), not a list: paginate joins JSON arrays",
-                            code: .parseFailed))
+            case .answer(let answer):
+                unchanged = false
+                if isFirst {
+                    freshFor = answer.freshFor
+                    meta = answer.meta(exposing: options.exposeHeaders)
                 }
-                page = array
+                switch await parse(answer) {
+                case .failure(var error):
+                    error.message = "page \(pageIndex): " + error.message
+                    return .error(error)
+                case .success(let content):
+                    guard let array = content.arrayValue else {
+                        return .error(
+                            SourceError(
+                                message: "page \(pageIndex) is \(content.kindName), not a list: paginate joins JSON arrays",
+                                code: .parseFailed))
+                    }
+                    page = PageMemory.Page(
+                        items: array, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"),
+                        next: nil)
+                }
+                switch pagination.style {
+                case .link:
+                    if let target = nextLink(in: answer.headers["link"]) {
+                        // The server names the next page, so it is checked like a redirect's Location: http(s)
+                        // only (AsyncHTTPClient would also follow `http+unix://` to a local socket). Another
+                        // origin is fetched without the configured headers (see `headers(for:)`).
+                        guard let resolved = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteURL,
+                            let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                        else {
+                            return .error(
+                                SourceError(
+                                    message: "page \(pageIndex) links its next page to \"\(target)\", which is not an http(s) URL",
+                                    code: .badLink, transient: false))
+                        }
+                        page.next = resolved.absoluteString
+                    }
+                case .page(let param, _, _, let size):
+                    let expected = size ?? firstPageCount ?? 0
+                    if !page.items.isEmpty && page.items.count >= expected {
+                        page.next = url.settingQueryParameter(param, to: String(pageNumber + 1))
+                    }
+                }
             }
-            if isFirst {
-                firstPageCount = page.count
-                validators = (answer.headers.first(name: "etag"), answer.headers.first(name: "last-modified"))
-            }
-            items += page
+            if isFirst { firstPageCount = page.items.count }
+            read.append(PageMemory.Page(items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, url: url))
+            items += page.items
+            // At the limit the source holds all it wants: nothing more to load (`hasMore` stays false).
             if let limit = pagination.limit, items.count >= limit {
                 items.removeLast(items.count - limit)
                 break
             }
-
-            var next: String?
-            switch pagination.style {
-            case .link:
-                if let target = nextLink(in: answer.headers["link"]) {
-                    // The server names the next page, so it is checked like a redirect's Location: http(s)
-                    // only (AsyncHTTPClient would also follow `http+unix://` to a local socket). Another
-                    // origin is fetched without the configured headers (see `headers(for:)`).
-                    guard let resolved = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteURL,
-                        let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
-                    else {
-                        return .error(
-                            SourceError(
-                                message: "page \(pageIndex) links its next page to \"\(target)\", which is not an http(s) URL",
-                                code: .badLink, transient: false))
-                    }
-                    next = resolved.absoluteString
-                }
-            case .page(let param, _, _, let size):
-                let expected = size ?? firstPageCount ?? 0
-                if !page.isEmpty && page.count >= expected {
-                    pageNumber += 1
-                    next = url.settingQueryParameter(param, to: String(pageNumber))
-                }
-            }
-            guard let next else { break }
+            guard let next = page.next else { break }
             guard visited.insert(next).inserted else {
                 pluginLog("source \"\(id)\": page \(pageIndex) points back to a page already read; stopping there")
                 break
             }
-            if pageIndex >= pagination.maxPages {
-                pluginLog(
-                    "source \"\(id)\": stopped after \(pageIndex) pages (paginate.maxPages); the list may be incomplete")
+            if pageIndex >= wanted {
+                hasMore = true
+                if !pagination.lazy {
+                    pluginLog("source \"\(id)\": stopped after \(pageIndex) pages (paginate.maxPages); the list may be incomplete")
+                }
                 break
             }
             url = next
-            if pageIndex == 1 { validators = (nil, nil) }
+            pageNumber += 1
         }
-        return .newData(.array(items), etag: validators.etag, lastModified: validators.lastModified)
+        pages.keep(read)
+        meta["pages"] = .number(JSONNumber(read.count))
+        meta["hasMore"] = .bool(hasMore)
+        // A list that fit on one page carries that page's validators to the engine. A longer one carries a
+        // validator of its own, made of every page's (`PageMemory.listTag`): the engine sends it back only
+        // while it holds the list it came with (a wipe forgets it), so when it comes back and every page
+        // answered 304 to its own validators, the engine's list is the server's, unchanged.
+        if read.count == 1 {
+            return PluginLoadResult.newData(.array(items), etag: read[0].etag, lastModified: read[0].lastModified).meta(meta).fresh(for: freshFor)
+        }
+        let listTag = PageMemory.listTag(of: read)
+        if unchanged, let listTag, request.etag == listTag {
+            return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor)
+        }
+        return PluginLoadResult.newData(.array(items), etag: listTag).meta(meta).fresh(for: freshFor)
     }
 
     // MARK: One request
@@ -422,5 +462,44 @@ extension JSONValue {
         guard var object = objectValue else { return self }
         object[key] = value
         return .object(object)
+    }
+}
+
+/// The pages a paginated source read last, by URL, with the validators each answer gave: the next load
+/// sends them, and a page that answers 304 is taken from here. Only the latest load's pages are kept (a
+/// list's memory is the list once more, in the plugin beside the engine's copy), and only for paginated
+/// sources.
+final class PageMemory: Sendable {
+    struct Page: Sendable {
+        var items: [JSONValue]
+        var etag: String?
+        var lastModified: String?
+        /// The next page's URL, as this page's answer named it.
+        var next: String?
+        var url: String = ""
+    }
+
+    private let pages = Mutex<[String: Page]>([:])
+
+    /// The pages kept, by URL; the memory is empty until `keep` (two loads of one source never overlap:
+    /// the engine sends the next after the answer).
+    func take() -> [String: Page] { pages.withLock { taken in defer { taken = [:] }; return taken } }
+
+    /// A validator for a list of several pages: made of each page's own, nil unless every page has one.
+    static func listTag(of read: [Page]) -> String? {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for page in read {
+            guard let validator = page.etag ?? page.lastModified else { return nil }
+            for byte in (page.url + "\u{0}" + validator + "\u{0}").utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+        }
+        return "hammock-pages:\(read.count):" + String(hash, radix: 16)
+    }
+
+    func keep(_ read: [Page]) {
+        var byURL: [String: Page] = [:]
+        for page in read { byURL[page.url] = page }
+        pages.withLock { $0 = byURL }
     }
 }

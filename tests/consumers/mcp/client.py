@@ -85,7 +85,10 @@ async def main():
             unknown_tool = await session.call_tool("fly", {})
             assert unknown_tool.isError and "no tool fly" in unknown_tool.content[0].text, unknown_tool
             tools = {tool.name for tool in (await session.list_tools()).tools}
-            assert tools == {"get", "load", "loadIfNeeded", "retry", "override", "wipe"}, tools
+            assert tools == {"get", "load", "loadIfNeeded", "retry", "override", "wipe", "more"}, tools
+            # more on a source that is not paginated: hammock's refusal, as the tool's error.
+            no_more = await session.call_tool("more", {"source": "n"})
+            assert no_more.isError and "has no more pages" in no_more.content[0].text, no_more
 
             # Coalesced: a source that changes 50 times a second is told a few times a second, not 50.
             await session.subscribe_resource("hammock://source/ticking")

@@ -214,6 +214,10 @@ class AsyncHammock(ClientCore):
     async def override(self, source: str, content: Any, *, timeout: Optional[float] = None) -> None:
         await self.command("override", {"source": source, "content": content}, timeout=timeout)
 
+    async def more(self, source: str, count: int = 1, *, timeout: Optional[float] = None) -> None:
+        """Load `count` more pages of a paginated source; returns once they are in (see `Hammock.more`)."""
+        await self.command("more", {"source": source, "count": count}, timeout=timeout)
+
     async def snapshot(self, *, timeout: Optional[float] = None) -> States:
         return await self.command("snapshot", timeout=timeout)
 

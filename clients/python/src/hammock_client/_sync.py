@@ -223,6 +223,12 @@ class Hammock(ClientCore):
         """Set a source's content (any JSON-serializable value)."""
         self.command("override", {"source": source, "content": content}, timeout=timeout)
 
+    def more(self, source: str, count: int = 1, *, timeout: Optional[float] = None) -> None:
+        """Load `count` more pages of a paginated source (a rest source with `paginate: {lazy: true}`); returns
+        once they are in. Raises `CommandError` when there are none (`state.has_more` is false) or they did
+        not come."""
+        self.command("more", {"source": source, "count": count}, timeout=timeout)
+
     def snapshot(self, *, timeout: Optional[float] = None) -> States:
         """Have hammock write every state again; returns the states once all of it has been read."""
         return self.command("snapshot", timeout=timeout)

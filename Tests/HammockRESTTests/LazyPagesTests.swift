@@ -1,0 +1,119 @@
+import Foundation
+import HammockJSON
+import HammockTestSupport
+import Synchronization
+import Testing
+
+// Issue 29: SwiftEthel's lazy sequences for hammock. `paginate: { lazy: true }` loads the first page; the control
+// op `more` loads the next ones and is acknowledged once they are in; a refresh reads the pages held again, each
+// with its own validators. The real `hammock` against a server on 127.0.0.1.
+
+@Suite("rest: lazy pages")
+struct LazyPagesTests {
+    /// Five pages of three, linked by `Link: rel="next"`, each with an ETag that answers 304 when sent back.
+    static func fivePages(_ server: TestHTTPServer) {
+        let base = server.base
+        server.route("/items") { request in
+            let page = Int(request.queryParameter("page") ?? "1") ?? 1
+            let etag = "\"p\(page)\""
+            var headers = [("ETag", etag)]
+            if page < 5 { headers.append(("Link", #"<\#(base)/items?page=\#(page + 1)>; rel="next""#)) }
+            if request.header("If-None-Match") == etag { return TestResponse(status: 304, headers: headers) }
+            let items = (1...3).map { String((page - 1) * 3 + $0) }.joined(separator: ",")
+            return .json("[\(items)]", headers: headers)
+        }
+    }
+
+    /// Broken on purpose: the plugin reading every page of a lazy source (pages 2-5 were asked for at start);
+    /// `more` acknowledged at once instead of after its pages (the ack came before the two-page line); the
+    /// memory of pages off (the refresh sent no If-None-Match for page 2).
+    @Test("a lazy source loads one page; more (and count) loads the next and is acknowledged after them; a refresh keeps them, with 304s")
+    func moreLoadsTheNextPages() async throws {
+        try await TestHTTPServer.with { server in
+            Self.fivePages(server)
+            let config = """
+                version: 1
+                sources:
+                  list: { kind: rest, url: "\(server.base)/items", paginate: { style: link, lazy: true }, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let first = try await hammock.nextAnswer("list")
+                #expect(first.content == [1, 2, 3])
+                #expect(first[pointer: "/state/meta/pages"] == 1)
+                #expect(first[pointer: "/state/meta/hasMore"] == true)
+                #expect(server.requests(to: "/items").count == 1, "only the first page")
+
+                try hammock.send(controlLine: #"{"op":"more","source":"list","id":"m1"}"#)
+                let two = try await hammock.nextAnswer("list")
+                #expect(two.content == [1, 2, 3, 4, 5, 6])
+                #expect(two[pointer: "/state/meta/pages"] == 2)
+                let ack = try await hammock.waitFor(type: "ack") { $0.json["id"] == "m1" }
+                #expect(ack.seq! > two.seq!, "the ack comes after the pages")
+
+                try hammock.send(controlLine: #"{"op":"more","source":"list","count":10,"id":"m2"}"#)
+                let all = try await hammock.nextAnswer("list")
+                #expect(all.content == .array((1...15).map { .number(JSONNumber($0)) }))
+                #expect(all[pointer: "/state/meta/pages"] == 5)
+                #expect(all[pointer: "/state/meta/hasMore"] == false)
+                try await hammock.waitFor(type: "ack") { $0.json["id"] == "m2" }
+
+                try hammock.send(controlLine: #"{"op":"more","source":"list","id":"m3"}"#)
+                let refused = try await hammock.waitFor(type: "error") { $0.json["id"] == "m3" }
+                #expect(refused.json["message"]?.stringValue?.contains("has no more pages to load (its meta says hasMore: false)") == true, "\(refused.json)")
+
+                // A refresh reads the five pages again, each with its own ETag: every one answers 304, and the
+                // list is not modified.
+                let before = server.requests(to: "/items").count
+                try hammock.send(controlLine: #"{"op":"load","source":"list"}"#)
+                let refreshed = try await hammock.nextAnswer("list")
+                #expect(refreshed.event == "notModified", "\(refreshed.json)")
+                #expect(refreshed.content == all.content)
+                let again = server.requests(to: "/items").dropFirst(before)
+                #expect(again.count == 5)
+                #expect(again.map { $0.header("If-None-Match") } == (1...5).map { "\"p\($0)\"" })
+
+                // A wipe forgets the pages asked for: the next load reads the first page alone, as new data.
+                try hammock.send(controlLine: #"{"op":"wipe","source":"list"}"#)
+                try hammock.send(controlLine: #"{"op":"load","source":"list"}"#)
+                let afterWipe = try await hammock.waitFor(type: "source", id: "list") { $0.origin == "load" }
+                #expect(afterWipe.content == [1, 2, 3])
+            }
+        }
+    }
+
+    @Test("more: limit still caps the total; a source that is not paginated, an unknown source and a bad count are refused")
+    func moreIsBounded() async throws {
+        try await TestHTTPServer.with { server in
+            Self.fivePages(server)
+            server.route("/one", .json("[1]"))
+            let config = """
+                version: 1
+                sources:
+                  capped: { kind: rest, url: "\(server.base)/items", paginate: { style: link, lazy: true, limit: 5 }, retry: off }
+                  plain: { kind: rest, url: "\(server.base)/one", retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let first = try await hammock.nextAnswer("capped")
+                #expect(first.content == [1, 2, 3])
+                try await hammock.nextAnswer("plain")
+                try hammock.send(controlLine: #"{"op":"more","source":"capped","count":3,"id":"c"}"#)
+                let capped = try await hammock.nextAnswer("capped")
+                #expect(capped.content == [1, 2, 3, 4, 5])
+                #expect(capped[pointer: "/state/meta/hasMore"] == false, "at its limit a source has all it wants")
+                try await hammock.waitFor(type: "ack") { $0.json["id"] == "c" }
+
+                for (line, expected) in [
+                    (#"{"op":"more","source":"plain","id":1}"#, "its meta says nothing of more pages"),
+                    (#"{"op":"more","source":"nope","id":2}"#, "unknown source \"nope\""),
+                    (#"{"op":"more","source":"capped","count":0,"id":3}"#, "\"count\" must be a whole number from 1 to 1000"),
+                    (#"{"op":"more","source":"capped","count":"2","id":4}"#, "\"count\" must be a whole number from 1 to 1000"),
+                    (#"{"op":"more","view":"v","id":5}"#, "\"more\" needs a \"source\""),
+                ] {
+                    try hammock.send(controlLine: line)
+                    let error = try await hammock.waitFor(type: "error") { $0.json["message"]?.stringValue?.contains(expected) == true }
+                    #expect(error.json["id"] != nil, "\(error.json)")
+                }
+            }
+        }
+    }
+}
