@@ -65,6 +65,7 @@ extension EngineCore {
         let old = configuration
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
+            leaveBudget(definition.id, budget: definition.limit)
             let runtime = sources.remove(definition.id)
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: load.id))
@@ -79,6 +80,7 @@ extension EngineCore {
         var lastLines: [ViewDefinition: ViewState] = [:]
         for (index, view) in old.views.enumerated() { lastLines[view] = lastViewStates[index] }
         configuration = new
+        reconfigureBudgets(new.budgets)
         sourceIDs = new.sources.map(\.id)
         sourceOrder = Self.order(of: new)
         dependents = Self.dependents(of: new)
@@ -108,6 +110,12 @@ extension EngineCore {
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: load.id))
             }
+            // Queued under its old definition: the load below queues it again if its (new) budget is full.
+            if before.limit == definition.limit {
+                leaveBudgetQueue(definition.id, budget: before.limit)
+            } else {
+                leaveBudget(definition.id, budget: before.limit)
+            }
             if before.kind != definition.kind { actions.append(.removeSource(source: definition.id, kind: before.kind)) }
             var updated = SourceRuntime(definition: definition)
             // Its load was cancelled above and `updated` starts idle: not loading until the load below.
@@ -125,6 +133,8 @@ extension EngineCore {
             // sees a request it never sent.
             if isWatched(definition.id) { load(definition.id, now: now) }
         }
+        // A budget whose numbers grew may have room for what waits.
+        startQueuedLoads(now: now)
         // States were set above without `apply` (a reloaded source is not loading until its load): count again.
         indexViews()
         countUnsettled()
@@ -146,9 +156,15 @@ extension EngineCore {
             let failing = if case .view = target { ids.filter { sources[$0].state.latestError != nil } } else { ids }
             for id in failing { loadOrFollowUp(id, now: now) }
         case .cancel(let target):
-            for id in try sourceIDs(of: target) { cancel(id, now: now) }
+            for id in try sourceIDs(of: target) {
+                // A load waiting for its budget is not sent; the source polls on as after a cancel.
+                if leaveBudgetQueue(id, budget: sources[id].definition.limit) { scheduleNextAttempt(id, now: now) }
+                cancel(id, now: now)
+            }
         case .wipe(let target):
             for id in try sourceIDs(of: target) {
+                // A wipe forgets the load that waited for the budget too; the source's polls go on.
+                if leaveBudgetQueue(id, budget: sources[id].definition.limit) { scheduleNextAttempt(id, now: now) }
                 sources[id].etag = nil
                 sources[id].lastModified = nil
                 sources[id].serverFreshUntil = nil

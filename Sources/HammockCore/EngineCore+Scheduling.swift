@@ -176,6 +176,7 @@ extension EngineCore {
                 if !sources[id].phase.isLoading { load(id, now: now) }
             }
         }
+        startQueuedLoads(now: now)
         // A load that timed out above may have been the last one `--once` was waiting for.
         checkOnceCompletion(now: now)
         if let onceDeadline, now.instant >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
@@ -187,10 +188,7 @@ extension EngineCore {
     public var nextDeadline: MonotonicInstant? {
         guard !isFinished else { return nil }
         // `takeActions` left a current deadline (or none) at the front.
-        switch (onceDeadline, deadlines.min?.at) {
-        case (let once?, let source?): return min(once, source)
-        case (let once, let source): return once ?? source
-        }
+        return [onceDeadline, deadlines.min?.at, nextBudgetDeadline].compactMap { $0 }.min()
     }
 
     func isCurrent(_ deadline: Deadline) -> Bool {
@@ -211,7 +209,7 @@ extension EngineCore {
                 source.state, invalidated: false, expiration: source.definition.expiration,
                 retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
             || source.isFreshByServer(at: now.instant)
-        if !fresh { load(id, now: now) }
+        if !fresh { load(id, now: now, priority: .asked) }
     }
 
     /// A `load` or `retry` asked for by the consumer. A source already loading gets no second load at the
@@ -219,18 +217,20 @@ extension EngineCore {
     /// many were asked for meanwhile. So a flood of `load` lines costs at most the load in flight and the
     /// newest, never one command per line.
     mutating func loadOrFollowUp(_ id: SourceID, now: EngineTime) {
-        if sources[id].phase.askForLoad() { load(id, now: now) }
+        if sources[id].phase.askForLoad() { load(id, now: now, priority: .asked) }
     }
 
     /// `ended`, the load in flight, has ended (answered, failed or timed out): the load asked for meanwhile
     /// starts now.
     mutating func startFollowUp(_ id: SourceID, if ended: LoadInFlight, now: EngineTime) {
         guard ended.followUp, !sources[id].phase.isLoading else { return }
-        load(id, now: now)
+        load(id, now: now, priority: .asked)
     }
 
-    /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
-    mutating func load(_ id: SourceID, now: EngineTime) {
+    /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them)
+    /// or its budget has no room (then it waits in the budget's queue, with `priority`; `turn`: its turn in
+    /// that queue came, see `EngineCore+Budgets`).
+    mutating func load(_ id: SourceID, now: EngineTime, priority: LoadPriority = .background, turn: Bool = false) {
         let definition = sources[id].definition
         guard let resolution = resolvedOptions(of: definition) else {
             // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
@@ -262,6 +262,9 @@ extension EngineCore {
             markSettled(id, now: now)
             return
         }
+        // The options are filled in when the load starts, not when it was queued: an input that changed
+        // meanwhile is read.
+        guard admit(id, priority: priority, turn: turn, now: now) else { return }
         switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
         nextLoadID = nextLoadID.next
