@@ -28,6 +28,7 @@ extension EngineCore {
 
     /// Starts the queued loads of every budget whose window has room at `now`, in queue order.
     mutating func startQueuedLoads(now: EngineTime) {
+        guard budgets.values.contains(where: \.hasQueue) else { return }
         for name in budgets.keys.sorted() {
             while let budget = budgets[name], budget.hasQueue, budget.admits(at: now.instant) {
                 guard let (id, priority) = budgets[name]?.dequeue() else { break }
@@ -61,7 +62,13 @@ extension EngineCore {
 
     /// The earliest instant a queued load may start, for `nextDeadline`.
     var nextBudgetDeadline: MonotonicInstant? {
-        budgets.values.filter(\.hasQueue).map { $0.freesAt ?? MonotonicInstant(milliseconds: 0) }.min()
+        var next: MonotonicInstant?
+        for budget in budgets.values where budget.hasQueue {
+            // A queue beside room happens only until the next tick (room came with time): now, then.
+            let at = budget.freesAt ?? MonotonicInstant(milliseconds: 0)
+            if next.map({ at < $0 }) ?? true { next = at }
+        }
+        return next
     }
 
     /// A new configuration's budgets: one that stays keeps the starts it counted (under its new numbers,

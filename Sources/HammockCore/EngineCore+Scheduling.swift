@@ -188,7 +188,11 @@ extension EngineCore {
     public var nextDeadline: MonotonicInstant? {
         guard !isFinished else { return nil }
         // `takeActions` left a current deadline (or none) at the front.
-        return [onceDeadline, deadlines.min?.at, nextBudgetDeadline].compactMap { $0 }.min()
+        var next = deadlines.min?.at
+        for candidate in [onceDeadline, nextBudgetDeadline] {
+            if let candidate, next.map({ candidate < $0 }) ?? true { next = candidate }
+        }
+        return next
     }
 
     func isCurrent(_ deadline: Deadline) -> Bool {
