@@ -265,6 +265,38 @@ func staysWithin(_ starts: [MonotonicInstant], requests: Int, per: Duration) -> 
         #expect(engine.tick(now: at(11)).loads.map(\.source) == ["a"])
     }
 
+    @Test func aConsumerStartingToWatchIsAPersonsAskAheadOfPolls() {
+        // hammock serve: a and b are watched and poll; c is watched from 1 s on, by a client that waits for it.
+        var engine = EngineCore(
+            configuration: Self.configuration(
+                [Self.limited("a", refresh: .seconds(1)), Self.limited("b", refresh: .seconds(1)), Self.limited("c")],
+                requests: 1, per: .seconds(10)),
+            demand: .subscribed(sources: ["a", "b"], views: []))
+        #expect(engine.start(now: at(0)).loads.map(\.source) == ["a"])
+        _ = engine.demandChanged(to: .subscribed(sources: ["a", "b", "c"], views: []), now: at(1))
+        #expect(engine.budget("shared")?.queue == ["c", "b"])
+        #expect(engine.tick(now: at(10)).loads.map(\.source) == ["c"])
+    }
+
+    @Test func onceFinishesWhenTheQueuedLoadsHaveHadTheirTurn() {
+        var engine = EngineCore(
+            configuration: Self.configuration(["a", "b", "c"].map { Self.limited($0) }, requests: 1, per: .seconds(1)),
+            mode: .once(deadline: .seconds(30)))
+        var actions = engine.start(now: at(0))
+        var finished: Int32?
+        for second in Int64(0)..<5 where finished == nil {
+            if second > 0 { actions = engine.tick(now: at(second)) }
+            for request in actions.loads {
+                finished = finished
+                    ?? engine.loadFinished(source: request.source, loadID: request.loadID, outcome: .newData(1), now: at(second))
+                    .finishStatus
+            }
+        }
+        // One load a second: c, the third, answered at 2 s, and then --once was done.
+        #expect(finished == 0)
+        #expect(engine.nextDeadline == nil)
+    }
+
     @Test func aSourceWithoutALimitIsNotHeldBack() {
         var engine = EngineCore(
             configuration: Self.configuration(
