@@ -132,7 +132,7 @@ extension ConfigurationReader {
             } else {
                 for pair in top {
                     guard let key = keyText(pair.key), !Self.includedFileKeys.contains(key) else { continue }
-                    if ["version", "defaults", "plugins"].contains(key) {
+                    if ["version", "defaults", "plugins", "limits"].contains(key) {
                         problem(
                             pair.key.mark,
                             "`\(key):` belongs in the main file (\(mainFile)), where it applies to every file; an included file holds `sources:`, `views:`, `bases:` and `include:`")

@@ -189,6 +189,9 @@ struct ConfigurationReader {
     var documentsByCanonicalPath: [String: String] = [:]
     /// By id, from every file.
     var bases: [String: BaseDeclaration] = [:]
+    /// The budgets `limits:` declares, which a `limit:` may name, in order: also one whose numbers are
+    /// wrong (reported there), so that its sources are not told the name is unknown.
+    var budgetNames: [String] = []
 
     static let topLevelKeys = ConfigurationKeys.topLevel
     static let includedFileKeys = ConfigurationKeys.includedFile
@@ -256,6 +259,8 @@ struct ConfigurationReader {
                 problem(version.mark, "unsupported version; this hammock reads `version: 1`")
             }
         }
+
+        if let node = top.value("limits") { configuration.budgets = readLimits(node) }
 
         var defaults = SourceDefinition(id: "", kind: "")
         if let node = top.value("defaults"), let pairs = mapping(node, "defaults") {
@@ -418,6 +423,16 @@ struct ConfigurationReader {
                 } else {
                     problem(node.mark, "respect-server must be true or false, found \(node.kindName)")
                 }
+            case .limit:
+                guard let name = string(node, "limit") else { continue }
+                guard budgetNames.contains(name) else {
+                    let declared = budgetNames.isEmpty
+                        ? "the configuration has no `limits:`"
+                        : "limits: declares \(budgetNames.sorted().joined(separator: ", "))"
+                    problem(node.mark, "limit: unknown budget \"\(name)\"\(didYouMean(name, among: budgetNames)); \(declared)")
+                    continue
+                }
+                definition.limit = BudgetName(name)
             case .select:
                 guard let text = string(node, "select") else { continue }
                 if let pointer = JSONPointer(text) {
@@ -427,6 +442,57 @@ struct ConfigurationReader {
                 }
             }
         }
+    }
+
+    /// `limits:`: NAME → `{requests: N, per: DURATION}`, each within `BudgetLimit`'s bounds.
+    mutating func readLimits(_ node: YAMLNode) -> [BudgetName: BudgetLimit] {
+        guard let pairs = mapping(node, "limits") else { return [:] }
+        var budgets: [BudgetName: BudgetLimit] = [:]
+        for pair in pairs {
+            guard let name = keyText(pair.key) else { continue }
+            guard isValidIdentifier(name) else {
+                problem(pair.key.mark, "budget name \"\(name)\" must hold only letters, digits, _ and -")
+                continue
+            }
+            budgetNames.append(name)
+            let what = "limits.\(name)"
+            guard let fields = mapping(pair.value, what) else { continue }
+            checkKeys(fields, allowed: ["requests", "per"], context: what)
+            var requests: Int?
+            if let node = fields.value("requests") {
+                requests = budgetRequests(node, what)
+            } else {
+                problem(pair.value.mark, "\(what) has no requests: how many loads may start in any window of `per`")
+            }
+            var per: Duration?
+            if let node = fields.value("per") {
+                per = duration(node, "\(what).per")
+                if let window = per, window > BudgetLimit.longestPer {
+                    problem(
+                        node.mark,
+                        "\(what).per is \(window.humanReadable); a budget's window may be at most \(BudgetLimit.longestPer.humanReadable) (its starts are counted in memory since hammock started)")
+                    per = nil
+                }
+            } else {
+                problem(pair.value.mark, "\(what) has no per: the window, such as 1s, 1m or 1h")
+            }
+            if let requests, let per { budgets[BudgetName(name)] = BudgetLimit(requests: requests, per: per) }
+        }
+        return budgets
+    }
+
+    mutating func budgetRequests(_ node: YAMLNode, _ what: String) -> Int? {
+        let bounds = "a whole number from 1 to \(BudgetLimit.maximumRequests)"
+        guard case .scalar(let scalar) = node.kind else {
+            problem(node.mark, "\(what).requests must be \(bounds), found \(node.kindName)")
+            return nil
+        }
+        guard let text = interpolated(scalar.text, at: node.mark) else { return nil }
+        guard let number = Int(text.trimming { $0 == " " }), (1...BudgetLimit.maximumRequests).contains(number) else {
+            problem(node.mark, "\(what).requests must be \(bounds), found \(text)")
+            return nil
+        }
+        return number
     }
 
     mutating func retryPolicy(_ node: YAMLNode) -> RetryPolicy? {

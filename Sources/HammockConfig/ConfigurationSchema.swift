@@ -72,6 +72,20 @@ public enum ConfigurationSchema {
                 ["type": "string", "minLength": 1],
                 ["type": "array", "items": ["type": "string", "minLength": 1]],
             ]),
+        "limits": [
+            "type": "object",
+            "description": "Shared budgets, name: { requests: N, per: DURATION }: the sources that name one with limit: together start at most N loads in any window of per, a user's load ahead of polls. See docs/configuration.md, Shared budgets.",
+            "propertyNames": ["pattern": "^[A-Za-z0-9_-]+$"],
+            "additionalProperties": JSONSchema.object(
+                "A budget: at most requests load starts in any window of per.",
+                properties: [
+                    "requests": JSONSchema.integer(
+                        "How many loads may start in any window of per, 1 to \(BudgetLimit.maximumRequests).", minimum: 1,
+                        maximum: BudgetLimit.maximumRequests),
+                    "per": JSONSchema.duration("The window, such as 1s, 1m or 1h; at most 24h."),
+                ],
+                required: ["requests", "per"]),
+        ],
         "plugins": [
             "type": "object",
             "description": "How to start the plugin of a kind, kind: { command: [program, arguments…] }. A kind without one is looked for as hammock-plugin-KIND beside hammock, on HAMMOCK_PLUGIN_PATH, then PATH.",
@@ -136,6 +150,10 @@ public enum ConfigurationSchema {
         case .keep:
             return JSONSchema.boolean(
                 "Keep loading and polling while nobody watches the source: under hammock serve, with no client subscribed to it or to a view or source that reads it (default false). Under hammock run everything is watched anyway.")
+        case .limit:
+            return JSONSchema.string(
+                "The name of a budget under limits: whose starts this source's loads count against; all the sources of a budget together stay within it.",
+                pattern: "^[A-Za-z0-9_-]+$")
         case .respectServer:
             return JSONSchema.boolean(
                 "Poll no sooner than the server says its answer stays fresh (HTTP Cache-Control max-age, Expires, X-Poll-Interval; at most a day), whatever refresh says (default true). false: poll as refresh says.")
@@ -180,7 +198,7 @@ public enum ConfigurationSchema {
             "type": "object",
             "description": isBase
                 ? "A base: any keys of a source, taken by each source that names it with base:."
-                : "A source: its kind (or a base that has one), the common keys (refresh, at, expiration, retry, timeout, select, cache, keep, respect-server), and its kind's options.",
+                : "A source: its kind (or a base that has one), the common keys (refresh, at, expiration, retry, timeout, select, cache, keep, respect-server, limit), and its kind's options.",
             "properties": .object(common),
             "allOf": .array(branches),
             "unevaluatedProperties": false,

@@ -5,12 +5,13 @@
 public enum CommonSourceKey: String, CaseIterable, Sendable {
     case kind, refresh, at, expiration, retry, timeout, select, cache, keep
     case respectServer = "respect-server"
+    case limit
 
     /// Whether `defaults:` may set it for every source. A source's `kind` and `select` are its own.
     public var isInheritable: Bool {
         switch self {
         case .kind, .select: false
-        case .refresh, .at, .expiration, .retry, .timeout, .cache, .keep, .respectServer: true
+        case .refresh, .at, .expiration, .retry, .timeout, .cache, .keep, .respectServer, .limit: true
         }
     }
 

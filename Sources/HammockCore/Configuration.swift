@@ -9,15 +9,18 @@ public struct Configuration: Sendable, Equatable {
     public var plugins: [Kind: PluginDefinition]
     /// Values that came from the environment; they must never be written to stdout or to logs.
     public var secrets: Set<String>
+    /// `limits:`: shared budgets of load starts, which sources draw from with `limit:`.
+    public var budgets: [BudgetName: BudgetLimit]
 
     public init(
         sources: [SourceDefinition], views: [ViewDefinition] = [], plugins: [Kind: PluginDefinition] = [:],
-        secrets: Set<String> = []
+        secrets: Set<String> = [], budgets: [BudgetName: BudgetLimit] = [:]
     ) {
         self.sources = sources
         self.views = views
         self.plugins = plugins
         self.secrets = secrets
+        self.budgets = budgets
     }
 
     public var kinds: [Kind] {
@@ -47,6 +50,8 @@ public struct SourceDefinition: Sendable, Equatable {
     /// `respect-server` (default true): what the server says of its answer's freshness (`Cache-Control:
     /// max-age`, `Expires`, `X-Poll-Interval`) is a floor under `refresh`; false polls as `refresh` says.
     public var respectsServer = true
+    /// `limit:`: the budget under `limits:` whose starts this source's loads count against; nil: none.
+    public var limit: BudgetName?
     /// The option strings that hold `{{ }}` references.
     public var templates: [TemplatedOption]
 

@@ -79,7 +79,7 @@ extension EngineCore {
                 source.state, invalidated: false, expiration: source.definition.expiration,
                 retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
             || source.isFreshByServer(at: now.instant)
-        guard unchanged, fresh, let updatedAt = source.updatedAt else { return load(id, now: now) }
+        guard unchanged, fresh, let updatedAt = source.updatedAt else { return load(id, now: now, priority: .asked) }
         // The first poll or retry it would have had after now, had it been watched all along: the polls
         // missed while nobody watched are not made up for, the data being fresh.
         var next =
@@ -103,8 +103,11 @@ extension EngineCore {
     }
 
     /// Nobody watches `id` any more: no poll or retry is pending (the deadline left in the heap is no longer
-    /// current, see `isCurrent`). A load in flight goes on; `scheduleNextAttempt` schedules nothing after it.
+    /// current, see `isCurrent`), and it leaves its budget's queue. A load in flight goes on; `scheduleNextAttempt` schedules nothing after it.
     mutating func stopWatching(_ id: SourceID) {
         sources[id].nextAttemptAt = nil
+        if leaveBudgetQueue(id, budget: sources[id].definition.limit) {
+            answerWaitingMore(id, refusal: "nobody watches the source any more")
+        }
     }
 }

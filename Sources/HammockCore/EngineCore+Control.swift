@@ -67,6 +67,7 @@ extension EngineCore {
         let newIDs = Set(new.sources.map(\.id))
         for definition in old.sources where !newIDs.contains(definition.id) {
             answerWaitingMore(definition.id, refusal: "a reload removed the source")
+            leaveBudget(definition.id, budget: definition.limit)
             let runtime = sources.remove(definition.id)
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: definition.kind, loadID: load.id))
@@ -81,6 +82,7 @@ extension EngineCore {
         var lastLines: [ViewDefinition: ViewState] = [:]
         for (index, view) in old.views.enumerated() { lastLines[view] = lastViewStates[index] }
         configuration = new
+        reconfigureBudgets(new.budgets)
         sourceIDs = new.sources.map(\.id)
         sourceOrder = Self.order(of: new)
         dependents = Self.dependents(of: new)
@@ -111,6 +113,12 @@ extension EngineCore {
             if let load = runtime.phase.inFlight {
                 actions.append(.cancelLoad(source: definition.id, kind: before.kind, loadID: load.id))
             }
+            // Queued under its old definition: the load below queues it again if its (new) budget is full.
+            if before.limit == definition.limit {
+                leaveBudgetQueue(definition.id, budget: before.limit)
+            } else {
+                leaveBudget(definition.id, budget: before.limit)
+            }
             if before.kind != definition.kind { actions.append(.removeSource(source: definition.id, kind: before.kind)) }
             var updated = SourceRuntime(definition: definition)
             // Its load was cancelled above and `updated` starts idle: not loading until the load below.
@@ -128,6 +136,8 @@ extension EngineCore {
             // sees a request it never sent.
             if isWatched(definition.id) { load(definition.id, now: now) }
         }
+        // A budget whose numbers grew may have room for what waits.
+        startQueuedLoads(now: now)
         // States were set above without `apply` (a reloaded source is not loading until its load): count again.
         indexViews()
         countUnsettled()
@@ -149,10 +159,22 @@ extension EngineCore {
             let failing = if case .view = target { ids.filter { sources[$0].state.latestError != nil } } else { ids }
             for id in failing { loadOrFollowUp(id, now: now) }
         case .cancel(let target):
-            for id in try sourceIDs(of: target) { cancel(id, now: now) }
+            for id in try sourceIDs(of: target) {
+                // A load waiting for its budget is not sent; the source polls on as after a cancel.
+                if leaveBudgetQueue(id, budget: sources[id].definition.limit) {
+                    scheduleNextAttempt(id, now: now)
+                    answerWaitingMore(id, refusal: "its load was cancelled")
+                }
+                cancel(id, now: now)
+            }
         case .wipe(let target):
             for id in try sourceIDs(of: target) {
                 sources[id].pagesWanted = nil
+                // A wipe forgets the load that waited for the budget too; the source's polls go on.
+                if leaveBudgetQueue(id, budget: sources[id].definition.limit) {
+                    scheduleNextAttempt(id, now: now)
+                    answerWaitingMore(id, refusal: "a wipe forgot the pages it waited for")
+                }
                 sources[id].etag = nil
                 sources[id].lastModified = nil
                 sources[id].serverFreshUntil = nil
@@ -175,8 +197,9 @@ extension EngineCore {
             sources[id].pagesWanted = min(max(sources[id].pagesWanted ?? 0, held + count), Self.mostPages)
             sources[id].waitingMore += ids
             loadOrFollowUp(id, now: now)
-            // A load that cannot start (an input lost its content) brings no pages.
-            if !sources[id].phase.isLoading {
+            // A load that cannot start (an input lost its content) brings no pages; one that waits for its
+            // budget brings them when its turn comes.
+            if !sources[id].phase.isLoading && !isQueuedForBudget(id) {
                 answerWaitingMore(id, refusal: sources[id].state.latestError?.message ?? "its load could not start")
             }
         case .snapshot:

@@ -173,6 +173,7 @@ extension EngineCore {
                 if !sources[id].phase.isLoading { load(id, now: now) }
             }
         }
+        startQueuedLoads(now: now)
         // A load that timed out above may have been the last one `--once` was waiting for.
         checkOnceCompletion(now: now)
         if let onceDeadline, now.instant >= onceDeadline { finishOnce(now: now, deadlinePassed: true) }
@@ -184,10 +185,11 @@ extension EngineCore {
     public var nextDeadline: MonotonicInstant? {
         guard !isFinished else { return nil }
         // `takeActions` left a current deadline (or none) at the front.
-        switch (onceDeadline, deadlines.min?.at) {
-        case (let once?, let source?): return min(once, source)
-        case (let once, let source): return once ?? source
+        var next = deadlines.min?.at
+        for candidate in [onceDeadline, nextBudgetDeadline] {
+            if let candidate, next.map({ candidate < $0 }) ?? true { next = candidate }
         }
+        return next
     }
 
     func isCurrent(_ deadline: Deadline) -> Bool {
@@ -208,7 +210,7 @@ extension EngineCore {
                 source.state, invalidated: false, expiration: source.definition.expiration,
                 retryDelay: source.retryDelay, age: source.updatedAt.map { now.instant - $0 })
             || source.isFreshByServer(at: now.instant)
-        if !fresh { load(id, now: now) }
+        if !fresh { load(id, now: now, priority: .asked) }
     }
 
     /// A `load` or `retry` asked for by the consumer. A source already loading gets no second load at the
@@ -216,14 +218,14 @@ extension EngineCore {
     /// many were asked for meanwhile. So a flood of `load` lines costs at most the load in flight and the
     /// newest, never one command per line.
     mutating func loadOrFollowUp(_ id: SourceID, now: EngineTime) {
-        if sources[id].phase.askForLoad() { load(id, now: now) }
+        if sources[id].phase.askForLoad() { load(id, now: now, priority: .asked) }
     }
 
     /// `ended`, the load in flight, has ended (answered, failed or timed out): the load asked for meanwhile
     /// starts now.
     mutating func startFollowUp(_ id: SourceID, if ended: LoadInFlight, now: EngineTime) {
-        if ended.followUp, !sources[id].phase.isLoading { load(id, now: now) }
-        if !sources[id].phase.isLoading { answerWaitingMore(id) }
+        if ended.followUp, !sources[id].phase.isLoading { load(id, now: now, priority: .asked) }
+        if !sources[id].phase.isLoading && !isQueuedForBudget(id) { answerWaitingMore(id) }
     }
 
     /// Answers the `more` commands that wait for `id`'s pages, once its loads are done: an `ack` when the
@@ -239,8 +241,10 @@ extension EngineCore {
         }
     }
 
-    /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them).
-    mutating func load(_ id: SourceID, now: EngineTime) {
+    /// Starts a load unconditionally, unless the source's inputs have no content yet (then it waits for them)
+    /// or its budget has no room (then it waits in the budget's queue, with `priority`; `turn`: its turn in
+    /// that queue came, see `EngineCore+Budgets`).
+    mutating func load(_ id: SourceID, now: EngineTime, priority: LoadPriority = .background, turn: Bool = false) {
         let definition = sources[id].definition
         guard let resolution = resolvedOptions(of: definition) else {
             // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
@@ -272,6 +276,9 @@ extension EngineCore {
             markSettled(id, now: now)
             return
         }
+        // The options are filled in when the load starts, not when it was queued: an input that changed
+        // meanwhile is read.
+        guard admit(id, priority: priority, turn: turn, now: now) else { return }
         switchResource(id, to: RequestIdentity(kind: definition.kind, options: options), now: now)
         let loadID = nextLoadID
         nextLoadID = nextLoadID.next

@@ -135,6 +135,9 @@ public struct EngineCore: Sendable {
     /// that seeing whether the run is done costs those, not every source after every answer.
     var unsettledCount = 0
     var waitingUnsettled: Set<SourceID> = []
+    /// The shared budgets (`limits:`), by name: the starts each counted, and the sources waiting for one
+    /// (`EngineCore+Budgets`).
+    var budgets: [BudgetName: RequestBudget] = [:]
 
     /// - Parameter templateRules: the kinds' rules known at start (`learnTemplateRules` adds more later).
     /// - Parameter demand: who watches which sources; only watched sources load (`demandChanged` moves it).
@@ -155,6 +158,7 @@ public struct EngineCore: Sendable {
         dependents = Self.dependents(of: configuration)
         inputsBySource = Self.inputs(of: configuration)
         watched = Self.watched(by: demand, mode: mode, configuration: configuration, inputs: inputsBySource)
+        budgets = configuration.budgets.mapValues(RequestBudget.init(limit:))
         indexViews()
         countUnsettled()
     }

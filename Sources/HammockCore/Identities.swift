@@ -23,6 +23,7 @@ public struct Name<Tag>: RawRepresentable, Hashable, Comparable, Sendable, Codab
 public enum SourceName {}
 public enum ViewName {}
 public enum KindName {}
+public enum BudgetTag {}
 
 /// A source's `id` in the configuration.
 public typealias SourceID = Name<SourceName>
@@ -30,6 +31,8 @@ public typealias SourceID = Name<SourceName>
 public typealias ViewID = Name<ViewName>
 /// A source's `kind`: which loader (a plugin, or the built-in `fake`) loads it.
 public typealias Kind = Name<KindName>
+/// A shared budget's name under `limits:`, which a source's `limit:` names.
+public typealias BudgetName = Name<BudgetTag>
 
 /// One load of one source, numbered by the core from 1 in the order it sends them; a loader's answer names
 /// it, so an answer to a load that was cancelled or timed out is known as such.

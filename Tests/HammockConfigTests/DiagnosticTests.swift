@@ -25,7 +25,7 @@ import Testing
             """
         #expect(
             problems(text) == [
-                #"3:1: unknown key "colours" in the configuration; expected one of: version, defaults, sources, views, plugins, bases, include"#
+                #"3:1: unknown key "colours" in the configuration; expected one of: version, defaults, sources, views, plugins, bases, include, limits"#
             ])
     }
 
@@ -282,7 +282,7 @@ import Testing
                 test.yaml:4:14: refresh: "often" is not a duration; write e.g. 250ms, 5s, 2m, 1h or 1m30s
                 test.yaml:6:11: unknown kind "rset" (did you mean "rest"?): no plugin found; looked for plugins.rset.command
                 test.yaml:8:21: view "v" uses unknown source "missing"
-                test.yaml:9:1: unknown key "extra" in the configuration; expected one of: version, defaults, sources, views, plugins, bases, include
+                test.yaml:9:1: unknown key "extra" in the configuration; expected one of: version, defaults, sources, views, plugins, bases, include, limits
                 """)
         #expect(error.diagnostics.count == 4)
         #expect(error.diagnostics == error.diagnostics.sorted())

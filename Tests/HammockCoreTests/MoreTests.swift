@@ -51,6 +51,26 @@ import Testing
         #expect(removed.summaries.first == #"error 1 more pages of source "a" did not come: a reload removed the source"#)
     }
 
+    /// With a shared budget (`limit:`), a `more` whose load waits for the budget's room is neither refused nor
+    /// answered until its turn comes and the pages are in; a wipe that takes it out of the queue answers it.
+    @Test func moreWaitsForItsBudgetAndIsAnsweredAfterThePages() {
+        var limited = fakeSource("a")
+        limited.limit = "shared"
+        var engine = EngineCore(configuration: Configuration(sources: [limited], budgets: ["shared": BudgetLimit(requests: 1, per: .seconds(10))]))
+        _ = engine.start(now: at(0))
+        _ = engine.loadFinished(source: "a", loadID: 1, outcome: .described(.newData([1]), meta: ["pages": 1, "hasMore": true]), now: at(1))
+        #expect(engine.handle(.more(source: "a", count: 1), replyingTo: [.number(1)], now: at(2)).summaries.isEmpty, "waits for the budget")
+        let turn = engine.tick(now: at(10))
+        #expect(turn.loads.first?.pages == 2)
+        #expect(
+            engine.loadFinished(source: "a", loadID: 2, outcome: .described(.newData([1, 2]), meta: ["pages": 2, "hasMore": true]), now: at(11))
+                .summaries.last == "ack 1")
+        _ = engine.handle(.more(source: "a", count: 1), replyingTo: [.number(2)], now: at(12))
+        #expect(
+            engine.handle(.wipe(.source("a")), now: at(12)).summaries.contains(
+                #"error 2 more pages of source "a" did not come: a wipe forgot the pages it waited for"#))
+    }
+
     @Test func aWipeForgetsThePagesAskedFor() {
         var engine = engine()
         _ = engine.handle(.more(source: "a", count: 4), now: at(2))

@@ -25,7 +25,7 @@ struct FakeKindTests {
         let expected = [
             #"\#(path):4:5: source "a": state must be one of data, loading, error"#,
             #"\#(path):5:5: source "a": "5" has no unit; write 5s, 5ms, 5m or 5h"#,
-            #"\#(path):6:5: source "a": unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server"#,
+            #"\#(path):6:5: source "a": unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server, limit"#,
             #"\#(path):7:41: refresh: "5" has no unit; write 5s, 5ms, 5m or 5h"#,
             #"\#(path):8:20: source "c": state must be one of data, loading, error"#,
             #"\#(path):9:20: source "d": error must be a message or a mapping {message, httpStatus, exitStatus, code}, found an array"#,

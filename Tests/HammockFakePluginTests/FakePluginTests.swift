@@ -57,7 +57,7 @@ import Testing
             Set(problems.map(\.message)) == [
                 "state must be one of data, loading, error",
                 #""5" has no unit; write 5s, 5ms, 5m or 5h"#,
-                #"unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server"#,
+                #"unknown key "colour" in a fake source; expected one of: content, state, error, delay, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server, limit"#,
                 "error must be a message or a mapping {message, httpStatus, exitStatus, code}, found an array",
             ])
         plugin.input.finish()

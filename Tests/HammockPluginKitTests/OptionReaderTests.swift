@@ -19,7 +19,7 @@ import Testing
         let reader = OptionReader(["colour": 1], known: ["path"], kind: "file")
         // The keys every source has are named too: the key may have been meant for the engine.
         #expect(problems(reader) == [
-            "/colour": #"unknown key "colour" in a file source; expected one of: path, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server"#
+            "/colour": #"unknown key "colour" in a file source; expected one of: path, kind, refresh, at, expiration, retry, timeout, select, cache, keep, respect-server, limit"#
         ])
     }
 
