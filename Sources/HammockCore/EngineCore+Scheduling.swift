@@ -37,22 +37,23 @@ extension EngineCore {
         // The server's word on how long its answer stays fresh: a floor under the next poll.
         let serverFreshFor = outcome.freshFor
         let meta = outcome.meta
+        let stored = outcome.mayBeStored
         let outcome = outcome.answer
         switch outcome {
         case .newData, .notModified:
             sources[id].serverFreshUntil =
                 serverFreshFor.flatMap { source.definition.respectsServer ? now.instant + min(max($0, .zero), RetryPolicy.longestServerFloor) : nil }
-        case .error, .cancelled, .fresh, .described:
+        case .error, .cancelled, .fresh, .described, .notStored:
             break
         }
         switch outcome {
-        case .fresh, .described:
+        case .fresh, .described, .notStored:
             break  // unwrapped above: a plugin's answer is advised once
         case .newData(let raw, let etag, let lastModified):
             sources[id].etag = etag
             sources[id].lastModified = lastModified
             switch select(raw, for: source.definition) {
-            case .success(let content): apply(.newData(content, origin: .load), to: id, now: now, meta: meta)
+            case .success(let content): apply(.newData(content, origin: .load), to: id, now: now, meta: meta, stored: stored)
             case .failure(let error): apply(.error(error), to: id, now: now)
             }
         case .notModified where source.state.content == nil:

@@ -49,11 +49,14 @@ public indirect enum LoadOutcome: Sendable, Equatable {
     /// `answer` (new data, or not modified), with what the loader said of it besides the content (the
     /// plugin's `meta` message): it becomes the state's `meta`.
     case described(LoadOutcome, meta: JSONObject)
+    /// `answer` (new data), which must not be kept on disk (the plugin's `noStore`: HTTP's
+    /// `Cache-Control: no-store`): a source with `cache: true` stores none of it, and forgets what it stored.
+    case notStored(LoadOutcome)
 
     /// The answer itself, without the advice wrapped around it.
     public var answer: LoadOutcome {
         switch self {
-        case .fresh(let answer, _), .described(let answer, _): answer.answer
+        case .fresh(let answer, _), .described(let answer, _), .notStored(let answer): answer.answer
         case .newData, .notModified, .error, .cancelled: self
         }
     }
@@ -62,7 +65,7 @@ public indirect enum LoadOutcome: Sendable, Equatable {
     public var freshFor: Duration? {
         switch self {
         case .fresh(_, let duration): duration
-        case .described(let answer, _): answer.freshFor
+        case .described(let answer, _), .notStored(let answer): answer.freshFor
         case .newData, .notModified, .error, .cancelled: nil
         }
     }
@@ -71,8 +74,17 @@ public indirect enum LoadOutcome: Sendable, Equatable {
     public var meta: JSONObject? {
         switch self {
         case .described(_, let meta): meta
-        case .fresh(let answer, _): answer.meta
+        case .fresh(let answer, _), .notStored(let answer): answer.meta
         case .newData, .notModified, .error, .cancelled: nil
+        }
+    }
+
+    /// Whether the answer may be kept on disk (no `noStore` from the plugin).
+    public var mayBeStored: Bool {
+        switch self {
+        case .notStored: false
+        case .fresh(let answer, _), .described(let answer, _): answer.mayBeStored
+        case .newData, .notModified, .error, .cancelled: true
         }
     }
 }
@@ -225,7 +237,10 @@ public struct EngineCore: Sendable {
 
     // MARK: - State changes
 
-    mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime, meta: JSONObject? = nil) {
+    ///
+    /// - Parameter stored: whether new data may go to the offline cache; when not (`no-store`), what the
+    ///   cache holds of the source is forgotten instead.
+    mutating func apply(_ event: SourceEvent, to id: SourceID, now: EngineTime, meta: JSONObject? = nil, stored: Bool = true) {
         var event = event
         // A failure whose side said when to ask again tells the consumer when that is.
         if case .error(var error) = event, error.retryAt == nil, let delay = error.retryAfter {
@@ -246,7 +261,7 @@ public struct EngineCore: Sendable {
         }
         emit(.source(id: id, event: event, state: sources[id].state))
         if case .newData(_, let origin) = event, origin != .cache, sources[id].definition.cache, !isFinished {
-            actions.append(.persist(source: id, content: origin == .wipe ? nil : sources[id].state.content))
+            actions.append(.persist(source: id, content: origin == .wipe || !stored ? nil : sources[id].state.content))
         }
         if sources[id].state.content != contentBefore { inputChanged(id, now: now) }
     }

@@ -141,6 +141,8 @@ package struct PluginSupervisor: Sendable {
     /// that follows it.
     private var metas: [Int: JSONObject] = [:]
     private var pushMetas: [SourceID: JSONObject] = [:]
+    /// Loads whose answer came with `noStore`.
+    private var notStored: Set<Int> = []
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [Instant] = []
@@ -211,6 +213,7 @@ package struct PluginSupervisor: Sendable {
         queuedLoads.removeAll { $0.loadID.rawValue == loadID }
         freshness[loadID] = nil
         metas[loadID] = nil
+        notStored.remove(loadID)
         if pendingLoads.removeValue(forKey: loadID) != nil { actions.append(.send(.cancel(id: loadID))) }
         return taken()
     }
@@ -302,6 +305,7 @@ package struct PluginSupervisor: Sendable {
         freshness.removeAll()
         metas.removeAll()
         pushMetas.removeAll()
+        notStored.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             report(.pushedError(source: source, error: error))
@@ -425,6 +429,9 @@ package struct PluginSupervisor: Sendable {
         case .meta(let id, let meta):
             guard pendingLoads[id] != nil, let meta = bounded(meta, of: pendingLoads[id]) else { return }
             metas[id] = meta
+        case .noStore(let id):
+            guard pendingLoads[id] != nil else { return }
+            notStored.insert(id)
         case .pushedMeta(let name, let meta):
             let source = SourceID(name)
             guard desiredOptions[source] != nil, let meta = bounded(meta, of: source) else { return }
@@ -447,6 +454,7 @@ package struct PluginSupervisor: Sendable {
             pendingLoads[id] = nil
             freshness[id] = nil
             metas[id] = nil
+            notStored.remove(id)
         case .started(let id):
             guard let source = pendingLoads[id] else { return }
             report(.loadStarted(source: source, loadID: id))
@@ -460,6 +468,7 @@ package struct PluginSupervisor: Sendable {
     private mutating func answer(_ loadID: Int, _ outcome: LoadOutcome) {
         let freshFor = freshness.removeValue(forKey: loadID)
         let meta = metas.removeValue(forKey: loadID)
+        let stored = notStored.remove(loadID) == nil
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
         actions.append(.sealPushes(source: source))
@@ -468,7 +477,8 @@ package struct PluginSupervisor: Sendable {
         case .newData, .notModified:
             if let meta { advised = .described(advised, meta: meta) }
             if let freshFor { advised = .fresh(advised, for: freshFor) }
-        case .error, .cancelled, .fresh, .described:
+            if !stored { advised = .notStored(advised) }
+        case .error, .cancelled, .fresh, .described, .notStored:
             break
         }
         report(.loadFinished(source: source, loadID: loadID, outcome: advised))

@@ -245,7 +245,7 @@ final class PluginOutput: Sendable {
                 pointer: JSONPointer(tokens: []),
                 message: "\(problems.count) problems in all, too long to list (\(length) bytes, over \(limit))")
             return .invalid(source: source, errors: (first.map { [$0] } ?? []) + [summary])
-        case .hello, .configured, .notModified, .cancelled, .started, .fresh, .meta, .pushedMeta:
+        case .hello, .configured, .notModified, .cancelled, .started, .fresh, .meta, .pushedMeta, .noStore:
             // Small by nature (a meta is bounded before it is sent, see `boundedMeta`); an absurd kind name or
             // version is the plugin author's to see.
             return message
@@ -364,6 +364,9 @@ actor PluginDispatcher {
             send(answer, answering: loadID, source: source)
         case .described(let answer, let meta):
             if let meta = boundedMeta(meta, of: source) { output.send(.meta(id: loadID, meta: meta)) }
+            send(answer, answering: loadID, source: source)
+        case .notStored(let answer):
+            output.send(.noStore(id: loadID))
             send(answer, answering: loadID, source: source)
         }
     }

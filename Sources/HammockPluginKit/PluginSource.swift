@@ -53,11 +53,14 @@ public indirect enum PluginLoadResult: Sendable {
     /// source's `meta` (an HTTP status and headers, a command's exit status, a file's size). New data's meta
     /// replaces the state's; a not-modified answer's updates the members it names. Made by `meta(_:)`.
     case described(PluginLoadResult, meta: JSONObject)
+    /// `answer` (new data), which must not be kept on disk (HTTP's `Cache-Control: no-store`): a source
+    /// with `cache: true` stores none of it. Made by `stored(_:)`.
+    case notStored(PluginLoadResult)
 
     /// The answer itself (new data, not modified, or an error), without the advice around it.
     public var answer: PluginLoadResult {
         switch self {
-        case .fresh(let answer, _), .described(let answer, _): answer.answer
+        case .fresh(let answer, _), .described(let answer, _), .notStored(let answer): answer.answer
         case .newData, .notModified, .error: self
         }
     }
@@ -66,7 +69,7 @@ public indirect enum PluginLoadResult: Sendable {
     public var metaObject: JSONObject? {
         switch self {
         case .described(_, let meta): meta
-        case .fresh(let answer, _): answer.metaObject
+        case .fresh(let answer, _), .notStored(let answer): answer.metaObject
         case .newData, .notModified, .error: nil
         }
     }
@@ -76,7 +79,7 @@ public indirect enum PluginLoadResult: Sendable {
     public func fresh(for duration: Duration?) -> PluginLoadResult {
         guard let duration else { return self }
         switch self {
-        case .newData, .notModified, .described: return .fresh(self, for: duration)
+        case .newData, .notModified, .described, .notStored: return .fresh(self, for: duration)
         case .fresh(let answer, _): return .fresh(answer, for: duration)
         case .error: return self
         }
@@ -90,7 +93,18 @@ public indirect enum PluginLoadResult: Sendable {
         case .newData, .notModified: return .described(self, meta: meta)
         case .described(let answer, _): return .described(answer, meta: meta)
         case .fresh(let answer, let duration): return .fresh(answer.meta(meta), for: duration)
+        case .notStored(let answer): return .notStored(answer.meta(meta))
         case .error: return self
+        }
+    }
+
+    /// This answer, kept on disk by a source with `cache: true` only when `allowed`; itself when allowed, or
+    /// when there is no new content to store.
+    public func stored(_ allowed: Bool) -> PluginLoadResult {
+        guard !allowed else { return self }
+        switch self {
+        case .newData, .described, .fresh: return .notStored(self)
+        case .notStored, .notModified, .error: return self
         }
     }
 }

@@ -70,6 +70,10 @@ public enum PluginMessage: Sendable, Equatable {
     /// Sent just before a push (`pushedData`) of `source`: what the plugin knows of the pushed content.
     /// On the wire a `meta` with a `source` and no `id`.
     case pushedMeta(source: String, meta: JSONObject)
+    /// Sent just before load `id`'s `newData`: the content must not be kept on disk (HTTP's
+    /// `Cache-Control: no-store`), so a source with `cache: true` stores none of it and forgets what it stored.
+    /// On the wire `{"type":"noStore","id":7}`.
+    case noStore(id: Int)
     /// New data the plugin noticed by itself (a watched file changed, a streaming command wrote a line).
     /// On the wire a `newData` with a `source` and no `id`.
     case pushedData(source: String, content: JSONValue)
@@ -115,16 +119,17 @@ extension PluginMessage {
         case .started: "started"
         case .fresh: "fresh"
         case .meta, .pushedMeta: "meta"
+        case .noStore: "noStore"
         }
     }
 
-    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started", "fresh", "meta"]
+    static let types = ["hello", "configured", "invalid", "newData", "notModified", "error", "cancelled", "started", "fresh", "meta", "noStore"]
 
     /// The load this message answers, if it answers one.
     public var loadID: Int? {
         switch self {
         case .newData(let id, _, _, _, _), .notModified(let id), .error(let id, _, _), .cancelled(let id): id
-        case .hello, .configured, .invalid, .pushedData, .pushedError, .started, .fresh, .meta, .pushedMeta: nil
+        case .hello, .configured, .invalid, .pushedData, .pushedError, .started, .fresh, .meta, .pushedMeta, .noStore: nil
         }
     }
 
@@ -338,7 +343,7 @@ extension PluginMessage: Codable {
         case .pushedData(let source, let content):
             try fields.encode(source, forKey: .source)
             try fields.encode(content, forKey: .content)
-        case .notModified(let id), .cancelled(let id), .started(let id):
+        case .notModified(let id), .cancelled(let id), .started(let id), .noStore(let id):
             try fields.encode(id, forKey: .id)
         case .fresh(let id, let seconds):
             try fields.encode(id, forKey: .id)
@@ -420,6 +425,8 @@ extension PluginMessage: Codable {
             self = .cancelled(id: try fields.decode(Int.self, forKey: .id))
         case "started":
             self = .started(id: try fields.decode(Int.self, forKey: .id))
+        case "noStore":
+            self = .noStore(id: try fields.decode(Int.self, forKey: .id))
         case "fresh":
             let seconds = try fields.decode(Double.self, forKey: .seconds)
             guard seconds.isFinite, seconds >= 0 else {

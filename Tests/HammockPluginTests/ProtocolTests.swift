@@ -68,6 +68,7 @@ import Testing
         (.fresh(id: 9, seconds: 60), #"{"type":"fresh","id":9,"seconds":60}"#),
         (.meta(id: 10, meta: ["httpStatus": 200, "url": "http://x/"]), #"{"type":"meta","id":10,"meta":{"httpStatus":200,"url":"http://x/"}}"#),
         (.pushedMeta(source: "f", meta: ["size": 3]), #"{"type":"meta","source":"f","meta":{"size":3}}"#),
+        (.noStore(id: 11), #"{"type":"noStore","id":11}"#),
         (
             .hello(protocol: 1, kinds: ["shell"], version: "1", queuesLoads: true),
             #"{"type":"hello","protocol":1,"kinds":["shell"],"version":"1","queuesLoads":true}"#
@@ -226,7 +227,7 @@ import Testing
         #expect(pluginFailure(#"{"type":1}"#) == #""type" must be a string, got a number"#)
         #expect(
             pluginFailure(#"{"type":"hi"}"#)
-                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, fresh, meta, got "hi""#)
+                == #""type" must be one of hello, configured, invalid, newData, notModified, error, cancelled, started, fresh, meta, noStore, got "hi""#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1}"#) == #"hello: "kinds" is missing"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":[]}"#) == #"hello: "kinds" must be a non-empty list of strings"#)
         #expect(pluginFailure(#"{"type":"hello","protocol":1,"kinds":["a",2]}"#) == #"hello: "kinds/1" must be a string, got a number"#)

@@ -93,6 +93,46 @@ struct MetaTests {
         }
     }
 
+    /// Broken on purpose (the plugin not passing no-store on), the private answer was in the cache file.
+    @Test("Cache-Control: no-store keeps an answer out of the offline cache, and forgets what the cache held of the source")
+    func noStoreStaysOffTheDisk() async throws {
+        try await TestHTTPServer.with { server in
+            let secretive = Mutex(false)
+            server.route("/me") { _ in
+                secretive.withLock { $0 }
+                    ? .json(#"{"who": "private-answer"}"#, headers: [("Cache-Control", "private, no-store")])
+                    : .json(#"{"who": "public-answer"}"#)
+            }
+            let cache = try HammockProcess.makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            @Sendable func cached() -> String? {
+                guard let file = (try? FileManager.default.subpathsOfDirectory(atPath: cache))?.first(where: { $0.hasSuffix("me.json") }),
+                    let bytes = FileManager.default.contents(atPath: cache + "/" + file)
+                else { return nil }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            let config = """
+                version: 1
+                sources:
+                  me: { kind: rest, url: "\(server.base)/me", cache: true, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config, environment: ["HAMMOCK_CACHE_DIR": cache]) { hammock in
+                try await hammock.nextAnswer("me")
+                let deadline = ContinuousClock.now + .seconds(10)
+                while cached()?.contains("public-answer") != true && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(cached()?.contains("public-answer") == true, "an answer without no-store is cached")
+
+                secretive.withLock { $0 = true }
+                try hammock.send(controlLine: #"{"op":"load","source":"me"}"#)
+                let answer = try await hammock.nextAnswer("me")
+                #expect(answer.content == ["who": "private-answer"], "no-store content is shown")
+                while cached() != nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(cached() == nil, "the cache forgot the source: \(cached() ?? "")")
+            }
+            #expect(cached()?.contains("private-answer") != true)
+        }
+    }
+
     @Test("expose-headers: a name that is not a header name is an error at its place in the file")
     func badExposedHeaderName() async throws {
         let directory = try HammockProcess.makeTemporaryDirectory()

@@ -37,7 +37,7 @@ final class FileSource: PluginSource {
                 case .described(.newData(let content, _, _), let meta)?: await push.newData(content, meta: meta)
                 case .newData(let content, _, _)?: await push.newData(content)
                 case .error(let error)?: await push.error(error)
-                case .notModified?, .fresh?, .described?, nil: break
+                case .notModified?, .fresh?, .described?, .notStored?, nil: break
                 }
             }
         }

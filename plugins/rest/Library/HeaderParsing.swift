@@ -166,6 +166,13 @@ func wholeNumber(_ text: String) -> Int? {
     return Int(trimmed) ?? Int.max
 }
 
+/// Whether the answer says it must not be kept (`Cache-Control: no-store`, in any of its headers, any case).
+func forbidsStoring(_ headers: HTTPHeaders) -> Bool {
+    headers["cache-control"].lazy.flatMap { $0.split(separator: ",") }.contains {
+        $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-store"
+    }
+}
+
 /// How long an answer stays fresh: the longest of what its headers say and what its origin's rate limit asks.
 func freshness(_ headers: HTTPHeaders, spread: Duration?) -> Duration? {
     [serverFreshness(headers), spread].compactMap { $0 }.max()

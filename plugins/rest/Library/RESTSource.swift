@@ -69,7 +69,7 @@ struct RESTSource: PluginSource {
                 case .success(let content):
                     return PluginLoadResult.newData(
                         content, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified")
-                    ).meta(meta).fresh(for: fresh)
+                    ).meta(meta).fresh(for: fresh).stored(!forbidsStoring(answer.headers))
                 case .failure(let error):
                     return .error(error)
                 }
@@ -114,6 +114,8 @@ struct RESTSource: PluginSource {
         var freshFor: Duration?
         var hasMore = false
         var unchanged = true
+        // A page that said `no-store` keeps the whole list off the disk.
+        var noStore = false
         for pageIndex in 1... {
             let isFirst = pageIndex == 1
             let known = remembered[url]
@@ -133,11 +135,13 @@ struct RESTSource: PluginSource {
                     return .error(SourceError(message: "page \(pageIndex) answered 304 Not Modified to a plain request", httpStatus: 304))
                 }
                 page = known
+                if known.noStore { noStore = true }
             case .failure(var error):
                 if !isFirst { error.message = "page \(pageIndex): " + error.message }
                 return .error(error)
             case .answer(let answer):
                 unchanged = false
+                if forbidsStoring(answer.headers) { noStore = true }
                 if isFirst {
                     freshFor = answer.freshFor
                     meta = answer.meta(exposing: options.exposeHeaders)
@@ -155,7 +159,7 @@ struct RESTSource: PluginSource {
                     }
                     page = PageMemory.Page(
                         items: array, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"),
-                        next: nil)
+                        next: nil, noStore: forbidsStoring(answer.headers))
                 }
                 switch pagination.style {
                 case .link:
@@ -181,7 +185,9 @@ struct RESTSource: PluginSource {
                 }
             }
             if isFirst { firstPageCount = page.items.count }
-            read.append(PageMemory.Page(items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, url: url))
+            read.append(
+                PageMemory.Page(
+                    items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, noStore: page.noStore, url: url))
             items += page.items
             // At the limit the source holds all it wants: nothing more to load (`hasMore` stays false).
             if let limit = pagination.limit, items.count >= limit {
@@ -211,13 +217,14 @@ struct RESTSource: PluginSource {
         // while it holds the list it came with (a wipe forgets it), so when it comes back and every page
         // answered 304 to its own validators, the engine's list is the server's, unchanged.
         if read.count == 1 {
-            return PluginLoadResult.newData(.array(items), etag: read[0].etag, lastModified: read[0].lastModified).meta(meta).fresh(for: freshFor)
+            return PluginLoadResult.newData(.array(items), etag: read[0].etag, lastModified: read[0].lastModified).meta(meta)
+                .fresh(for: freshFor).stored(!noStore)
         }
         let listTag = PageMemory.listTag(of: read)
         if unchanged, let listTag, request.etag == listTag {
             return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor)
         }
-        return PluginLoadResult.newData(.array(items), etag: listTag).meta(meta).fresh(for: freshFor)
+        return PluginLoadResult.newData(.array(items), etag: listTag).meta(meta).fresh(for: freshFor).stored(!noStore)
     }
 
     // MARK: One request
@@ -476,6 +483,8 @@ final class PageMemory: Sendable {
         var lastModified: String?
         /// The next page's URL, as this page's answer named it.
         var next: String?
+        /// The answer said `Cache-Control: no-store`.
+        var noStore = false
         var url: String = ""
     }
 

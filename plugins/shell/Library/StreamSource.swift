@@ -179,7 +179,7 @@ actor StreamSource: PluginSource {
         switch result {
         case .newData(let content, _, _): await push.newData(content)
         case .error(let error): await push.error(error)
-        case .notModified, .fresh, .described: break  // a stream has no validators to compare, and no server's word on freshness
+        case .notModified, .fresh, .described, .notStored: break  // a stream has no validators to compare, and no server's word on freshness
         }
     }
 
