@@ -332,6 +332,40 @@ struct OAuth2Tests {
         }
     }
 
+    @Test("a load waiting for a slow token request ends at its own timeout; the request goes on for the others")
+    func aWaitingLoadKeepsItsOwnTimeout() async throws {
+        let endpoint = TokenEndpoint(secret: Self.secret)
+        try await TestHTTPServer.with { server in
+            server.route("/token") { request in
+                var answer = endpoint.answer(request)
+                answer.delay = .seconds(2)
+                return answer
+            }
+            Self.api(server) { $0 == endpoint.token(1) }
+            var yaml = "version: 1\nsources:\n"
+            for (id, timeout) in [("patient", "6s"), ("hasty", "500ms")] {
+                yaml += """
+                      \(id):
+                        kind: rest
+                        url: "\(server.base)/api"
+                        timeout: \(timeout)
+                        retry: off
+                        auth: { oauth2: { token-url: "\(server.base)/token", client-id: cid, client-secret: "${secret:CLIENT_SECRET}" } }
+
+                    """
+            }
+            try await HammockProcess.withRunning(config: yaml, environment: ["CLIENT_SECRET": Self.secret]) { hammock in
+                let started = ContinuousClock.now
+                let hasty = try await hammock.nextAnswer("hasty")
+                #expect(hasty.errorCode == "timeout", "\(hasty)")
+                #expect(ContinuousClock.now - started < .milliseconds(1800), "not held until the token came")
+                let patient = try await hammock.nextAnswer("patient")
+                #expect(patient.event == "newData", "\(patient)")
+                #expect(server.requests(to: "/token").count == 1)
+            }
+        }
+    }
+
     @Test("cache: true keeps the token in the cache folder's oauth2/ (file 0600, folder 0700); a restart reuses it; a corrupt file is ignored")
     func diskCache() async throws {
         let endpoint = TokenEndpoint(secret: Self.secret)

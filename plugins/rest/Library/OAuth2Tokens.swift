@@ -74,7 +74,8 @@ final class OAuth2Tokens: Sendable {
     static let shortestToken = 8
     /// The most of a token endpoint's answer that is read.
     static let answerLimit = 64 << 10
-    /// A token request never takes longer than this, whatever the load's timeout.
+    /// A token request never takes longer than this. It is not bound to the timeout of the load that
+    /// started it: other loads may be waiting for it, each until its own timeout.
     static let requestTimeout: Duration = .seconds(30)
 
     private let state = Mutex(State())
@@ -104,10 +105,10 @@ final class OAuth2Tokens: Sendable {
 
     /// A token for `options`: the one held while it is usable and not `rejecting` (the token the API just
     /// refused with a 401), else a new one from the token endpoint, asked for by one load while the others
-    /// that need it wait for the same answer.
+    /// that need it wait for the same answer. A load waits until the answer comes or it is cancelled (its
+    /// timeout), whichever is first.
     func token(
-        for options: OAuth2Options, client: HTTPClient, deadline: ContinuousClock.Instant, rejecting: String? = nil,
-        now: Date = Date()
+        for options: OAuth2Options, client: HTTPClient, rejecting: String? = nil, now: Date = Date()
     ) async -> Result<String, SourceError> {
         let key = Self.key(options)
         enum Step {
@@ -131,7 +132,7 @@ final class OAuth2Tokens: Sendable {
             if let token = entry.token, token.isUsable(at: now) { return .use(token.accessToken) }
             if let pending = entry.pending { return .wait(pending) }
             let refreshToken = entry.refreshToken
-            let requestDeadline = min(deadline, .now + Self.requestTimeout)
+            let requestDeadline = ContinuousClock.now + Self.requestTimeout
             let pending = Task {
                 let result = await self.request(options, refreshToken: refreshToken, client: client, deadline: requestDeadline)
                 self.finish(key, options: options, with: result)
@@ -141,8 +142,15 @@ final class OAuth2Tokens: Sendable {
             return .wait(pending)
         }
         switch step {
-        case .use(let token): return .success(token)
-        case .wait(let task): return await task.value.map(\.accessToken)
+        case .use(let token):
+            return .success(token)
+        case .wait(let task):
+            // The request goes on for the other loads waiting for it when this one is cancelled (its own
+            // deadline passed): that load ends now, not when a request another load started ends.
+            guard let result = await valueUnlessCancelled(task) else {
+                return .failure(SourceError(message: "the load was cancelled", code: .cancelled))
+            }
+            return result.map(\.accessToken)
         }
     }
 
@@ -383,6 +391,63 @@ final class OAuth2Tokens: Sendable {
 
     func removeCache(_ options: OAuth2Options) {
         unlink(cacheFile(options))
+    }
+}
+
+/// `task`'s value, or nil as soon as the calling task is cancelled (`task` itself runs on).
+func valueUnlessCancelled<Value: Sendable>(_ task: Task<Value, Never>) async -> Value? {
+    let once = ResumeOnce<Value?>()
+    return await withTaskCancellationHandler {
+        await withCheckedContinuation { continuation in
+            once.set(continuation)
+            Task { once.resume(with: await task.value) }
+        }
+    } onCancel: {
+        once.resume(with: nil)
+    }
+}
+
+/// A continuation resumed by the first of several resumers; a resume before the continuation is set is
+/// kept and delivered when it is.
+private final class ResumeOnce<Value: Sendable>: Sendable {
+    private enum Phase {
+        case waiting(CheckedContinuation<Value, Never>?)
+        /// Resumed before the continuation was set: its value, for `set`.
+        case early(Value)
+        case done
+    }
+
+    private let phase = Mutex<Phase>(.waiting(nil))
+
+    func set(_ continuation: CheckedContinuation<Value, Never>) {
+        let early: Value? = phase.withLock { phase -> Value? in
+            switch phase {
+            case .early(let value):
+                phase = .done
+                return value
+            case .waiting, .done:
+                phase = .waiting(continuation)
+                return nil
+            }
+        }
+        // Delivered outside the lock; `Value` may itself be optional, hence the explicit case.
+        if case .some(let value) = early { continuation.resume(returning: value) }
+    }
+
+    func resume(with value: Value) {
+        let continuation: CheckedContinuation<Value, Never>? = phase.withLock { phase in
+            switch phase {
+            case .waiting(let continuation?):
+                phase = .done
+                return continuation
+            case .waiting(nil):
+                phase = .early(value)
+                return nil
+            case .early, .done:
+                return nil
+            }
+        }
+        continuation?.resume(returning: value)
     }
 }
 

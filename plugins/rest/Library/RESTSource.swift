@@ -236,7 +236,7 @@ struct RESTSource: PluginSource {
         let http = self.client.get()
         var token: String?
         if let oauth2 = options.oauth2 {
-            switch await tokens.token(for: oauth2, client: http, deadline: deadline) {
+            switch await tokens.token(for: oauth2, client: http) {
             case .success(let obtained): token = obtained
             case .failure(let error): return .failure(error)
             }
@@ -296,7 +296,7 @@ struct RESTSource: PluginSource {
             if status.code == 401, let oauth2 = options.oauth2, let sent = token, isOwnOrigin(url), !replayed {
                 await discardBody(response)
                 replayed = true
-                switch await tokens.token(for: oauth2, client: http, deadline: deadline, rejecting: sent) {
+                switch await tokens.token(for: oauth2, client: http, rejecting: sent) {
                 case .success(let obtained): token = obtained
                 case .failure(var error):
                     error.message = "HTTP 401 Unauthorized with the OAuth2 token, and no new one: " + error.message
