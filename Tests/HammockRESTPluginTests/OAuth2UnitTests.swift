@@ -128,6 +128,7 @@ import Testing
         #expect(client?.isTransient == false)
         #expect(failure(interpret(400, #"{"error": "invalid_grant"}"#))?.isTransient == false)
         #expect(failure(interpret(429, "slow down", type: "text/plain"))?.isTransient == true)
+        #expect(failure(interpret(302, "", type: nil))?.message == "OAuth2 token endpoint id.example.com: HTTP 302 Found, a redirect, not followed: give token-url the address that answers")
 
         #expect(failure(interpret(200, #"{"token_type": "bearer"}"#))?.message.hasSuffix("answered without an access_token") == true)
         #expect(failure(interpret(200, "access_token=abc", type: "application/x-www-form-urlencoded"))?.message.contains("not a JSON object") == true)

@@ -259,6 +259,10 @@ final class OAuth2Tokens: Sendable {
             .failure(SourceError(message: "\(prefix): \(message)", httpStatus: status, code: .oauth2, transient: transient))
         }
         let retryable = status >= 500 || [408, 425, 429].contains(status)
+        if (300..<400).contains(status) {
+            // A POST with the client's credentials is not sent on to wherever a redirect points.
+            return failure("\(statusText), a redirect, not followed: give token-url the address that answers", transient: false)
+        }
         guard (200..<300).contains(status) else {
             if looksHTML { return failure("\(statusText), an HTML page, not a token", transient: retryable) }
             if let json = try? JSONValue(parsing: body), let code = json["error"]?.stringValue {
