@@ -186,6 +186,18 @@ import Testing
         // Another's file under this name (a hash collision, a copied file) is not used.
         try FileManager.default.copyItem(atPath: path, toPath: tokens.cacheFile(other))
         #expect(tokens.readCache(other, now: now) == nil)
+        // Another user's refresh token (the same client) is other credentials.
+        var user1 = options
+        user1.grant = .refreshToken
+        user1.refreshToken = "rt-of-user-1"
+        var user2 = user1
+        user2.refreshToken = "rt-of-user-2"
+        tokens.writeCache(user1, token: token)
+        #expect(tokens.cacheFile(user1) != tokens.cacheFile(user2))
+        try FileManager.default.copyItem(atPath: tokens.cacheFile(user1), toPath: tokens.cacheFile(user2))
+        #expect(tokens.readCache(user1, now: now)?.accessToken == "abcdefgh123")
+        #expect(tokens.readCache(user2, now: now) == nil)
+        #expect(!String(decoding: FileManager.default.contents(atPath: tokens.cacheFile(user1)) ?? Data(), as: UTF8.self).contains("rt-of-user-1"))
         // Without an expiry, not kept on disk.
         let third = OAuth2Options(
             tokenURL: "https://id.example.com/token", clientID: "other", clientSecret: "s", scope: nil, grant: .clientCredentials,

@@ -324,16 +324,25 @@ final class OAuth2Tokens: Sendable {
     // MARK: The cache file
 
     /// The file a token of these credentials is kept in: named by a hash of the token URL, client, scope and
-    /// grant (never of a secret), and holding them too, so that a file of other credentials is never used.
+    /// grant, and holding them too, so that a file of other credentials is never used. With
+    /// `grant: refresh_token` the configured refresh token (one user's grant) is part of them, as a hash:
+    /// two sources with the same client and another user's refresh token must not share a token. The hash
+    /// reveals nothing of a refresh token that is not already on disk (the file holds an access token of
+    /// the same grant); the client secret is not part of it (a new secret of the same client gets the same
+    /// tokens).
     func cacheFile(_ options: OAuth2Options) -> String {
         cacheDirectory + "/token-" + fnv1aHex(Self.cacheIdentity(options).jsonString) + ".json"
     }
 
     private static func cacheIdentity(_ options: OAuth2Options) -> JSONValue {
-        [
+        var identity: JSONObject = [
             "tokenURL": .string(options.tokenURL), "clientID": .string(options.clientID),
             "scope": options.scope.map(JSONValue.string) ?? .null, "grant": .string(options.grant.rawValue),
         ]
+        if options.grant == .refreshToken, let refreshToken = options.refreshToken {
+            identity["refreshToken"] = .string(fnv1aHex(refreshToken))
+        }
+        return .object(identity)
     }
 
     /// The token kept in the cache file, when there is one of these credentials that is still usable. A file
