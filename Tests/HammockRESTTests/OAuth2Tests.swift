@@ -172,6 +172,35 @@ struct OAuth2Tests {
         }
     }
 
+    @Test("a renewal ahead of expiry that fails keeps the current token until it expires")
+    func failedRenewalKeepsTheCurrentToken() async throws {
+        let endpoint = TokenEndpoint(secret: Self.secret)
+        endpoint.set(expiresIn: 8)
+        try await TestHTTPServer.with { server in
+            server.route("/token", handler: endpoint.answer)
+            Self.api(server) { $0 == endpoint.token(1) }
+            let config = Self.config(server, sources: ["api": ""])
+            try await HammockProcess.withRunning(config: config, environment: ["CLIENT_SECRET": Self.secret]) { hammock in
+                #expect(try await hammock.nextAnswer("api").content == ["n": 1])
+                let issuedAt = try #require(server.requests(to: "/token").first).receivedAt
+                server.route("/token", .json(#"{"error": "temporarily_unavailable"}"#, status: 503))
+                try await Task.sleep(until: issuedAt + .milliseconds(6300))
+                try hammock.send(controlLine: #"{"op":"load","source":"api"}"#)
+                let answer = try await hammock.nextAnswer("api")
+                #expect(answer.content == ["n": 2], "\(answer)")
+                #expect(server.requests(to: "/token").count == 2, "a renewal was tried")
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(hammock.stderrText.contains("renewing the OAuth2 token failed"), "\(hammock.stderrText)")
+                // Once it has expired, a failed renewal is the source's error.
+                try await Task.sleep(until: issuedAt + .milliseconds(8300))
+                try hammock.send(controlLine: #"{"op":"load","source":"api"}"#)
+                let expired = try await hammock.nextAnswer("api")
+                #expect(expired.errorCode == "oauth2", "\(expired)")
+                #expect(server.requests(to: "/api").count == 2)
+            }
+        }
+    }
+
     @Test("a 401 from the API gets one new token and one replay; a 401 to the new token too is the source's error, not a loop")
     func unauthorizedReplaysOnce() async throws {
         let endpoint = TokenEndpoint(secret: Self.secret)

@@ -27,6 +27,9 @@ struct OAuth2Token: Sendable, Equatable {
     /// short-lived token is renewed well ahead: its answer may take a while on a loaded machine).
     static func renewalMargin(lifetime: Duration) -> Duration { min(.seconds(60), lifetime / 4) }
 
+    /// Whether its expiry has passed at `now` (never, without one).
+    func hasExpired(at now: Date) -> Bool { expiresAt.map { now >= $0 } ?? false }
+
     /// Whether it may still be sent at `now`, or should be renewed first.
     func isUsable(at now: Date) -> Bool {
         guard let expiresAt else { return true }
@@ -113,7 +116,8 @@ final class OAuth2Tokens: Sendable {
         let key = Self.key(options)
         enum Step {
             case use(String)
-            case wait(Task<Result<OAuth2Token, SourceError>, Never>)
+            /// For a new token; `fallback` is the token held, due for renewal but not expired yet.
+            case wait(Task<Result<OAuth2Token, SourceError>, Never>, fallback: OAuth2Token?)
         }
         let step: Step = state.withLock { state in
             var entry = state.entries[key] ?? Entry(refreshToken: options.refreshToken)
@@ -130,7 +134,8 @@ final class OAuth2Tokens: Sendable {
                 if options.cache { removeCache(options) }
             }
             if let token = entry.token, token.isUsable(at: now) { return .use(token.accessToken) }
-            if let pending = entry.pending { return .wait(pending) }
+            let fallback = entry.token.flatMap { $0.hasExpired(at: now) ? nil : $0 }
+            if let pending = entry.pending { return .wait(pending, fallback: fallback) }
             let refreshToken = entry.refreshToken
             let requestDeadline = ContinuousClock.now + Self.requestTimeout
             let pending = Task {
@@ -139,16 +144,21 @@ final class OAuth2Tokens: Sendable {
                 return result.map(\.token)
             }
             entry.pending = pending
-            return .wait(pending)
+            return .wait(pending, fallback: fallback)
         }
         switch step {
         case .use(let token):
             return .success(token)
-        case .wait(let task):
+        case .wait(let task, let fallback):
             // The request goes on for the other loads waiting for it when this one is cancelled (its own
             // deadline passed): that load ends now, not when a request another load started ends.
             guard let result = await valueUnlessCancelled(task) else {
                 return .failure(SourceError(message: "the load was cancelled", code: .cancelled))
+            }
+            // A renewal ahead of expiry that failed: the token held is still good until it expires.
+            if case .failure(let error) = result, let fallback, !fallback.hasExpired(at: Date()) {
+                pluginLog(redactor.redact("renewing the OAuth2 token failed (\(error.message)); the current one is used until it expires"))
+                return .success(fallback.accessToken)
             }
             return result.map(\.accessToken)
         }
