@@ -405,7 +405,8 @@ struct OAuth2Tests {
             let folder = try HammockProcess.makeTemporaryDirectory()
             defer { HammockProcess.removeTemporaryDirectory(folder) }
             let cache = folder + "/cache"
-            let configPath = try HammockProcess.writeConfig(Self.config(server, sources: ["api": ", cache: true"]), in: folder)
+            // `plain` shares the token without saying cache: true; the file is written whichever loads first.
+            let configPath = try HammockProcess.writeConfig(Self.config(server, sources: ["api": ", cache: true", "plain": ""]), in: folder)
             let environment = ["CLIENT_SECRET": Self.secret, "HAMMOCK_CACHE_DIR": cache]
             try await HammockProcess.withRunning(configPath: configPath, environment: environment) { hammock in
                 _ = try await hammock.nextAnswer("api")

@@ -61,6 +61,8 @@ final class OAuth2Tokens: Sendable {
         var refreshToken: String?
         var pending: Task<Result<OAuth2Token, SourceError>, Never>?
         var cacheRead = false
+        /// Some source with these credentials says `cache: true`: the token is kept on disk for all of them.
+        var cache = false
     }
 
     private struct State {
@@ -103,6 +105,17 @@ final class OAuth2Tokens: Sendable {
         return base + "/oauth2"
     }
 
+    /// Notes a source's credentials when it is configured, before its first load: when one of the sources
+    /// sharing a token says `cache: true`, the token is kept on disk whichever of them asks for it first.
+    func register(_ options: OAuth2Options) {
+        guard options.cache else { return }
+        state.withLock { state in
+            var entry = state.entries[Self.key(options)] ?? Entry(refreshToken: options.refreshToken)
+            entry.cache = true
+            state.entries[Self.key(options)] = entry
+        }
+    }
+
     /// Replaces every token this plugin obtained by `[redacted]`.
     var redactor: Redactor { state.withLock { $0.redactor } }
 
@@ -122,7 +135,8 @@ final class OAuth2Tokens: Sendable {
         let step: Step = state.withLock { state in
             var entry = state.entries[key] ?? Entry(refreshToken: options.refreshToken)
             defer { state.entries[key] = entry }
-            if options.cache && !entry.cacheRead {
+            entry.cache = entry.cache || options.cache
+            if entry.cache && !entry.cacheRead {
                 entry.cacheRead = true
                 if let cached = readCache(options, now: now) {
                     entry.token = cached
@@ -131,7 +145,7 @@ final class OAuth2Tokens: Sendable {
             }
             if let rejecting, entry.token?.accessToken == rejecting {
                 entry.token = nil
-                if options.cache { removeCache(options) }
+                if entry.cache { removeCache(options) }
             }
             if let token = entry.token, token.isUsable(at: now) { return .use(token.accessToken) }
             let fallback = entry.token.flatMap { $0.hasExpired(at: now) ? nil : $0 }
@@ -166,7 +180,7 @@ final class OAuth2Tokens: Sendable {
 
     /// Keeps what the endpoint answered (and forgets the request in flight).
     private func finish(_ key: OAuth2Options, options: OAuth2Options, with result: Result<TokenAnswer, SourceError>) {
-        state.withLock { state in
+        let cache = state.withLock { state in
             var entry = state.entries[key] ?? Entry()
             entry.pending = nil
             if case .success(let answer) = result {
@@ -178,12 +192,13 @@ final class OAuth2Tokens: Sendable {
                 }
             }
             state.entries[key] = entry
+            return entry.cache
         }
         guard case .success(let answer) = result else { return }
         if let note = answer.expiryNote {
             pluginLog("OAuth2 token endpoint \(hostDescription(options.tokenURL)): \(note)")
         }
-        if options.cache { writeCache(options, token: answer.token) }
+        if cache { writeCache(options, token: answer.token) }
     }
 
     private func remember(_ secret: String, in state: inout State) {
