@@ -39,7 +39,7 @@ import Testing
     @Test func everyKeySet() throws {
         let options = try RESTOptions(source([
             "token-url": "http://127.0.0.1:9/token", "client-id": "cid", "grant": "refresh_token", "refresh-token": "rt-123456",
-            "scope": "a b", "client-auth": "body", "cache": true,
+            "scope": "a b", "client-auth": "body", "cache": true, "params": ["audience": "https://api.example.com", "n": 2],
         ]))
         let oauth2 = try #require(options.oauth2)
         #expect(oauth2.grant == .refreshToken)
@@ -48,6 +48,7 @@ import Testing
         #expect(oauth2.scope == "a b")
         #expect(oauth2.clientAuth == .body)
         #expect(oauth2.cache)
+        #expect(oauth2.params == [.init(name: "audience", value: "https://api.example.com"), .init(name: "n", value: "2")])
     }
 
     @Test func everyWayToWriteItWrongIsReportedAtItsKeyWithoutQuotingSecrets() {
@@ -71,6 +72,16 @@ import Testing
         #expect(problems(source(["token-url": "https://x/t", "client-id": "c", "client-secret": "s", "refresh-token": "r"]))?["/auth/oauth2/refresh-token"] == "auth.oauth2.refresh-token is for grant: refresh_token")
         #expect(problems(source(["token-url": "https://{{ a.b }}/t", "client-id": "c", "client-secret": "s"]))?["/auth/oauth2/token-url"] == "auth.oauth2.token-url may not hold {{ templates }}")
         #expect(problems(source("x"))?["/auth/oauth2"]?.hasPrefix("auth.oauth2 must be a mapping") == true)
+        let base: JSONObject = ["token-url": "https://x/t", "client-id": "c", "client-secret": "s"]
+        func withParams(_ params: JSONValue) -> JSONValue {
+            var object = base
+            object["params"] = params
+            return source(.object(object))
+        }
+        #expect(problems(withParams(["grant_type": "password"]))?["/auth/oauth2/params/grant_type"] == #"auth.oauth2.params may not set "grant_type": hammock writes it (use the option of its own)"#)
+        #expect(problems(withParams(["audience": .string(secret + "\n")]))?["/auth/oauth2/params/audience"] == "auth.oauth2.params.audience must be a one-line string, number or boolean")
+        #expect(problems(withParams(["a": ["b"]]))?["/auth/oauth2/params/a"] != nil)
+        #expect(problems(withParams("audience"))?["/auth/oauth2/params"]?.hasPrefix("auth.oauth2.params must be a mapping") == true)
         #expect(problems(source(["token-url": "https://x/t", "client-id": "c", "client-secret": "s"]).merging(["headers": ["Authorization": "x"]]))?["/auth"] != nil)
     }
 
@@ -183,6 +194,9 @@ import Testing
         var other = options
         other.scope = "admin"
         #expect(tokens.cacheFile(other) != path)
+        var audience = options
+        audience.params = [.init(name: "audience", value: "https://other.example.com")]
+        #expect(tokens.cacheFile(audience) != path, "another audience is another token")
         // Another's file under this name (a hash collision, a copied file) is not used.
         try FileManager.default.copyItem(atPath: path, toPath: tokens.cacheFile(other))
         #expect(tokens.readCache(other, now: now) == nil)

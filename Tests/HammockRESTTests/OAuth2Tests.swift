@@ -107,7 +107,7 @@ struct OAuth2Tests {
         try await TestHTTPServer.with { server in
             server.route("/token", handler: endpoint.answer)
             Self.api(server) { $0 == endpoint.token(1) }
-            let config = Self.config(server, sources: ["api": #", scope: "read write""#])
+            let config = Self.config(server, sources: ["api": #", scope: "read write", params: { audience: "https://api.example.com" }"#])
             try await HammockProcess.withRunning(config: config, environment: ["CLIENT_SECRET": Self.secret]) { hammock in
                 let first = try await hammock.nextAnswer("api")
                 #expect(first.content == ["n": 1], "\(first)")
@@ -121,7 +121,7 @@ struct OAuth2Tests {
                 #expect(request.method == "POST")
                 #expect(request.header("Content-Type") == "application/x-www-form-urlencoded")
                 #expect(request.header("Authorization") == "Basic " + Data("cid:\(formEncoded(Self.secret))".utf8).base64EncodedString())
-                #expect(formFields(request.body) == ["grant_type": "client_credentials", "scope": "read write"])
+                #expect(formFields(request.body) == ["grant_type": "client_credentials", "scope": "read write", "audience": "https://api.example.com"])
                 #expect(server.requests(to: "/api").allSatisfy { $0.header("Authorization") == "Bearer \(endpoint.token(1))" })
                 #expect(!hammock.stdoutText.contains(endpoint.token(1)))
                 #expect(!hammock.stderrText.contains(endpoint.token(1)))

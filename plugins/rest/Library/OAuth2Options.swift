@@ -19,7 +19,15 @@ struct OAuth2Options: Sendable, Hashable {
         case body
     }
 
-    static let keys = ["token-url", "client-id", "client-secret", "scope", "grant", "refresh-token", "client-auth", "cache"]
+    static let keys = ["token-url", "client-id", "client-secret", "scope", "grant", "refresh-token", "client-auth", "params", "cache"]
+    /// The form fields hammock writes itself, which `params` may not set.
+    static let reservedParams = ["grant_type", "client_id", "client_secret", "refresh_token", "scope"]
+
+    /// One more field of the token request's form (`audience`, `resource`).
+    struct Param: Sendable, Hashable {
+        var name: String
+        var value: String
+    }
 
     var tokenURL: String
     var clientID: String
@@ -30,6 +38,9 @@ struct OAuth2Options: Sendable, Hashable {
     /// The refresh token the configuration gives (`grant: refresh_token`).
     var refreshToken: String?
     var clientAuth: ClientAuth
+    /// More fields of the token request's form, in the order written: what some servers need besides the
+    /// standard ones (Auth0's `audience`, Azure AD v1's `resource`).
+    var params: [Param] = []
     /// Keep the token in a file of the offline cache folder too (mode 0600), so a restart reuses it.
     var cache: Bool
 
@@ -121,6 +132,36 @@ struct OAuth2Options: Sendable, Hashable {
                 valid = false
             }
         }
+        var params: [Param] = []
+        if let item = object["params"] {
+            if let fields = item.objectValue {
+                for (name, value) in fields {
+                    let pointer = JSONPointer(tokens: ["auth", "oauth2", "params", name])
+                    if name.isEmpty || Self.reservedParams.contains(name) {
+                        reader.problem(at: pointer, "auth.oauth2.params may not set \"\(name)\": hammock writes it (use the option of its own)")
+                        valid = false
+                        continue
+                    }
+                    // A value may be a secret: never quoted.
+                    let text: String? =
+                        switch value {
+                        case .string(let text): text
+                        case .number(let number): number.text
+                        case .bool(let flag): flag ? "true" : "false"
+                        default: nil
+                        }
+                    guard let text, !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                        reader.problem(at: pointer, "auth.oauth2.params.\(name) must be a one-line string, number or boolean")
+                        valid = false
+                        continue
+                    }
+                    params.append(Param(name: name, value: text))
+                }
+            } else {
+                reader.problem(at: at("params"), "auth.oauth2.params must be a mapping of form fields, e.g. { audience: https://api.example.com }, found \(item.kindName)")
+                valid = false
+            }
+        }
         var cache = false
         if let item = object["cache"] {
             if let flag = item.boolValue {
@@ -149,6 +190,6 @@ struct OAuth2Options: Sendable, Hashable {
         guard valid, let tokenURL, let clientID else { return nil }
         return OAuth2Options(
             tokenURL: tokenURL, clientID: clientID, clientSecret: clientSecret, scope: scope.flatMap { $0.isEmpty ? nil : $0 },
-            grant: grant, refreshToken: refreshToken, clientAuth: clientAuth, cache: cache)
+            grant: grant, refreshToken: refreshToken, clientAuth: clientAuth, params: params, cache: cache)
     }
 }

@@ -224,6 +224,7 @@ final class OAuth2Tokens: Sendable {
         var form: [(String, String)] = [("grant_type", options.grant.rawValue)]
         if options.grant == .refreshToken, let refreshToken { form.append(("refresh_token", refreshToken)) }
         if let scope = options.scope { form.append(("scope", scope)) }
+        form += options.params.map { ($0.name, $0.value) }
         var request = HTTPClientRequest(url: options.tokenURL)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
@@ -366,6 +367,10 @@ final class OAuth2Tokens: Sendable {
         ]
         if options.grant == .refreshToken, let refreshToken = options.refreshToken {
             identity["refreshToken"] = .string(fnv1aHex(refreshToken))
+        }
+        // Another audience is another token; a value may be a secret, so only a hash of them.
+        if !options.params.isEmpty {
+            identity["params"] = .string(fnv1aHex(formEncoded(options.params.map { ($0.name, $0.value) })))
         }
         return .object(identity)
     }

@@ -78,6 +78,9 @@ extension RESTOptions {
                     "client-auth": JSONSchema.word(
                         OAuth2Options.ClientAuth.allCases.map(\.rawValue),
                         "How the client id and secret reach the token endpoint: basic (HTTP Basic, the default) or body (client_id and client_secret in the form)."),
+                    "params": JSONSchema.map(
+                        "More fields of the token request's form, name: value, such as { audience: https://api.example.com } (not grant_type, client_id, client_secret, refresh_token or scope).",
+                        values: scalarText),
                     "cache": JSONSchema.boolean(
                         "Also keep the token in the offline cache folder (oauth2/, file mode 0600), so a restart reuses it until it expires (default false: memory only)."),
                 ],
