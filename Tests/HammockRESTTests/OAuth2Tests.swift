@@ -285,13 +285,14 @@ struct OAuth2Tests {
             server.route("/empty", .json(#"{"token_type": "bearer", "expires_in": 3600}"#))
             server.route("/api", .json(#"{"ok": true}"#))
             var yaml = "version: 1\nsources:\n"
-            for path in ["html", "500", "invalid", "empty"] {
+            // Nothing listens on port 1 of 127.0.0.1.
+            for (path, base) in [("html", server.base), ("500", server.base), ("invalid", server.base), ("empty", server.base), ("refused", "http://127.0.0.1:1")] {
                 yaml += """
                       s\(path):
                         kind: rest
                         url: "\(server.base)/api"
                         retry: off
-                        auth: { oauth2: { token-url: "\(server.base)/\(path)", client-id: cid, client-secret: "${secret:CLIENT_SECRET}" } }
+                        auth: { oauth2: { token-url: "\(base)/\(path)", client-id: cid, client-secret: "${secret:CLIENT_SECRET}" } }
 
                     """
             }
@@ -308,6 +309,9 @@ struct OAuth2Tests {
                     #expect(answer.errorMessage.hasPrefix("OAuth2 token endpoint 127.0.0.1:\(server.port): "), "\(source): \(answer.errorMessage)")
                     #expect(answer.errorMessage.contains(words), "\(source): \(answer.errorMessage)")
                 }
+                let refused = try await hammock.next("srefused") { $0.event == "error" }
+                #expect(refused.errorCode == "oauth2", "\(refused)")
+                #expect(refused.errorMessage.hasPrefix("OAuth2 token endpoint 127.0.0.1:1: connection refused by 127.0.0.1:1"), "\(refused.errorMessage)")
                 #expect(server.requests(to: "/api").isEmpty, "no API request without a token")
                 // Not stuck: another load asks again, and fails the same way.
                 try hammock.send(controlLine: #"{"op":"load","source":"s500"}"#)

@@ -256,7 +256,7 @@ final class OAuth2Tokens: Sendable {
             return result
         } catch {
             var described = describe(error, url: options.tokenURL, deadline: deadline)
-            described.message = "OAuth2 token endpoint: " + described.message
+            described.message = "OAuth2 token endpoint \(host): " + described.message
             described.code = .oauth2
             described.transient = true
             return .failure(described)
