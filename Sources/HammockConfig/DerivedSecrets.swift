@@ -4,16 +4,56 @@ import HammockJSON
 
 /// Secrets that a plugin sends in another form than the one written: a rest source's
 /// `auth: { basic: { username, password } }` goes out as base64 of `username:password`, which a server may
-/// echo back (httpbin's /headers does) and which no redaction of the password alone would catch.
+/// echo back (httpbin's /headers does) and which no redaction of the password alone would catch. Likewise
+/// `auth: { oauth2: { client-id, client-secret, refresh-token } }`: the id and secret go to the token
+/// endpoint as base64 of their form-encoded `id:secret` (RFC 6749 §2.3.1), and the secret and refresh token
+/// form-encoded in a body (a space as `+`, which percent-encoding writes `%20`).
 ///
 /// Only when the credentials hold a secret: literal ones in the file are configuration, as elsewhere.
 func derivedSecrets(of sources: [SourceDefinition], secrets: Set<String>) -> Set<String> {
     var derived: Set<String> = []
+    func holdsSecret(_ values: String...) -> Bool {
+        secrets.contains { secret in !secret.isEmpty && values.contains { $0.contains(secret) } }
+    }
     for source in sources {
-        guard let basic = source.options["auth"]?["basic"], let username = basic["username"]?.stringValue else { continue }
-        let password = basic["password"]?.stringValue ?? ""
-        guard secrets.contains(where: { !$0.isEmpty && (username.contains($0) || password.contains($0)) }) else { continue }
-        derived.insert(Data((username + ":" + password).utf8).base64EncodedString())
+        if let basic = source.options["auth"]?["basic"], let username = basic["username"]?.stringValue {
+            let password = basic["password"]?.stringValue ?? ""
+            if holdsSecret(username, password) {
+                derived.insert(Data((username + ":" + password).utf8).base64EncodedString())
+            }
+        }
+        if let oauth2 = source.options["auth"]?["oauth2"] {
+            let id = oauth2["client-id"]?.stringValue ?? ""
+            let secret = oauth2["client-secret"]?.stringValue ?? ""
+            if !secret.isEmpty, holdsSecret(id, secret) {
+                derived.insert(Data((formEncoded(id) + ":" + formEncoded(secret)).utf8).base64EncodedString())
+            }
+            for value in [secret, oauth2["refresh-token"]?.stringValue ?? ""] where !value.isEmpty && holdsSecret(value) {
+                let encoded = formEncoded(value)
+                if encoded != value { derived.insert(encoded) }
+            }
+        }
     }
     return derived
+}
+
+/// `application/x-www-form-urlencoded` as the rest kind writes it: ALPHA, DIGIT and `-._*` as they are, a
+/// space as `+`, every other byte as `%XX`.
+private func formEncoded(_ text: String) -> String {
+    var result = ""
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
+            result.unicodeScalars.append(Unicode.Scalar(byte))
+        case UInt8(ascii: " "):
+            result += "+"
+        default:
+            let hex = Array("0123456789ABCDEF".utf8)
+            result.unicodeScalars.append(Unicode.Scalar(UInt8(ascii: "%")))
+            result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+            result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
+        }
+    }
+    return result
 }

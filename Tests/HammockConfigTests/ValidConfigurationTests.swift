@@ -231,6 +231,26 @@ import Testing
         #expect(secrets == ["pw-42", "YWxpY2U6cHctNDI="])
     }
 
+    @Test func oauth2sFormsOfTheClientSecretAndRefreshTokenAreSecrets() throws {
+        let text = """
+            sources:
+              a:
+                kind: rest
+                url: "http://h/"
+                auth: { oauth2: { token-url: "http://h/t", client-id: "my app", client-secret: "${secret:CS}" } }
+              b:
+                kind: rest
+                url: "http://h/"
+                auth: { oauth2: { token-url: "http://h/t", client-id: c, grant: refresh_token, refresh-token: "${secret:RT}" } }
+              c: { kind: rest, url: "http://h/", auth: { oauth2: { token-url: "http://h/t", client-id: c, client-secret: literal } } }
+            """
+        let secrets = try load(text, environment: ["CS": "s3cr/t x", "RT": "rt+1=="]).configuration.secrets
+        // HTTP Basic of the form-encoded "my app" and "s3cr/t x" (RFC 6749 §2.3.1), and each value form-encoded
+        // as the token request's body carries it; c's literal credentials are configuration.
+        let basic = Data("my+app:s3cr%2Ft+x".utf8).base64EncodedString()
+        #expect(secrets == ["s3cr/t x", "rt+1==", basic, "s3cr%2Ft+x", "rt%2B1%3D%3D"])
+    }
+
     @Test func explicitFormsAreSecretsWhereverTheyStand() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hammock-secrets-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/creds", withIntermediateDirectories: true)

@@ -231,7 +231,7 @@ import Testing
 
     @Test func mistakesAreNamedAtTheirKey() {
         #expect(problems(["url": "https://h/", "auth": "token"])["/auth"]?.hasPrefix("auth must be a mapping with one of basic, bearer") == true)
-        #expect(problems(["url": "https://h/", "auth": ["berer": "t"]])["/auth/berer"] == #"unknown auth scheme "berer" (did you mean "bearer"?); use basic or bearer"#)
+        #expect(problems(["url": "https://h/", "auth": ["berer": "t"]])["/auth/berer"] == #"unknown auth scheme "berer" (did you mean "bearer"?); use basic, bearer or oauth2"#)
         #expect(problems(["url": "https://h/", "auth": ["basic": ["usrname": "u", "password": "p"]]])["/auth/basic/usrname"]?.contains(#"did you mean "username"?"#) == true)
         #expect(problems(["url": "https://h/", "auth": ["basic": ["username": "a:b", "password": "p"]]])["/auth/basic/username"] == #"auth.basic.username may not contain ":""#)
         #expect(problems(["url": "https://h/", "auth": ["bearer": "two words"]])["/auth/bearer"] == "auth.bearer must be one word of visible ASCII characters")

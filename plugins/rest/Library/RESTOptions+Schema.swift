@@ -21,7 +21,7 @@ extension RESTOptions {
                 "Request headers, name: value. An empty value leaves the header out (`X-Token: ${TOKEN:-}`); ${NAME} values here are secrets, redacted from every output. They go only to the url's own origin, never across a redirect.",
                 values: scalarText),
             "auth": JSONSchema.anyOf(
-                "Credentials, sent as the Authorization header (not with headers.Authorization): { bearer: TOKEN } or { basic: { username, password } }. ${NAME} values here are secrets; an empty bearer token sends none.",
+                "Credentials, sent as the Authorization header (not with headers.Authorization): { bearer: TOKEN }, { basic: { username, password } } or { oauth2: { token-url, client-id, client-secret, ... } }. ${NAME} values here are secrets; an empty bearer token sends none.",
                 [
                     JSONSchema.object(
                         "Authorization: Bearer TOKEN.",
@@ -39,6 +39,10 @@ extension RESTOptions {
                                 required: ["username"])
                         ],
                         required: ["basic"]),
+                    JSONSchema.object(
+                        "Authorization: Bearer with an OAuth2 access token that hammock gets from token-url, keeps until it expires (renewing it a little before), and replaces once when the API answers 401.",
+                        properties: ["oauth2": oauth2Schema],
+                        required: ["oauth2"]),
                 ]),
             "query": JSONSchema.map(
                 "Query parameters, name: value, percent-encoded and appended to the url.", values: scalarText),
@@ -58,6 +62,38 @@ extension RESTOptions {
                 items: JSONSchema.string("A header name.", minLength: 1)),
         ],
         required: ["url"])
+
+    static let oauth2Schema: JSONValue = {
+        guard
+            case .object(var schema) = JSONSchema.object(
+                "OAuth2 (RFC 6749): client_credentials, or refresh_token with a refresh token.",
+                properties: [
+                    "token-url": JSONSchema.string("The token endpoint, http:// or https://; no {{ templates }}.", minLength: 1),
+                    "client-id": JSONSchema.string("The client's id.", minLength: 1),
+                    "client-secret": JSONSchema.string(
+                        "The client's secret (needed for client_credentials); write it as ${secret:NAME}, ${file:PATH} or ${cred:NAME}.", minLength: 1),
+                    "scope": JSONSchema.string("The scope to ask for (space-separated), if any."),
+                    "grant": JSONSchema.word(
+                        OAuth2Options.Grant.allCases.map(\.rawValue),
+                        "client_credentials (the default) or refresh_token (needs refresh-token)."),
+                    "refresh-token": JSONSchema.string(
+                        "grant: refresh_token: the refresh token; a new one the endpoint hands out replaces it in memory.", minLength: 1),
+                    "client-auth": JSONSchema.word(
+                        OAuth2Options.ClientAuth.allCases.map(\.rawValue),
+                        "How the client id and secret reach the token endpoint: basic (HTTP Basic, the default) or body (client_id and client_secret in the form)."),
+                    "params": JSONSchema.map(
+                        "More fields of the token request's form, name: value, such as { audience: https://api.example.com } (not grant_type, client_id, client_secret, refresh_token or scope).",
+                        values: scalarText),
+                    "cache": JSONSchema.boolean(
+                        "Also keep the token in the offline cache folder (oauth2/, file mode 0600), so a restart reuses it until it expires (default false: memory only)."),
+                ],
+                required: ["token-url", "client-id"])
+        else { preconditionFailure("JSONSchema.object gives an object") }
+        schema["if"] = ["properties": ["grant": ["const": "refresh_token"]], "required": ["grant"]]
+        schema["then"] = ["required": ["refresh-token"]]
+        schema["else"] = ["required": ["client-secret"], "properties": ["refresh-token": false]]
+        return .object(schema)
+    }()
 
     /// A header, query or environment value: numbers and booleans are taken as their text.
     static let scalarText: JSONValue = ["type": ["string", "number", "boolean"]]

@@ -32,6 +32,14 @@ struct RESTOptions: Sendable {
     var paginate: Pagination?
     /// Response headers copied into the state's `meta.headers`, lowercased; none unless asked.
     var exposeHeaders: [String]
+    /// `auth: { oauth2: ... }`: the Authorization header is a token the plugin gets (see `OAuth2Tokens`).
+    var oauth2: OAuth2Options?
+
+    /// What `auth:` asks for: a fixed Authorization header, or OAuth2 tokens.
+    enum Auth {
+        case header(String)
+        case oauth2(OAuth2Options)
+    }
 
     init(_ options: JSONValue) throws(OptionProblems) {
         var reader = OptionReader(options, known: Self.keys, kind: "rest")
@@ -63,8 +71,8 @@ struct RESTOptions: Sendable {
                 reader.problem(at: JSONPointer(tokens: ["headers", header.name]), "the value of header \(header.name) must be one line")
             }
         }
-        let authorization = Self.readAuth(&reader)
-        if authorization != nil, headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+        let auth = Self.readAuth(&reader)
+        if auth != nil, headers.contains(where: { $0.name.lowercased() == "authorization" }) {
             reader.problem("auth", "auth and headers.Authorization both set the Authorization header; keep one")
         }
         let query = reader.stringMap("query") ?? []
@@ -106,7 +114,7 @@ struct RESTOptions: Sendable {
             url = url.appendingQuery(encoded)
         }
         var allHeaders = headers
-        if let authorization { allHeaders.append((name: "Authorization", value: authorization)) }
+        if case .header(let authorization) = auth { allHeaders.append((name: "Authorization", value: authorization)) }
         if bodyIsJSON && !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
             allHeaders.append((name: "Content-Type", value: "application/json"))
         }
@@ -119,6 +127,7 @@ struct RESTOptions: Sendable {
         self.followRedirects = followRedirects
         self.paginate = paginate
         self.exposeHeaders = exposeHeaders
+        if case .oauth2(let oauth2) = auth { self.oauth2 = oauth2 }
     }
 
     /// Why `text` is not an http or https URL, or nil when it is one. `{{ templates }}` (still unfilled when
@@ -126,10 +135,11 @@ struct RESTOptions: Sendable {
     /// value supplies the scheme and host, so only the rest can be checked now, and the filled-in url is
     /// checked when the source is configured with it.
     /// `auth: { basic: { username, password } }` or `auth: { bearer: TOKEN }`, as the Authorization header's
-    /// value. The values are never quoted in a problem: they are secrets (the loader redacts `${…}` in `auth`).
-    static func readAuth(_ reader: inout OptionReader) -> String? {
+    /// value, or `auth: { oauth2: {...} }`. The values are never quoted in a problem: they are secrets (the
+    /// loader redacts `${…}` in `auth`).
+    static func readAuth(_ reader: inout OptionReader) -> Auth? {
         guard let auth = reader.value("auth") else { return nil }
-        let schemes = ["basic", "bearer"]
+        let schemes = ["basic", "bearer", "oauth2"]
         guard let members = auth.objectValue, members.count == 1, let (scheme, value) = members.elements.first.map({ ($0.key, $0.value) }) else {
             reader.problem("auth", "auth must be a mapping with one of \(schemes.joined(separator: ", ")), e.g. auth: { bearer: ${TOKEN} }")
             return nil
@@ -147,7 +157,9 @@ struct RESTOptions: Sendable {
                 reader.problem(at: pointer, "auth.bearer must be one word of visible ASCII characters")
                 return nil
             }
-            return "Bearer " + token
+            return .header("Bearer " + token)
+        case "oauth2":
+            return OAuth2Options.read(value, &reader).map(Auth.oauth2)
         case "basic":
             guard let credentials = value.objectValue else {
                 reader.problem(at: pointer, "auth.basic must be a mapping with username and password")
@@ -176,10 +188,10 @@ struct RESTOptions: Sendable {
                 reader.problem(at: pointer, "auth.basic's username and password may not hold control characters")
                 return nil
             }
-            return "Basic " + Data((username + ":" + password).utf8).base64EncodedString()
+            return .header("Basic " + Data((username + ":" + password).utf8).base64EncodedString())
         default:
             let hint = didYouMean(scheme, among: schemes)
-            reader.problem(at: JSONPointer(tokens: ["auth", scheme]), "unknown auth scheme \"\(scheme)\"\(hint); use basic or bearer")
+            reader.problem(at: JSONPointer(tokens: ["auth", scheme]), "unknown auth scheme \"\(scheme)\"\(hint); use basic, bearer or oauth2")
             return nil
         }
     }

@@ -13,11 +13,14 @@ public enum RESTPlugin {
     /// which it shuts down once every source has stopped.
     static func plugin(client: SharedHTTPClient) -> PluginDescription {
         let limits = RateLimits()
+        let tokens = OAuth2Tokens()
         return PluginDescription(
             kinds: kinds, version: version, templates: templates, optionsSchema: optionsSchema,
             onShutdown: { await client.shutdown() }
         ) { setup throws(OptionProblems) in
-            RESTSource(id: setup.id, options: try RESTOptions(setup.options), client: client, limits: limits, loop: client.loop())
+            let options = try RESTOptions(setup.options)
+            if let oauth2 = options.oauth2 { tokens.register(oauth2) }
+            return RESTSource(id: setup.id, options: options, client: client, limits: limits, tokens: tokens, loop: client.loop())
         }
     }
 

@@ -15,6 +15,8 @@ struct RESTSource: PluginSource {
     let client: SharedHTTPClient
     /// Every origin's rate limit, shared by the plugin's sources.
     let limits: RateLimits
+    /// The OAuth2 tokens of the plugin's sources (`auth: { oauth2 }`), shared like `limits`.
+    let tokens: OAuth2Tokens
     /// The event loop this source's loads run on.
     let loop: LoadLoop
     /// A paginated source's pages as last read, with their validators.
@@ -51,7 +53,14 @@ struct RESTSource: PluginSource {
                     message: "timeout: no complete answer from \(hostDescription(options.url)) within \(timeout.humanReadable)",
                     code: .timeout))
         }
-        return result
+        // A token the plugin obtained is a secret the engine does not know of: a server may quote it back
+        // (in content, an error's message, a header value used as an ETag), so nothing leaves unredacted.
+        return redacted(result, by: tokens.redactor)
+    }
+
+    /// A log line, with the plugin's OAuth2 tokens redacted.
+    private func log(_ message: String) {
+        pluginLog(tokens.redactor.redact(message))
     }
 
     private func perform(_ request: PluginLoadRequest, deadline: ContinuousClock.Instant) async -> PluginLoadResult {
@@ -196,13 +205,13 @@ struct RESTSource: PluginSource {
             }
             guard let next = page.next else { break }
             guard visited.insert(next).inserted else {
-                pluginLog("source \"\(id)\": page \(pageIndex) points back to a page already read; stopping there")
+                log("source \"\(id)\": page \(pageIndex) points back to a page already read; stopping there")
                 break
             }
             if pageIndex >= wanted {
                 hasMore = true
                 if !pagination.lazy {
-                    pluginLog("source \"\(id)\": stopped after \(pageIndex) pages (paginate.maxPages); the list may be incomplete")
+                    log("source \"\(id)\": stopped after \(pageIndex) pages (paginate.maxPages); the list may be incomplete")
                 }
                 break
             }
@@ -282,11 +291,19 @@ struct RESTSource: PluginSource {
         var bodyDropped = false
 
         let http = self.client.get()
+        var token: String?
+        if let oauth2 = options.oauth2 {
+            switch await tokens.token(for: oauth2, client: http) {
+            case .success(let obtained): token = obtained
+            case .failure(let error): return .failure(error)
+            }
+        }
+        var replayed = false
         var redirects = 0
         while true {
             var request = HTTPClientRequest(url: url)
             request.method = method
-            request.headers = headers(for: url, bodyDropped: bodyDropped, etag: etag, lastModified: lastModified)
+            request.headers = headers(for: url, bodyDropped: bodyDropped, etag: etag, lastModified: lastModified, token: token)
             if let body { request.body = .bytes(body) }
             let requestOrigin = URL(string: url).map(origin(of:)) ?? url
             if let held = limits.hold(requestOrigin, host: hostDescription(url), for: id) { return .failure(held) }
@@ -333,9 +350,24 @@ struct RESTSource: PluginSource {
                     meta: answerMeta(status: status, headers: response.headers, url: url, exposing: options.exposeHeaders))
             }
 
+            // The API refused the token (revoked, or expired sooner than it said): one new token and one
+            // replay of the request. A second 401 is the source's error, never a loop.
+            if status.code == 401, let oauth2 = options.oauth2, let sent = token, isOwnOrigin(url), !replayed {
+                await discardBody(response)
+                replayed = true
+                switch await tokens.token(for: oauth2, client: http, rejecting: sent) {
+                case .success(let obtained): token = obtained
+                case .failure(var error):
+                    error.message = "HTTP 401 Unauthorized with the OAuth2 token, and no new one: " + error.message
+                    return .failure(error)
+                }
+                continue
+            }
+
             if status.code >= 400 {
                 let detailBytes = try? await readBody(response, limit: min(options.maxBytes, Self.errorBodyLimit), truncating: true)
                 var error = httpError(status: status, headers: response.headers, body: detailBytes ?? nil)
+                if status.code == 401, replayed { error.message += " (a new OAuth2 token was refused too)" }
                 if let heldFor {
                     // The origin's count is used up: nothing is asked of it until the reset, and this says so.
                     let exhausted = RateLimits.exhausted(hostDescription(url), for: heldFor)
@@ -369,10 +401,11 @@ struct RESTSource: PluginSource {
     /// redirect or a `Link: rel="next"` that leads elsewhere gets only what any client sends. The plugin
     /// cannot tell which values are secrets (`X-Api-Key: ${KEY}` looks like `Accept: text/plain` by the time
     /// it arrives), so it holds back all of them rather than a list of names that is never complete.
-    private func headers(for url: String, bodyDropped: Bool, etag: String?, lastModified: String?) -> HTTPHeaders {
+    private func headers(for url: String, bodyDropped: Bool, etag: String?, lastModified: String?, token: String?) -> HTTPHeaders {
         var headers = HTTPHeaders()
         if isOwnOrigin(url) {
             for header in options.headers { headers.add(name: header.name, value: header.value) }
+            if let token { headers.replaceOrAdd(name: "Authorization", value: "Bearer " + token) }
             // A redirect that turned the request into a GET took its body away, and the body's type with it.
             if bodyDropped { headers.remove(name: "content-type") }
         }
@@ -456,7 +489,7 @@ private func origin(of url: URL) -> String {
     return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
 }
 
-private func nioDeadline(_ deadline: ContinuousClock.Instant) -> NIODeadline {
+func nioDeadline(_ deadline: ContinuousClock.Instant) -> NIODeadline {
     // A year is as good as forever here, and keeps the nanoseconds below from overflowing on a huge timeout.
     let remaining = min(ContinuousClock.now.duration(to: deadline), .seconds(365 * 86_400))
     let (seconds, attoseconds) = remaining.components
@@ -510,5 +543,26 @@ final class PageMemory: Sendable {
         var byURL: [String: Page] = [:]
         for page in read { byURL[page.url] = page }
         pages.withLock { $0 = byURL }
+    }
+}
+
+/// `result` with every string in it (content, validators, an error's message) redacted by `redactor`.
+func redacted(_ result: PluginLoadResult, by redactor: Redactor) -> PluginLoadResult {
+    guard !redactor.isEmpty else { return result }
+    switch result {
+    case .newData(let content, let etag, let lastModified):
+        return .newData(redactor.redact(content), etag: etag.map { redactor.redact($0) }, lastModified: lastModified.map { redactor.redact($0) })
+    case .notModified:
+        return result
+    case .error(var error):
+        error.message = redactor.redact(error.message)
+        return .error(error)
+    case .fresh(let answer, let duration):
+        return .fresh(redacted(answer, by: redactor), for: duration)
+    case .described(let answer, let meta):
+        guard case .object(let safe) = redactor.redact(JSONValue.object(meta)) else { return redacted(answer, by: redactor) }
+        return .described(redacted(answer, by: redactor), meta: safe)
+    case .notStored(let answer):
+        return .notStored(redacted(answer, by: redactor))
     }
 }
