@@ -1,4 +1,5 @@
 import Foundation
+import HammockCore
 import HammockJSON
 import HammockTestSupport
 import Testing
@@ -118,6 +119,51 @@ struct HttpbinTests {
                 let asJSON = try await hammock.nextAnswer("asJSON")
                 #expect(asJSON.errorCode == "parseFailed", "\(asJSON)")
                 #expect(asJSON.errorMessage.hasSuffix("is not one JSON value but 2 lines of JSON; set parse: jsonl"), "\(asJSON)")
+            }
+        }
+    }
+
+    /// Issue 29 against a server nobody here wrote: httpbin's /cache/N (max-age), /response-headers (any
+    /// header, exposed in meta), /etag/E (If-None-Match answered 304) and /status/429.
+    @Test("httpbin: max-age holds polls back, meta carries the status, ETag and exposed headers, a 304 updates it, a 429 is the source's error")
+    func goodCitizen() async throws {
+        try await Self.withHttpbin { base in
+            let config = """
+                sources:
+                  cached: { kind: rest, url: "\(base)/cache/2", refresh: 300ms }
+                  headers:
+                    kind: rest
+                    url: "\(base)/response-headers?X-Quota=41&X-Other=no"
+                    expose-headers: [X-Quota]
+                    retry: off
+                  tagged: { kind: rest, url: "\(base)/etag/v7", retry: off }
+                  limited: { kind: rest, url: "\(base)/status/429", retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let headers = try await hammock.nextAnswer("headers")
+                #expect(headers[pointer: "/state/meta/headers"] == ["x-quota": "41"], "\(headers)")
+                #expect(headers[pointer: "/state/meta/httpStatus"] == 200)
+                #expect(headers[pointer: "/state/meta/contentType"] == "application/json", "\(headers)")
+
+                let tagged = try await hammock.nextAnswer("tagged")
+                let etag = try #require(tagged[pointer: "/state/meta/etag"]?.stringValue, "\(tagged)")
+                #expect(etag.contains("v7"))
+                try hammock.send(controlLine: #"{"op":"load","source":"tagged"}"#)
+                let again = try await hammock.nextAnswer("tagged")
+                #expect(again.event == "notModified", "httpbin's /etag answers 304 to its own ETag: \(again)")
+                #expect(again[pointer: "/state/meta/httpStatus"] == 304)
+                #expect(again[pointer: "/state/meta/contentType"] == tagged[pointer: "/state/meta/contentType"], "a 304 keeps what it does not say")
+
+                let limited = try await hammock.nextAnswer("limited")
+                #expect(limited.event == "error")
+                #expect(limited[pointer: "/state/latestError/httpStatus"] == 429)
+
+                // max-age=2 under refresh: 300ms: the engine's own timestamps of the loads are 2 s apart at
+                // least (the time the lines were read would not do: a loaded machine reads late).
+                let first = try await hammock.waitFor(type: "source", id: "cached") { $0.event == "newData" }
+                let second = try await hammock.waitFor(type: "source", id: "cached", timeout: .seconds(20)) { $0.event == "newData" }
+                let stamps = try [first, second].map { try #require($0.state?["timestamp"]?.stringValue.flatMap(Timestamp.init(rfc3339:))) }
+                #expect(stamps[1].millisecondsSince1970 - stamps[0].millisecondsSince1970 >= 1900, "\(stamps)")
             }
         }
     }
