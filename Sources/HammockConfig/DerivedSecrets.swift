@@ -37,23 +37,5 @@ func derivedSecrets(of sources: [SourceDefinition], secrets: Set<String>) -> Set
     return derived
 }
 
-/// `application/x-www-form-urlencoded` as the rest kind writes it: ALPHA, DIGIT and `-._*` as they are, a
-/// space as `+`, every other byte as `%XX`.
-private func formEncoded(_ text: String) -> String {
-    var result = ""
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
-            result.unicodeScalars.append(Unicode.Scalar(byte))
-        case UInt8(ascii: " "):
-            result += "+"
-        default:
-            let hex = Array("0123456789ABCDEF".utf8)
-            result.unicodeScalars.append(Unicode.Scalar(UInt8(ascii: "%")))
-            result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
-            result.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
-        }
-    }
-    return result
-}
+/// A value as the rest kind's OAuth2 requests write it.
+private func formEncoded(_ text: String) -> String { PercentEncoding.formEncoded(text) }

@@ -16,6 +16,28 @@ public enum PercentEncoding {
         return String(validating: bytes, as: UTF8.self)
     }
 
+    /// `text` as `application/x-www-form-urlencoded` writes a field (HTML forms, RFC 6749 §B): ALPHA, DIGIT
+    /// and `-._*` as they are, a space as `+`, every other byte as `%XX`. The rest kind's OAuth2 requests are
+    /// written with it, and the engine finds their secrets in that form with it too.
+    public static func formEncoded(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var result = String.UnicodeScalarView()
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
+                result.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                result.append("+")
+            default:
+                result.append("%")
+                result.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                result.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
+            }
+        }
+        return String(result)
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

@@ -505,26 +505,8 @@ func formEncoded(_ pairs: [(String, String)]) -> String {
     pairs.map { formEncode($0.0) + "=" + formEncode($0.1) }.joined(separator: "&")
 }
 
-/// Every byte but ALPHA, DIGIT and `-._*` as `%XX`; a space as `+`.
-func formEncode(_ text: String) -> String {
-    var result = ""
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
-            result.unicodeScalars.append(Unicode.Scalar(byte))
-        case UInt8(ascii: " "):
-            result += "+"
-        default:
-            result += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-        }
-    }
-    return result
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
-}
+/// One field's name or value, form-encoded (`PercentEncoding.formEncoded`).
+func formEncode(_ text: String) -> String { PercentEncoding.formEncoded(text) }
 
 /// `text` on one line and at most `limit` characters: a server's words in a message.
 private func oneLine(_ text: String, limit: Int) -> String {
@@ -538,7 +520,8 @@ private func fnv1aHex(_ text: String) -> String {
         hash ^= UInt64(byte)
         hash = hash &* 0x0000_0100_0000_01b3
     }
-    return String(hash, radix: 16).leftPadded(to: 16)
+    let hex = String(hash, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
 }
 
 extension Duration {
