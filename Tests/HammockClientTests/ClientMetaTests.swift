@@ -38,3 +38,47 @@ struct ClientMetaTests {
         }
     }
 }
+
+@Suite("more() from the app")
+struct ClientMoreTests {
+    @Test("more() returns once the next pages are in; with none left it throws hammock's refusal")
+    func moreReturnsAfterThePages() async throws {
+        let server = try HammockProcess.launch(program: "/usr/bin/python3", arguments: [TestFiles.fixture("pages-server.py"), "3"])
+        do {
+            try await Self.check(server)
+            await server.stop()
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    private static func check(_ server: HammockProcess) async throws {
+        let lines = try await server.waitForStdoutLines("the pages server prints its port", timeout: .seconds(30)) { !$0.isEmpty }
+        let port = try #require(Int(lines[0]), "pages-server.py printed \(lines[0]); stderr: \(server.stderrText)")
+        let config = """
+            version: 1
+            sources:
+              items: { kind: rest, url: "http://127.0.0.1:\(port)/items", paginate: { style: link, lazy: true }, retry: off }
+            """
+        try await withClientEngine(config: config) { hammock, _ in
+            let items = await hammock.source("items", as: [Int].self)
+            let loaded = try await first("the first page", in: items.states) { $0.content != nil }
+            #expect(loaded.content == [1, 2])
+            #expect(loaded.meta?.hasMore == true)
+            #expect(loaded.meta?.pages == 1)
+
+            try await items.more()
+            #expect(items.state.content == [1, 2, 3, 4], "more() returns with the pages in")
+            try await items.more(5)
+            #expect(items.state.content == [1, 2, 3, 4, 5, 6])
+            #expect(items.state.meta?.hasMore == false)
+            do {
+                try await items.more()
+                Issue.record("more() with no pages left returned")
+            } catch {
+                #expect("\(error)".contains("has no more pages"), "\(error)")
+            }
+        }
+    }
+}
