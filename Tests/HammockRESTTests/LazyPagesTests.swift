@@ -116,4 +116,41 @@ struct LazyPagesTests {
             }
         }
     }
+
+    /// An attack: a consumer floods `more`. Every id is answered exactly once (an ack, or a refusal once the
+    /// pages run out), the source never reads past its last page, and the engine goes on.
+    @Test("a flood of 2,000 more lines: each id answered once, no page past the last, the engine goes on")
+    func aFloodOfMore() async throws {
+        try await TestHTTPServer.with { server in
+            Self.fivePages(server)
+            let config = """
+                version: 1
+                sources:
+                  list: { kind: rest, url: "\(server.base)/items", paginate: { style: link, lazy: true }, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                try await hammock.nextAnswer("list")
+                let count = 2000
+                var flood = ""
+                for n in 0..<count { flood += #"{"op":"more","source":"list","count":\#(n % 3 + 1),"id":\#(n)}"# + "\n" }
+                try hammock.send(controlLine: String(flood.dropLast()))
+                try hammock.send(controlLine: #"{"op":"snapshot","id":"end"}"#)
+                let deadline = ContinuousClock.now + .seconds(60)
+                func answered() -> [Int: Int] {
+                    var seen: [Int: Int] = [:]
+                    for line in hammock.lines where line.type == "ack" || line.type == "error" {
+                        if let id = line.json["id"]?.numberValue?.intValue { seen[id, default: 0] += 1 }
+                    }
+                    return seen
+                }
+                while answered().count < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                let seen = answered()
+                #expect(seen.count == count, "\(count - seen.count) ids never answered")
+                #expect(seen.values.allSatisfy { $0 == 1 }, "an id answered twice")
+                #expect(server.requests(to: "/items").allSatisfy { Int($0.queryParameter("page") ?? "1")! <= 5 })
+                try hammock.send(controlLine: #"{"op":"override","source":"list","content":"still here","id":"alive"}"#)
+                try await hammock.waitFor(type: "ack") { $0.json["id"] == "alive" }
+            }
+        }
+    }
 }
