@@ -61,6 +61,8 @@ enum HTTPDoor {
     static let answerTimeout: Duration = .seconds(2)
     /// How long a read or a control line waits for the engine's answer.
     static let readTimeout: Duration = .seconds(10)
+    /// How long a `more` waits: its answer comes once the pages are in, after as many requests as it asks.
+    static let moreTimeout: Duration = .seconds(120)
 
     /// The token in `path`, trimmed: a file other users can read is refused, as an empty one is.
     static func readToken(_ path: String) throws -> [UInt8] {
@@ -294,8 +296,9 @@ enum HTTPDoor {
         defer { stream.close() }
         guard case .whole = await untilSnapshotEnds(stream) else { return unresponsive }
         stream.send(controlLine: line)
+        let waitsFor = object["op"] == "more" ? moreTimeout : readTimeout
         let timer = Task {
-            guard (try? await Task.sleep(for: readTimeout)) != nil else { return }
+            guard (try? await Task.sleep(for: waitsFor)) != nil else { return }
             stream.close()
         }
         defer { timer.cancel() }

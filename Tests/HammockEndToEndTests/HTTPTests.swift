@@ -8,11 +8,13 @@ import Testing
 @Suite("--http: states, events, control, health, and who may ask", .timeLimit(.minutes(2)))
 struct HTTPTests {
     /// `curl -s URL`: the status and the body; `options` go before the URL (`-H`, `-d`, `-D -`).
-    static func curl(_ url: String, method: String = "GET", _ options: [String] = []) async throws -> (status: Int, body: String) {
+    static func curl(
+        _ url: String, method: String = "GET", _ options: [String] = [], seconds: Int = 10
+    ) async throws -> (status: Int, body: String) {
         let process = try HammockProcess.launch(
-            program: "/usr/bin/curl", arguments: ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "10"] + options + [url])
+            program: "/usr/bin/curl", arguments: ["-s", "-X", method, "-w", "\n%{http_code}", "--max-time", "\(seconds)"] + options + [url])
         defer { Task { await process.stop() } }
-        _ = try await process.waitForExit(timeout: .seconds(20))
+        _ = try await process.waitForExit(timeout: .seconds(seconds + 10))
         try await process.waitUntilStdoutEnds()
         let lines = process.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
         let status = try #require(Int(lines.last ?? ""), "curl printed \(process.stdoutText)")
@@ -197,6 +199,38 @@ struct HTTPTests {
             let spoof = try await Self.curl(base + "/v1/sources/n", ["-H", "Host: 127.0.0.1.attacker.example"])
             #expect(spoof.status == 403, "\(spoof)")
             #expect(try await Self.curl(base + "/v1/sources/n", ["-H", "Host: localhost"]).status == 200)
+        }
+    }
+
+    /// A `more` is answered once its pages are in, which may take longer than the 10 s any other control line
+    /// waits: here its page comes after 11 s, and the POST still gets its ack.
+    @Test("POST /v1/control with more: the ack comes once the pages are in, after 10 s if they take that long")
+    func moreOverHTTP() async throws {
+        let server = try HammockProcess.launch(program: "/usr/bin/python3", arguments: [TestFiles.fixture("pages-server.py"), "3", "11"])
+        do {
+            let lines = try await server.waitForStdoutLines("the pages server prints its port", timeout: .seconds(30)) { !$0.isEmpty }
+            let port = try #require(Int(lines[0]))
+            let config = """
+                sources:
+                  items: { kind: rest, url: "http://127.0.0.1:\(port)/items", paginate: { style: link, lazy: true }, retry: off, timeout: 1m }
+                """
+            try await HammockProcess.withRunning(config: config, arguments: ["--http", "127.0.0.1:0"]) { hammock in
+                let base = try await Self.base(hammock)
+                try await hammock.nextAnswer("items")
+                let start = ContinuousClock.now
+                let answer = try await Self.curl(
+                    base + "/v1/control", method: "POST", ["-H", "Content-Type: application/json", "-d", #"{"op":"more","source":"items"}"#],
+                    seconds: 60)
+                #expect(answer.status == 200, "\(answer)")
+                #expect(answer.body.contains(#""type":"ack""#), "\(answer)")
+                #expect(ContinuousClock.now - start >= .seconds(10), "the page came after 11 s")
+                let state = try await Self.curl(base + "/v1/sources/items")
+                #expect(state.body.contains(#""content":[1,2,3,4]"#), "\(state)")
+            }
+            await server.stop()
+        } catch {
+            await server.stop()
+            throw error
         }
     }
 }
