@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HammockCore
 import HammockJSON
@@ -247,5 +248,42 @@ extension JSONValue {
         guard var object = objectValue else { return self }
         for (key, value) in other { object[key] = value }
         return .object(object)
+    }
+
+}
+
+/// The token request's own deadline, in-process against a server that stalls.
+@Suite(.timeLimit(.minutes(1))) struct OAuth2StallTests {
+    /// Review finding: the client's deadline covers an answer's head only, so a token endpoint that stalls in
+    /// its body held the request, and every load of those credentials behind it, for ever. Broken on purpose
+    /// (no cut-off), the first call never returned within the test's time.
+    @Test func aTokenEndpointThatStallsInItsBodyIsCutOffAndAskedAgain() async throws {
+        let server = try HammockProcess.launch(program: "/usr/bin/python3", arguments: [TestFiles.fixture("stalling-server.py")])
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let lines = try await server.waitForStdoutLines("the stalling server prints its port", timeout: .seconds(30)) { !$0.isEmpty }
+            let port = try #require(Int(lines[0]))
+            let tokens = OAuth2Tokens(cacheDirectory: "/nonexistent/oauth2", requestTimeout: .milliseconds(800))
+            let options = OAuth2Options(
+                tokenURL: "http://127.0.0.1:\(port)/token", clientID: "cid", clientSecret: "s", scope: nil, grant: .clientCredentials,
+                refreshToken: nil, clientAuth: .basic, cache: false)
+            for round in 1...2 {
+                let started = ContinuousClock.now
+                guard case .failure(let error) = await tokens.token(for: options, client: client) else {
+                    Issue.record("a token from a body that never ends")
+                    break
+                }
+                #expect(error.message.contains("timeout: no complete answer within"), "\(error)")
+                #expect(ContinuousClock.now - started < .seconds(20), "round \(round)")
+            }
+            // The second call asked again: the first request did not stay pending.
+            _ = try await server.waitForStdoutLines("a second token request", timeout: .seconds(10)) { $0.contains("request 2") }
+            try await client.shutdown()
+            await server.stop()
+        } catch {
+            try? await client.shutdown()
+            await server.stop()
+            throw error
+        }
     }
 }

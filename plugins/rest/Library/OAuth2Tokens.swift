@@ -79,16 +79,18 @@ final class OAuth2Tokens: Sendable {
     static let shortestToken = 8
     /// The most of a token endpoint's answer that is read.
     static let answerLimit = 64 << 10
-    /// A token request never takes longer than this. It is not bound to the timeout of the load that
-    /// started it: other loads may be waiting for it, each until its own timeout.
-    static let requestTimeout: Duration = .seconds(30)
+    /// A token request never takes longer than this, its answer's body included. It is not bound to the
+    /// timeout of the load that started it: other loads may be waiting for it, each until its own timeout.
+    static let defaultRequestTimeout: Duration = .seconds(30)
 
     private let state = Mutex(State())
     /// Where `cache: true` keeps tokens: `oauth2/` in the offline cache folder (see `cacheDirectory`).
     let cacheDirectory: String
+    let requestTimeout: Duration
 
-    init(cacheDirectory: String = OAuth2Tokens.cacheDirectory()) {
+    init(cacheDirectory: String = OAuth2Tokens.cacheDirectory(), requestTimeout: Duration = OAuth2Tokens.defaultRequestTimeout) {
         self.cacheDirectory = cacheDirectory
+        self.requestTimeout = requestTimeout
     }
 
     /// The engine's offline cache folder, by the engine's rule (`$HAMMOCK_CACHE_DIR`, else
@@ -127,33 +129,50 @@ final class OAuth2Tokens: Sendable {
         for options: OAuth2Options, client: HTTPClient, rejecting: String? = nil, now: Date = Date()
     ) async -> Result<String, SourceError> {
         let key = Self.key(options)
+        // The cache file is read (once per set of credentials) and removed outside the lock, which every
+        // load's redaction also takes: a slow disk must not hold up the plugin's answers.
+        let readsCache = state.withLock { state in
+            let entry = state.entries[key]
+            return (options.cache || entry?.cache == true) && entry?.cacheRead != true
+        }
+        let cached = readsCache ? readCache(options, now: now) : nil
         enum Step {
             case use(String)
             /// For a new token; `fallback` is the token held, due for renewal but not expired yet.
             case wait(Task<Result<OAuth2Token, SourceError>, Never>, fallback: OAuth2Token?)
         }
+        var removesCache = false
+        defer { if removesCache { removeCache(options) } }
         let step: Step = state.withLock { state in
             var entry = state.entries[key] ?? Entry(refreshToken: options.refreshToken)
             defer { state.entries[key] = entry }
             entry.cache = entry.cache || options.cache
-            if entry.cache && !entry.cacheRead {
+            if readsCache && !entry.cacheRead {
                 entry.cacheRead = true
-                if let cached = readCache(options, now: now) {
+                if let cached, entry.token == nil {
                     entry.token = cached
                     remember(cached.accessToken, in: &state)
                 }
             }
             if let rejecting, entry.token?.accessToken == rejecting {
                 entry.token = nil
-                if entry.cache { removeCache(options) }
+                removesCache = entry.cache
             }
             if let token = entry.token, token.isUsable(at: now) { return .use(token.accessToken) }
             let fallback = entry.token.flatMap { $0.hasExpired(at: now) ? nil : $0 }
             if let pending = entry.pending { return .wait(pending, fallback: fallback) }
             let refreshToken = entry.refreshToken
-            let requestDeadline = ContinuousClock.now + Self.requestTimeout
+            let requestDeadline = ContinuousClock.now + requestTimeout
             let pending = Task {
-                let result = await self.request(options, refreshToken: refreshToken, client: client, deadline: requestDeadline)
+                // The client's deadline covers the answer's head only: an endpoint that sends a head and then
+                // stalls in its body is cut off here, so that a request always ends and the next can be made.
+                let work = Task { await self.request(options, refreshToken: refreshToken, client: client, deadline: requestDeadline) }
+                let cutOff = Task {
+                    guard (try? await Task.sleep(until: requestDeadline, clock: .continuous)) != nil else { return }
+                    work.cancel()
+                }
+                let result = await work.value
+                cutOff.cancel()
                 self.finish(key, options: options, with: result)
                 return result.map(\.token)
             }
@@ -256,6 +275,10 @@ final class OAuth2Tokens: Sendable {
             return result
         } catch {
             var described = describe(error, url: options.tokenURL, deadline: deadline)
+            if ContinuousClock.now >= deadline {
+                described = SourceError(
+                    message: "timeout: no complete answer within \(requestTimeout.humanReadable)", code: .timeout)
+            }
             described.message = "OAuth2 token endpoint \(host): " + described.message
             described.code = .oauth2
             described.transient = true
