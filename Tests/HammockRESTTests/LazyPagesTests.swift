@@ -42,6 +42,13 @@ struct LazyPagesTests {
                 #expect(first[pointer: "/state/meta/pages"] == 1)
                 #expect(first[pointer: "/state/meta/hasMore"] == true)
                 #expect(server.requests(to: "/items").count == 1, "only the first page")
+                // A refresh of the one page held: a 304, so not modified, and meta keeps what the 304 does not say.
+                try hammock.send(controlLine: #"{"op":"load","source":"list"}"#)
+                let same = try await hammock.nextAnswer("list")
+                #expect(same.event == "notModified", "\(same.json)")
+                #expect(same[pointer: "/state/meta/httpStatus"] == 304)
+                #expect(same[pointer: "/state/meta/contentType"] == "application/json", "\(same.json)")
+                #expect(same[pointer: "/state/meta/hasMore"] == true)
 
                 try hammock.send(controlLine: #"{"op":"more","source":"list","id":"m1"}"#)
                 let two = try await hammock.nextAnswer("list")
@@ -150,6 +157,41 @@ struct LazyPagesTests {
                 #expect(server.requests(to: "/items").allSatisfy { Int($0.queryParameter("page") ?? "1")! <= 5 })
                 try hammock.send(controlLine: #"{"op":"override","source":"list","content":"still here","id":"alive"}"#)
                 try await hammock.waitFor(type: "ack") { $0.json["id"] == "alive" }
+            }
+        }
+    }
+
+    /// Review finding: a list whose first page answered 304 while a later one changed is new data, and its meta
+    /// is the first page's last full answer's with the 304's over it (broken on purpose: no content type).
+    @Test("a later page changed, the first answered 304: new data, with the first page's meta kept")
+    func aLaterPageChanged() async throws {
+        try await TestHTTPServer.with { server in
+            let version = Mutex(1)
+            let base = server.base
+            server.route("/two") { request in
+                let page = Int(request.queryParameter("page") ?? "1") ?? 1
+                let etag = page == 1 ? "\"one\"" : "\"two-\(version.withLock { $0 })\""
+                var headers = [("ETag", etag)]
+                if page == 1 { headers.append(("Link", #"<\#(base)/two?page=2>; rel="next""#)) }
+                if request.header("If-None-Match") == etag { return TestResponse(status: 304, headers: headers) }
+                return .json(page == 1 ? "[1]" : "[\(version.withLock { $0 } * 10)]", headers: headers)
+            }
+            let config = """
+                version: 1
+                sources:
+                  list: { kind: rest, url: "\(base)/two", paginate: { style: link, lazy: true }, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                try await hammock.nextAnswer("list")
+                try hammock.send(controlLine: #"{"op":"more","source":"list","id":"m"}"#)
+                #expect(try await hammock.nextAnswer("list").content == [1, 10])
+                version.withLock { $0 = 2 }
+                try hammock.send(controlLine: #"{"op":"load","source":"list"}"#)
+                let changed = try await hammock.nextAnswer("list")
+                #expect(changed.event == "newData")
+                #expect(changed.content == [1, 20])
+                #expect(changed[pointer: "/state/meta/contentType"] == "application/json", "\(changed.json)")
+                #expect(changed[pointer: "/state/meta/pages"] == 2)
             }
         }
     }

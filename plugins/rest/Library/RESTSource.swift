@@ -136,7 +136,8 @@ struct RESTSource: PluginSource {
             case .notModified(let fresh, let answerMeta):
                 if isFirst {
                     freshFor = fresh
-                    meta = answerMeta
+                    // What the 304 says over what the page's last full answer said (its type, its date).
+                    meta = (known?.meta ?? [:]).merging(answerMeta) { _, new in new }
                 }
                 guard let known else {
                     // Only the engine's validators went with it: the one-page list the engine holds is unchanged.
@@ -168,7 +169,7 @@ struct RESTSource: PluginSource {
                     }
                     page = PageMemory.Page(
                         items: array, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"),
-                        next: nil, noStore: forbidsStoring(answer.headers))
+                        next: nil, noStore: forbidsStoring(answer.headers), meta: isFirst ? meta : nil)
                 }
                 switch pagination.style {
                 case .link:
@@ -196,7 +197,8 @@ struct RESTSource: PluginSource {
             if isFirst { firstPageCount = page.items.count }
             read.append(
                 PageMemory.Page(
-                    items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, noStore: page.noStore, url: url))
+                    items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, noStore: page.noStore,
+                    meta: isFirst ? meta : nil, url: url))
             items += page.items
             // At the limit the source holds all it wants: nothing more to load (`hasMore` stays false).
             if let limit = pagination.limit, items.count >= limit {
@@ -226,6 +228,10 @@ struct RESTSource: PluginSource {
         // while it holds the list it came with (a wipe forgets it), so when it comes back and every page
         // answered 304 to its own validators, the engine's list is the server's, unchanged.
         if read.count == 1 {
+            // The engine holds this very page when it sent back the validators the page answered 304 to.
+            let held = (request.etag != nil || request.lastModified != nil)
+                && request.etag == read[0].etag && request.lastModified == read[0].lastModified
+            if unchanged && held { return PluginLoadResult.notModified.meta(meta).fresh(for: freshFor) }
             return PluginLoadResult.newData(.array(items), etag: read[0].etag, lastModified: read[0].lastModified).meta(meta)
                 .fresh(for: freshFor).stored(!noStore)
         }
@@ -518,6 +524,8 @@ final class PageMemory: Sendable {
         var next: String?
         /// The answer said `Cache-Control: no-store`.
         var noStore = false
+        /// The first page's: what its last full answer said, for the `meta` of a load whose first page is a 304.
+        var meta: JSONObject? = nil
         var url: String = ""
     }
 
