@@ -169,7 +169,9 @@ extension EngineCore {
             }
         case .wipe(let target):
             for id in try sourceIDs(of: target) {
-                sources[id].pagesWanted = nil
+                // The pages asked for go with the content, unless a load of them is in flight: it brings them
+                // back, and the next loads keep asking for as many.
+                if !sources[id].phase.isLoading { sources[id].pagesWanted = nil }
                 // A wipe forgets the load that waited for the budget too; the source's polls go on.
                 if leaveBudgetQueue(id, budget: sources[id].definition.limit) {
                     scheduleNextAttempt(id, now: now)
@@ -192,8 +194,14 @@ extension EngineCore {
                 throw ControlLineError(
                     "source \"\(id)\" has no more pages to load (\(said)); more loads the next pages of a paginated source whose server has them")
             }
-            let held = meta?["pages"]?.numberValue?.intValue ?? 1
-            // Past those held now, and never fewer than asked for already; bounded, so counting never overflows.
+            guard sources[id].waitingMore.count + ids.count <= Self.mostWaitingMore else {
+                throw ControlLineError(
+                    "source \"\(id)\" has \(Self.mostWaitingMore) more commands waiting for its pages already; wait for their answers")
+            }
+            // The plugin's word on the pages held, bounded first: counting on never overflows, and a load never
+            // asks for fewer than one page.
+            let held = min(max(meta?["pages"]?.numberValue?.intValue ?? 1, 1), Self.mostPages)
+            // Past those held now, and never fewer than asked for already.
             sources[id].pagesWanted = min(max(sources[id].pagesWanted ?? 0, held + count), Self.mostPages)
             sources[id].waitingMore += ids
             loadOrFollowUp(id, now: now)
@@ -225,6 +233,8 @@ extension EngineCore {
 
     /// The most pages `more` makes a source ask for, however often it is sent.
     static let mostPages = 1_000_000
+    /// The most `more` commands that wait for one source's pages at once: each holds its id until answered.
+    static let mostWaitingMore = 1024
 
     func unknownSource(_ id: SourceID) -> ControlLineError {
         ControlLineError("unknown source \"\(id)\" (sources: \(sourceIDs.map(\.rawValue).joined(separator: ", ")))")

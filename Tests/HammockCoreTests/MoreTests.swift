@@ -71,6 +71,29 @@ import Testing
                 #"error 2 more pages of source "a" did not come: a wipe forgot the pages it waited for"#))
     }
 
+    /// Review finding: the pages held are the plugin's word, and a hostile one could overflow the count or ask
+    /// for no page at all.
+    @Test func theHeldPagesAreBoundedAndALoadAsksForOneAtLeast() {
+        for hostile: JSONValue in [.number(JSONNumber(Int.max)), -5, 0, "7", 1e300] {
+            for count in [1, 1000] {
+                var engine = EngineCore(configuration: Configuration(sources: [fakeSource("a")]))
+                _ = engine.start(now: at(0))
+                _ = engine.loadFinished(
+                    source: "a", loadID: 1, outcome: .described(.newData([1]), meta: ["pages": hostile, "hasMore": true]), now: at(1))
+                let pages = engine.handle(.more(source: "a", count: count), now: at(2)).loads.first?.pages
+                #expect(pages.map { (2...1_000_000).contains($0) } == true, "\(hostile), \(count): \(pages.map(String.init) ?? "no load")")
+            }
+        }
+    }
+
+    @Test func atMost1024MoreWaitForOneSource() {
+        var engine = engine()
+        _ = engine.handle(.more(source: "a", count: 1), replyingTo: (0..<1024).map { ControlID.number(JSONNumber($0)) }, now: at(2))
+        #expect(
+            engine.handle(.more(source: "a", count: 1), replyingTo: [.string("x")], now: at(2)).summaries
+                == [#"error "x" source "a" has 1024 more commands waiting for its pages already; wait for their answers"#])
+    }
+
     @Test func aWipeForgetsThePagesAskedFor() {
         var engine = engine()
         _ = engine.handle(.more(source: "a", count: 4), now: at(2))
