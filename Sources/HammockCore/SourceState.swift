@@ -51,7 +51,7 @@ public struct SourceState: Sendable, Hashable {
         case .newData:
             self.meta = nil
         case .notModified:
-            if let meta { self.meta = (self.meta ?? [:]).merging(meta) { _, new in new } }
+            if let meta { self.meta = Self.merged(self.meta, with: meta) }
         case .requested, .requestCancelled, .error:
             break
         }
@@ -88,6 +88,25 @@ public struct SourceState: Sendable, Hashable {
     }
 
     public var hasContent: Bool { content != nil }
+
+    /// The longest `meta` a state keeps, in bytes once encoded: it is written on every line of its source.
+    public static let maximumMetaLength = 64 << 10
+
+    /// What a not-modified answer's `meta` makes of the state's: each member it names replaces the old one,
+    /// except that an object merges member by member (a 304 that names one exposed header keeps the others);
+    /// the rest stays. When that would pass `maximumMetaLength` (a plugin naming new members on every
+    /// answer), the newest meta stands alone.
+    static func merged(_ old: JSONObject?, with new: JSONObject) -> JSONObject {
+        var merged = old ?? [:]
+        for (key, value) in new {
+            if case .object(let inner)? = merged[key], case .object(let newer) = value {
+                merged[key] = .object(inner.merging(newer) { _, latest in latest })
+            } else {
+                merged[key] = value
+            }
+        }
+        return JSONValue.object(merged).jsonBytes.count > maximumMetaLength ? new : merged
+    }
 }
 
 /// What moves a source's state.

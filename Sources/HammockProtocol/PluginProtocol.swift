@@ -19,7 +19,7 @@ public let maximumPluginLineLength = 16 << 20
 /// The longest `meta` (a plugin's word on an answer, kept on the source's state and written on every line
 /// of it) the engine keeps, in bytes once encoded. A longer one is dropped with a warning, and its answer
 /// goes on without it; HammockPluginKit drops it before sending.
-public let maximumMetaLength = 64 << 10
+public let maximumMetaLength = SourceState.maximumMetaLength
 
 /// A message from the engine to a plugin.
 public enum EngineMessage: Sendable, Equatable {

@@ -60,6 +60,19 @@ import Testing
         }
     }
 
+    /// Review findings: a not-modified answer merges an object member by member, and a merge past the limit
+    /// keeps the newest meta alone.
+    @Test func aNotModifiedMergesObjectsAndStaysWithinTheLimit() {
+        var state = SourceState()
+        state.apply(.newData("a", origin: .load), at: at(1), otherLoadsInFlight: false, meta: ["headers": ["x-a": "1", "x-b": "2"]])
+        state.apply(.notModified, at: at(2), otherLoadsInFlight: false, meta: ["headers": ["x-a": "3"]])
+        #expect(state.meta == ["headers": ["x-a": "3", "x-b": "2"]])
+        for round in 0..<100 {
+            state.apply(.notModified, at: at(3), otherLoadsInFlight: false, meta: ["k\(round)": .string(String(repeating: "v", count: 1000))])
+            #expect(JSONValue.object(state.meta ?? [:]).jsonBytes.count <= SourceState.maximumMetaLength)
+        }
+    }
+
     @Test func notModifiedKeepsContentClearsErrorAndStampsTime() {
         var state = SourceState(content: "old", latestError: failure, isLoading: true, timestamp: t0, failures: 1)
         state.apply(.notModified, at: at(7), otherLoadsInFlight: false)

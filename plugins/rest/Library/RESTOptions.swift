@@ -11,6 +11,8 @@ struct RESTOptions: Sendable {
     /// At most this many names in `expose-headers`, and this many bytes of each header's value in `meta`.
     static let maximumExposedHeaders = 32
     static let maximumExposedValue = 1024
+    /// The most of the final URL that `meta.url` holds, in bytes.
+    static let maximumMetaURL = 8192
     static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
     static let defaultMaxBytes = 10 << 20
 

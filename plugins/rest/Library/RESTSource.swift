@@ -260,7 +260,7 @@ struct RESTSource: PluginSource {
         /// source exposes.
         func meta(exposing names: [String]) -> JSONObject {
             var meta = answerMeta(status: status, headers: headers, url: url, exposing: names)
-            if let type = headers.first(name: "content-type") { meta["contentType"] = .string(type) }
+            if let type = headers.first(name: "content-type") { meta["contentType"] = .string(prefix(type, bytes: RESTOptions.maximumExposedValue)) }
             return meta
         }
 
@@ -460,9 +460,12 @@ struct RESTSource: PluginSource {
 /// when it gives them, `url` (the final one, after redirects) and `headers`, the exposed ones it has.
 private func answerMeta(status: HTTPResponseStatus, headers: HTTPHeaders, url: String, exposing names: [String]) -> JSONObject {
     var meta: JSONObject = ["httpStatus": .number(JSONNumber(Int(status.code)))]
-    if let etag = headers.first(name: "etag") { meta["etag"] = .string(etag) }
-    if let lastModified = headers.first(name: "last-modified") { meta["lastModified"] = .string(lastModified) }
-    meta["url"] = .string(url)
+    // Each cut, so that no one value can push the whole meta past the protocol's limit (and lose `pages`).
+    if let etag = headers.first(name: "etag") { meta["etag"] = .string(prefix(etag, bytes: RESTOptions.maximumExposedValue)) }
+    if let lastModified = headers.first(name: "last-modified") {
+        meta["lastModified"] = .string(prefix(lastModified, bytes: RESTOptions.maximumExposedValue))
+    }
+    meta["url"] = .string(prefix(url, bytes: RESTOptions.maximumMetaURL))
     if !names.isEmpty {
         var exposed = JSONObject()
         for name in names {
@@ -470,13 +473,14 @@ private func answerMeta(status: HTTPResponseStatus, headers: HTTPHeaders, url: S
             guard !values.isEmpty else { continue }
             exposed[name] = .string(prefix(values.joined(separator: ", "), bytes: RESTOptions.maximumExposedValue))
         }
-        meta["headers"] = .object(exposed)
+        // None of them in this answer: nothing said, so a 304 keeps the ones its content came with.
+        if !exposed.isEmpty { meta["headers"] = .object(exposed) }
     }
     return meta
 }
 
 /// At most `limit` bytes of `text`, cut between Unicode scalars.
-private func prefix(_ text: String, bytes limit: Int) -> String {
+func prefix(_ text: String, bytes limit: Int) -> String {
     guard text.utf8.count > limit else { return text }
     var kept = String.UnicodeScalarView()
     var count = 0
