@@ -171,12 +171,8 @@ actor CacheStore {
     static let longestIDAsName = 200
 }
 
-/// A short, stable name for a path (FNV-1a, 64 bits, in hex; another `basis` gives another hash).
-private func fnv1a(_ text: String, basis: UInt64 = 0xcbf2_9ce4_8422_2325) -> String {
-    var hash: UInt64 = basis
-    for byte in text.utf8 {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x100_0000_01b3
-    }
-    return String(hash, radix: 16)
+/// A short, stable name for a path (FNV-1a, 64 bits, in hex without leading zeros, as the files already
+/// written are named; another `basis` gives another hash).
+private func fnv1a(_ text: String, basis: UInt64 = FNV1a.offsetBasis) -> String {
+    String(FNV1a.hash(text, basis: basis), radix: 16)
 }

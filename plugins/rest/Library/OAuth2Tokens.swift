@@ -380,7 +380,7 @@ final class OAuth2Tokens: Sendable {
     /// the same grant); the client secret is not part of it (a new secret of the same client gets the same
     /// tokens).
     func cacheFile(_ options: OAuth2Options) -> String {
-        cacheDirectory + "/token-" + fnv1aHex(Self.cacheIdentity(options).jsonString) + ".json"
+        cacheDirectory + "/token-" + FNV1a.hex(Self.cacheIdentity(options).jsonString) + ".json"
     }
 
     private static func cacheIdentity(_ options: OAuth2Options) -> JSONValue {
@@ -389,11 +389,11 @@ final class OAuth2Tokens: Sendable {
             "scope": options.scope.map(JSONValue.string) ?? .null, "grant": .string(options.grant.rawValue),
         ]
         if options.grant == .refreshToken, let refreshToken = options.refreshToken {
-            identity["refreshToken"] = .string(fnv1aHex(refreshToken))
+            identity["refreshToken"] = .string(FNV1a.hex(refreshToken))
         }
         // Another audience is another token; a value may be a secret, so only a hash of them.
         if !options.params.isEmpty {
-            identity["params"] = .string(fnv1aHex(formEncoded(options.params.map { ($0.name, $0.value) })))
+            identity["params"] = .string(FNV1a.hex(formEncoded(options.params.map { ($0.name, $0.value) })))
         }
         return .object(identity)
     }
@@ -537,15 +537,6 @@ private func oneLine(_ text: String, limit: Int) -> String {
     return line.count > limit ? String(line.prefix(limit)) + "…" : line
 }
 
-private func fnv1aHex(_ text: String) -> String {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in text.utf8 {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x0000_0100_0000_01b3
-    }
-    let hex = String(hash, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
-}
 
 extension Duration {
     /// The duration in seconds, as a Double.

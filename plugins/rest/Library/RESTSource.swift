@@ -169,7 +169,7 @@ struct RESTSource: PluginSource {
                     }
                     page = PageMemory.Page(
                         items: array, etag: answer.headers.first(name: "etag"), lastModified: answer.headers.first(name: "last-modified"),
-                        next: nil, noStore: forbidsStoring(answer.headers), meta: isFirst ? meta : nil)
+                        noStore: forbidsStoring(answer.headers))
                 }
                 switch pagination.style {
                 case .link:
@@ -195,10 +195,9 @@ struct RESTSource: PluginSource {
                 }
             }
             if isFirst { firstPageCount = page.items.count }
-            read.append(
-                PageMemory.Page(
-                    items: page.items, etag: page.etag, lastModified: page.lastModified, next: page.next, noStore: page.noStore,
-                    meta: isFirst ? meta : nil, url: url))
+            page.url = url
+            page.meta = isFirst ? meta : nil
+            read.append(page)
             items += page.items
             // At the limit the source holds all it wants: nothing more to load (`hasMore` stays false).
             if let limit = pagination.limit, items.count >= limit {
@@ -541,14 +540,12 @@ final class PageMemory: Sendable {
 
     /// A validator for a list of several pages: made of each page's own, nil unless every page has one.
     static func listTag(of read: [Page]) -> String? {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var validated = ""
         for page in read {
             guard let validator = page.etag ?? page.lastModified else { return nil }
-            for byte in (page.url + "\u{0}" + validator + "\u{0}").utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-            }
+            validated += page.url + "\u{0}" + validator + "\u{0}"
         }
-        return "hammock-pages:\(read.count):" + String(hash, radix: 16)
+        return "hammock-pages:\(read.count):" + String(FNV1a.hash(validated), radix: 16)
     }
 
     func keep(_ read: [Page]) {
