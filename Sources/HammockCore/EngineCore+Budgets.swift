@@ -36,10 +36,7 @@ extension EngineCore {
                 // check keeps a mistake from sending a second load.
                 guard sources.contains(id), !sources[id].phase.isLoading else { continue }
                 load(id, now: now, priority: priority, turn: true)
-                // A load that could not start after all (an input lost its content) brings no pages.
-                if !sources[id].phase.isLoading && !isQueuedForBudget(id) {
-                    answerWaitingMore(id, refusal: sources[id].state.latestError?.message ?? "its load could not start")
-                }
+                answerWaitingMoreUnlessLoading(id)
             }
         }
     }

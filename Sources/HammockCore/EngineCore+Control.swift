@@ -205,11 +205,7 @@ extension EngineCore {
             sources[id].pagesWanted = min(max(sources[id].pagesWanted ?? 0, held + count), Self.mostPages)
             sources[id].waitingMore += ids
             loadOrFollowUp(id, now: now)
-            // A load that cannot start (an input lost its content) brings no pages; one that waits for its
-            // budget brings them when its turn comes.
-            if !sources[id].phase.isLoading && !isQueuedForBudget(id) {
-                answerWaitingMore(id, refusal: sources[id].state.latestError?.message ?? "its load could not start")
-            }
+            answerWaitingMoreUnlessLoading(id)
         case .snapshot:
             for line in snapshot() { emit(line) }
         case .reload:

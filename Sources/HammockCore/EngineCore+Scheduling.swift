@@ -229,6 +229,14 @@ extension EngineCore {
         if !sources[id].phase.isLoading && !isQueuedForBudget(id) { answerWaitingMore(id) }
     }
 
+    /// Just after a load was asked for: one that could not start (an input lost its content) brings no
+    /// pages, so the `more` commands waiting for them are refused; one that waits for its budget brings them
+    /// when its turn comes.
+    mutating func answerWaitingMoreUnlessLoading(_ id: SourceID) {
+        guard !sources[id].phase.isLoading && !isQueuedForBudget(id) else { return }
+        answerWaitingMore(id, refusal: sources[id].state.latestError?.message ?? "its load could not start")
+    }
+
     /// Answers the `more` commands that wait for `id`'s pages, once its loads are done: an `ack` when the
     /// pages came, else an `error` with why (`refusal`, or the source's error).
     mutating func answerWaitingMore(_ id: SourceID, refusal: String? = nil) {

@@ -135,14 +135,11 @@ package struct PluginSupervisor: Sendable {
     private var invalidProblems: [SourceID: [OptionProblem]] = [:]
     /// Loads sent to the running process, by load id.
     private var pendingLoads: [Int: SourceID] = [:]
-    /// A `fresh` message's duration, kept for the answer to its load that follows it.
-    private var freshness: [Int: Duration] = [:]
-    /// A `meta` message's object, kept for the answer to its load (by load id) or the push (by source)
-    /// that follows it.
-    private var metas: [Int: JSONObject] = [:]
+    /// What a plugin said of a load's answer before sending it (`fresh`, `meta`, `noStore`), by load id,
+    /// kept for the answer that follows.
+    private var advice: [Int: Advice] = [:]
+    /// A `meta` message's object, kept for the push (by source) that follows it.
     private var pushMetas: [SourceID: JSONObject] = [:]
-    /// Loads whose answer came with `noStore`.
-    private var notStored: Set<Int> = []
     /// Loads waiting for the process to be ready.
     private var queuedLoads: [LoadRequest] = []
     private var crashTimes: [Instant] = []
@@ -211,9 +208,7 @@ package struct PluginSupervisor: Sendable {
 
     mutating func cancel(loadID: Int) -> [Action] {
         queuedLoads.removeAll { $0.loadID.rawValue == loadID }
-        freshness[loadID] = nil
-        metas[loadID] = nil
-        notStored.remove(loadID)
+        advice[loadID] = nil
         if pendingLoads.removeValue(forKey: loadID) != nil { actions.append(.send(.cancel(id: loadID))) }
         return taken()
     }
@@ -302,10 +297,8 @@ package struct PluginSupervisor: Sendable {
         }
         let failedSources = Set(pendingLoads.values).union(queuedLoads.map(\.source))
         pendingLoads.removeAll()
-        freshness.removeAll()
-        metas.removeAll()
+        advice.removeAll()
         pushMetas.removeAll()
-        notStored.removeAll()
         // Sources with no load in flight hear of it too: their watches and streams are gone until reloaded.
         for source in desiredOptions.keys.sorted() where !failedSources.contains(source) {
             report(.pushedError(source: source, error: error))
@@ -420,7 +413,8 @@ package struct PluginSupervisor: Sendable {
         case .fresh(let id, let seconds):
             // Kept for the answer that follows; a day at most, as a `Retry-After`.
             guard pendingLoads[id] != nil else { return }
-            freshness[id] = .milliseconds(Int64(min(seconds, Double(RetryPolicy.longestServerFloor.milliseconds) / 1000) * 1000))
+            advice[id, default: Advice()].freshFor =
+                .milliseconds(Int64(min(seconds, Double(RetryPolicy.longestServerFloor.milliseconds) / 1000) * 1000))
         case .pushedData(let name, let content):
             let source = SourceID(name)
             let meta = pushMetas.removeValue(forKey: source)
@@ -428,10 +422,10 @@ package struct PluginSupervisor: Sendable {
             report(.pushed(source: source, content: content, meta: meta))
         case .meta(let id, let meta):
             guard pendingLoads[id] != nil, let meta = bounded(meta, of: pendingLoads[id]) else { return }
-            metas[id] = meta
+            advice[id, default: Advice()].meta = meta
         case .noStore(let id):
             guard pendingLoads[id] != nil else { return }
-            notStored.insert(id)
+            advice[id, default: Advice()].mayBeStored = false
         case .pushedMeta(let name, let meta):
             let source = SourceID(name)
             guard desiredOptions[source] != nil, let meta = bounded(meta, of: source) else { return }
@@ -452,9 +446,7 @@ package struct PluginSupervisor: Sendable {
             report(.pushedError(source: source, error: error))
         case .cancelled(let id):
             pendingLoads[id] = nil
-            freshness[id] = nil
-            metas[id] = nil
-            notStored.remove(id)
+            advice[id] = nil
         case .started(let id):
             guard let source = pendingLoads[id] else { return }
             report(.loadStarted(source: source, loadID: id))
@@ -466,22 +458,31 @@ package struct PluginSupervisor: Sendable {
     }
 
     private mutating func answer(_ loadID: Int, _ outcome: LoadOutcome) {
-        let freshFor = freshness.removeValue(forKey: loadID)
-        let meta = metas.removeValue(forKey: loadID)
-        let stored = notStored.remove(loadID) == nil
+        let said = advice.removeValue(forKey: loadID) ?? Advice()
         // An answer to a load the engine cancelled or timed out is no longer wanted.
         guard let source = pendingLoads.removeValue(forKey: loadID) else { return }
         actions.append(.sealPushes(source: source))
-        var advised = outcome
-        switch outcome {
-        case .newData, .notModified:
-            if let meta { advised = .described(advised, meta: meta) }
-            if let freshFor { advised = .fresh(advised, for: freshFor) }
-            if !stored { advised = .notStored(advised) }
-        case .error, .cancelled, .fresh, .described, .notStored:
-            break
+        report(.loadFinished(source: source, loadID: loadID, outcome: said.wrapping(outcome)))
+    }
+
+    /// What a plugin said of one load's answer before sending it.
+    private struct Advice {
+        var freshFor: Duration?
+        var meta: JSONObject?
+        var mayBeStored = true
+
+        /// `outcome` with this advice around it; an error or a cancellation takes none.
+        func wrapping(_ outcome: LoadOutcome) -> LoadOutcome {
+            switch outcome {
+            case .newData, .notModified:
+                var advised = outcome
+                if let meta { advised = .described(advised, meta: meta) }
+                if let freshFor { advised = .fresh(advised, for: freshFor) }
+                return mayBeStored ? advised : .notStored(advised)
+            case .error, .cancelled, .fresh, .described, .notStored:
+                return outcome
+            }
         }
-        report(.loadFinished(source: source, loadID: loadID, outcome: advised))
     }
 
     /// `meta` if it is within `maximumMetaLength` encoded; else nil, and a warning that says whose it was.
