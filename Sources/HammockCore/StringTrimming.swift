@@ -9,4 +9,8 @@ extension StringProtocol {
 
     /// The text without whitespace and line breaks at either end.
     public func trimmingWhitespace() -> String { trimming(\.isWhitespace) }
+
+    /// The text without spaces and tabs at either end: HTTP's optional whitespace around a header's value
+    /// and its parts.
+    public func trimmingSpacesAndTabs() -> String { trimming { $0 == " " || $0 == "\t" } }
 }

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import HammockCore
 import HammockJSON
 import NIOCore
@@ -82,14 +82,14 @@ private func errorDetail(_ body: [UInt8], contentType: String?) -> String? {
     if let json = try? JSONValue(parsing: body) {
         let candidates: [JSONValue?] = [json["message"], json["error"], json["error"]?["message"], json["detail"], json["title"]]
         for candidate in candidates {
-            if let text = candidate?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+            if let text = candidate?.stringValue?.trimmingWhitespace(), !text.isEmpty {
                 return shortened(text)
             }
         }
         return nil
     }
     guard type == nil || type == "text/plain", let text = String(validating: body, as: UTF8.self) else { return nil }
-    let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+    let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingSpacesAndTabs() } ?? ""
     guard !line.isEmpty, !line.hasPrefix("<") else { return nil }
     return shortened(line)
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import HammockCore
 import NIOHTTP1
 
 /// The `rel="next"` target of a `Link` header (RFC 8288), as written (possibly relative).
@@ -26,8 +27,8 @@ func nextLink(in values: [String]) -> String? {
             let parameters = rest[rest.index(after: close)..<parametersEnd]
             for parameter in parameters.split(separator: ";") {
                 let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "rel" else { continue }
-                let relations = pair[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                guard pair.count == 2, pair[0].trimmingSpacesAndTabs().lowercased() == "rel" else { continue }
+                let relations = pair[1].trimmingSpacesAndTabs().trimming { $0 == "\"" }
                 if relations.lowercased().split(separator: " ").contains("next") { return String(target) }
             }
             rest = parametersEnd < rest.endIndex ? rest[rest.index(after: parametersEnd)...] : ""
@@ -44,7 +45,7 @@ let longestRetryAfter = 86_400
 /// `Retry-After`: a number of seconds, or an HTTP date (then the time until it, never negative); at most
 /// `longestRetryAfter` seconds either way.
 func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
-    let text = value.trimmingCharacters(in: .whitespaces)
+    let text = value.trimmingSpacesAndTabs()
     if let seconds = wholeNumber(text) { return .seconds(min(seconds, longestRetryAfter)) }
     guard let date = parseHTTPDate(text) else { return nil }
     let interval = date.timeIntervalSince(now)
@@ -87,7 +88,7 @@ func parseHTTPDate(_ text: String) -> Date? {
     components.minute = minute
     components.second = second
     var calendar = Calendar(identifier: .gregorian)
-    calendar.timeZone = TimeZone(identifier: "UTC")!
+    calendar.timeZone = .gmt
     return calendar.date(from: components)
 }
 
@@ -96,7 +97,7 @@ func mediaType(_ contentType: String?) -> String? {
     guard let contentType else { return nil }
     // Empty pieces kept: in `; charset=utf-8` the type is missing, not `charset=utf-8`.
     let type = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
-        .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        .map { $0.trimmingSpacesAndTabs().lowercased() }
     return type?.isEmpty == false ? type : nil
 }
 
@@ -131,17 +132,17 @@ func serverFreshness(_ headers: [(name: String, value: String)], now: Date = Dat
     let age = values("age").first.flatMap { seconds($0) } ?? 0
     var freshFor: [Int] = []
     let directives = values("cache-control").flatMap { $0.split(separator: ",") }.map {
-        $0.trimmingCharacters(in: .whitespaces).lowercased()
+        $0.trimmingSpacesAndTabs().lowercased()
     }
     let maxAge = directives.lazy.compactMap { directive -> Int? in
         guard directive.hasPrefix("max-age=") else { return nil }
-        return seconds(String(directive.dropFirst("max-age=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+        return seconds(String(directive.dropFirst("max-age=".count)).trimming { $0 == "\"" })
     }.first
     if let maxAge {
         freshFor.append(max(0, maxAge - age))
     } else if let expires = values("expires").first {
         let origin = values("date").first.flatMap(parseHTTPDate) ?? now
-        if let date = parseHTTPDate(expires.trimmingCharacters(in: .whitespaces)) {
+        if let date = parseHTTPDate(expires.trimmingSpacesAndTabs()) {
             let interval = date.timeIntervalSince(origin)
             if interval.isFinite { freshFor.append(max(0, Int(min(interval, Double(longestRetryAfter))) - age)) }
         } else {
@@ -161,7 +162,7 @@ private func seconds(_ text: String) -> Int? {
 /// A header's whole number: digits only (no sign, no fraction), around blanks; digits past `Int`'s range
 /// are `Int.max` (a very long time is still advice). Nil otherwise.
 func wholeNumber(_ text: String) -> Int? {
-    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    let trimmed = text.trimmingSpacesAndTabs()
     guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
     return Int(trimmed) ?? Int.max
 }
@@ -169,7 +170,7 @@ func wholeNumber(_ text: String) -> Int? {
 /// Whether the answer says it must not be kept (`Cache-Control: no-store`, in any of its headers, any case).
 func forbidsStoring(_ headers: HTTPHeaders) -> Bool {
     headers["cache-control"].lazy.flatMap { $0.split(separator: ",") }.contains {
-        $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-store"
+        $0.trimmingSpacesAndTabs().lowercased() == "no-store"
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HammockCore
 import HammockJSON
 import HammockPluginKit
@@ -96,7 +96,7 @@ struct OAuth2Options: Sendable, Hashable {
                 reader.problem(at: at("token-url"), "auth.oauth2.token-url may not hold {{ templates }}")
                 valid = false
             } else if let problem = RESTOptions.urlProblem(tokenURL) {
-                reader.problem(at: at("token-url"), "auth.oauth2.token-url: " + problem.replacingOccurrences(of: "url ", with: "", options: .anchored))
+                reader.problem(at: at("token-url"), "auth.oauth2.token-url: " + (problem.hasPrefix("url ") ? String(problem.dropFirst(4)) : problem))
                 valid = false
             }
         }

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import Glibc
 import HammockCore
 import HammockJSON
@@ -402,10 +402,10 @@ final class OAuth2Tokens: Sendable {
     /// that does not read is ignored (and said so): a new token is asked for, and it replaces the file.
     func readCache(_ options: OAuth2Options, now: Date) -> OAuth2Token? {
         let path = cacheFile(options)
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: Self.answerLimit)) ?? nil
-        guard let data, let json = try? JSONValue(parsing: Array(data)),
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        guard let bytes = Self.readAll(descriptor, limit: Self.answerLimit), let json = try? JSONValue(parsing: bytes),
             json["for"] == Self.cacheIdentity(options),
             let accessToken = json["accessToken"]?.stringValue, accessToken.utf8.count >= Self.shortestToken,
             accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
@@ -417,6 +417,22 @@ final class OAuth2Tokens: Sendable {
         }
         let token = OAuth2Token(accessToken: accessToken, expiresAt: Date(timeIntervalSince1970: expiresAt), lifetime: .seconds(lifetime))
         return token.isUsable(at: now) ? token : nil
+    }
+
+    /// What `descriptor` holds, read to its end; nil when it cannot be read or holds more than `limit` bytes.
+    private static func readAll(_ descriptor: Int32, limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { return bytes }
+            bytes += chunk.prefix(count)
+            if bytes.count > limit { return nil }
+        }
     }
 
     /// Writes the token to its cache file, mode 0600 in a folder of mode 0700, through a temporary file

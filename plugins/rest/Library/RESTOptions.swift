@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HammockCore
 import HammockJSON
 import HammockPluginKit
@@ -201,7 +201,7 @@ struct RESTOptions: Sendable {
     static func urlProblem(_ text: String) -> String? {
         var candidate = text
         let opensWithTemplate = text.hasPrefix("{{")
-        while let open = candidate.range(of: "{{"), let close = candidate.range(of: "}}", range: open.upperBound..<candidate.endIndex) {
+        while let open = candidate.firstRange(of: "{{"), let close = candidate[open.upperBound...].firstRange(of: "}}") {
             candidate.replaceSubrange(open.lowerBound..<close.upperBound, with: "x")
         }
         guard !candidate.isEmpty else { return "url must not be empty" }

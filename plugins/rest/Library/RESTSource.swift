@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import HammockCore
 import HammockJSON
 import HammockPluginKit

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HammockCore
 import NIOHTTP1
 import Synchronization
@@ -26,7 +26,7 @@ struct RateLimitHeaders: Equatable {
 
     init(_ headers: [(name: String, value: String)], now: Date = Date()) {
         func value(_ name: String) -> String? {
-            headers.first { $0.name.lowercased() == name }?.value.trimmingCharacters(in: .whitespaces)
+            headers.first { $0.name.lowercased() == name }?.value.trimmingSpacesAndTabs()
         }
         func count(_ text: String?) -> Int? { text.flatMap(wholeNumber) }
         remaining = count(value("x-ratelimit-remaining")) ?? count(value("ratelimit-remaining"))
@@ -100,7 +100,7 @@ final class RateLimits: Sendable {
     /// `14:05:09 UTC`.
     static func clock(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = .gmt
         let parts = calendar.dateComponents([.hour, .minute, .second], from: date)
         func two(_ value: Int?) -> String { value.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
         return "\(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) UTC"
