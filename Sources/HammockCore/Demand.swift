@@ -6,6 +6,10 @@
 public enum Demand: Sendable, Equatable {
     case everything
     case subscribed(sources: Set<SourceID>, views: Set<ViewID>)
+
+    /// What `hammock serve` watches before any client comes: the `keep: true` sources (and what their
+    /// templates read).
+    public static let keptOnly = Demand.subscribed(sources: [], views: [])
 }
 
 /// Which sources are watched, and what starting or stopping to watch one does.
@@ -41,6 +45,11 @@ extension EngineCore {
             inputs[definition.id] = definition.inputs
         }
         return inputs
+    }
+
+    /// The sources `demand` watches in `configuration` while the engine runs on (not `--once`).
+    public static func watchedSources(by demand: Demand, in configuration: Configuration) -> Set<SourceID> {
+        watched(by: demand, mode: .continuous, configuration: configuration, inputs: inputs(of: configuration))
     }
 
     /// The sources `demand` watches in `configuration`. `--once` loads everything whatever the demand, since

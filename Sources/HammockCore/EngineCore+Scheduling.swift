@@ -7,12 +7,28 @@ extension EngineCore {
     /// A kind's plugin said hello: its rules fill in its sources' templates from now on, and the sources that
     /// waited for them load.
     public mutating func learnTemplateRules(_ rules: TemplateRules, for kind: Kind, now: EngineTime) -> [EngineAction] {
+        loadersStarting.remove(kind)
         guard templateRules[kind] != rules else { return [] }
         templateRules[kind] = rules
         // A source nobody watches keeps waiting: `startWatching` loads it.
         for id in sourceIDs where sources[id].definition.kind == kind && isWatched(id) {
             guard sources[id].phase.templateRulesArrived(), !sources[id].isSettled else { continue }
             load(id, now: now)
+        }
+        emitChangedViews()
+        return takeActions()
+    }
+
+    /// The plugin of `kind`, asked to start for its template rules (`startLoader`), did not say hello: its
+    /// waiting sources say so, and load once it has (a restart's hello brings `learnTemplateRules`).
+    public mutating func loaderFailedToStart(_ kind: Kind, now: EngineTime) -> [EngineAction] {
+        loadersStarting.remove(kind)
+        for id in sourceIDs where sources[id].definition.kind == kind && sources[id].phase.isWaitingForTemplateRules {
+            let error = SourceError(
+                message: "the \"\(kind)\" plugin has not started yet, and it says how this source's templates are filled in; the source loads once it has",
+                code: .pluginFailed)
+            if sources[id].state.latestError != error { apply(.error(error), to: id, now: now) }
+            markSettled(id, now: now)
         }
         emitChangedViews()
         return takeActions()
@@ -256,14 +272,11 @@ extension EngineCore {
     mutating func load(_ id: SourceID, now: EngineTime, priority: LoadPriority = .background, turn: Bool = false) {
         let definition = sources[id].definition
         guard let resolution = resolvedOptions(of: definition) else {
-            // Its plugin has not said hello (it failed to start, or waits to restart): no load goes without
-            // the plugin's word on encoding; `learnTemplateRules` starts it.
+            // Its plugin has not said hello: no load goes without the plugin's word on encoding, and
+            // `learnTemplateRules` starts it. A plugin never started is asked to start, and the source waits
+            // for it without an error; one that failed to start, or waits to restart, shows why it waits.
             sources[id].phase.waitForTemplateRules()
-            let error = SourceError(
-                message: "the \"\(definition.kind)\" plugin has not started yet, and it says how this source's templates are filled in; the source loads once it has",
-                code: .pluginFailed)
-            if sources[id].state.latestError != error { apply(.error(error), to: id, now: now) }
-            markSettled(id, now: now)
+            if loadersStarting.insert(definition.kind).inserted { actions.append(.startLoader(definition.kind)) }
             return
         }
         let options: JSONValue

@@ -20,6 +20,10 @@ public enum EngineAction: Sendable {
     case reload(replyingTo: [ControlID])
     /// A view's `on-click:` names a command for the button clicked.
     case runClickCommand(ClickCommand)
+    /// A watched source needs its kind's template rules, which only the kind's plugin says (in its hello),
+    /// and that plugin has not started: `hammock serve` starts a plugin when a source of its kind is first
+    /// watched. `learnTemplateRules` follows once it has said hello, or `loaderFailedToStart`.
+    case startLoader(Kind)
     /// `--once` is done: write nothing more and exit with this status.
     case finish(exitStatus: Int32)
 }
@@ -141,6 +145,9 @@ public struct EngineCore: Sendable {
     var nextLoadID: LoadID = 1
     var random: SplitMix64
     var actions: [EngineAction] = []
+    /// The kinds whose plugin the core asked to start (`startLoader`) for their template rules, until the
+    /// rules come or the start fails; their waiting sources show no error meanwhile.
+    var loadersStarting: Set<Kind> = []
     var onceDeadline: MonotonicInstant?
     var isFinished = false
     /// `--once`: how many sources have not had their load, and those of them that wait for an input, so

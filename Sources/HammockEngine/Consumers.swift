@@ -183,6 +183,11 @@ struct Fanout {
     }
 
     var demand: Demand { Demand.union(of: subscriptions.values) }
+
+    /// The demand once a consumer with `subscription` has joined too.
+    func demand(adding subscription: Subscription) -> Demand {
+        Demand.union(of: Array(subscriptions.values) + [subscription])
+    }
     var isEmpty: Bool { subscriptions.isEmpty }
 
     mutating func join(_ consumer: ConsumerID, _ subscription: Subscription) {

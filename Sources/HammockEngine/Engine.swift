@@ -143,8 +143,16 @@ public final class Engine: Sendable {
     ///
     /// `hammock check` treats a plugin failure as an error; `hammock run` goes on and lets supervision
     /// restart the plugin, while its sources show why they do not load.
-    public func validatePlugins() async -> PluginValidation {
-        await Self.validate(loaded.configuration.sources, of: loaded, with: loaders)
+    ///
+    /// Only the plugins of kinds that `demand` watches a source of start, and each checks all of its kind's
+    /// sources: `hammock serve` starts with `Demand.keptOnly`, so a kind nobody watches yet starts no
+    /// plugin. Its plugin starts with the first load of one of its sources, and checks them then; what it
+    /// refuses is logged at its line and column and is the source's error (`invalidOptions`).
+    public func validatePlugins(for demand: Demand = .everything) async -> PluginValidation {
+        let configuration = loaded.configuration
+        let watched = EngineCore.watchedSources(by: demand, in: configuration)
+        let kinds = Set(configuration.sources.filter { watched.contains($0.id) }.map(\.kind))
+        return await Self.validate(configuration.sources.filter { kinds.contains($0.kind) }, of: loaded, with: loaders)
     }
 
     private static func validate(
@@ -201,10 +209,11 @@ public final class Engine: Sendable {
     /// plugin that never ran). A kind whose plugin failed to start has none yet: the core holds its
     /// templated sources back until the plugin's hello brings them (`PluginHostEvent.templateRulesLearned`).
     static func templateRules(
-        for configuration: Configuration, from loaders: [Kind: PluginHost]
+        for configuration: Configuration, from loaders: [Kind: PluginHost], watched: Set<SourceID>? = nil
     ) async -> [Kind: TemplateRules] {
         var rules: [Kind: TemplateRules] = [:]
-        for kind in Set(configuration.sources.filter { !$0.templates.isEmpty }.map(\.kind)) {
+        let templated = configuration.sources.filter { !$0.templates.isEmpty && watched?.contains($0.id) != false }
+        for kind in Set(templated.map(\.kind)) {
             guard let host = loaders[kind] else { continue }  // no plugin found: its sources fail
             rules[kind] = await host.templateRulesStartingIfNeeded()
         }
@@ -488,7 +497,9 @@ public final class Engine: Sendable {
     ) async -> Int32 {
         let loop = Loop(engine: self, primary: primary, clients: clients, stop: stop)
         // The plugins said hello when they checked the sources (`validatePlugins`), so their rules are known.
-        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders) {
+        // A kind that no watched source needs yet has its plugin started later, by the core (`startLoader`).
+        let watched = loop.core.watchedSources
+        for (kind, rules) in await Self.templateRules(for: loaded.configuration, from: loaders, watched: watched) {
             _ = loop.core.learnTemplateRules(rules, for: kind, now: environment.now())
         }
         // A child of the loop's own task: the stop waits for it to write what waits.
@@ -612,6 +623,8 @@ extension Engine {
         var configurationWatch: ConfigurationWatch?
         /// How many times the engine has been left without a client (`--idle-exit` counts from the last).
         var idleGeneration = 0
+        /// The option problems last logged per source (`PluginHostEvent.optionsRefused`).
+        var refusedOptions: [SourceID: [OptionProblem]] = [:]
         /// `--idle-exit`'s wait while no client is connected. Unstructured, so that the stop need not wait
         /// minutes for it: a client's join and the stop cancel it.
         var idleTimer: Task<Void, Never>?
@@ -713,7 +726,7 @@ extension Engine {
                 }
                 for action in actions {
                     switch action {
-                    case .startLoad, .emit, .persist, .runClickCommand: break
+                    case .startLoad, .emit, .persist, .runClickCommand, .startLoader: break
                     case .cancelLoad, .removeSource, .reload, .finish: await handOver()
                     }
                     switch action {
@@ -738,6 +751,12 @@ extension Engine {
                         await loaders[kind]?.remove(source: source)
                     case .runClickCommand(let click):
                         work.addTask { [clickCommands] in await clickCommands.run(click) }
+                    case .startLoader(let kind):
+                        // Its hello reports the rules (`templateRulesLearned`); only a failure needs saying.
+                        let host = loaders[kind]
+                        work.addTask { [inbox] in
+                            if await host?.templateRulesStartingIfNeeded() == nil { inbox.yield(.loaderFailedToStart(kind)) }
+                        }
                     case .finish(let status):
                         notify(notifier?.finished())
                         exitStatus = status
@@ -917,7 +936,19 @@ extension Engine {
                     // plugin may push what it was given to check) nor one retired and still shutting down.
                     guard let running = loaders[host.kind], running.id == host else { return [] }
                     return await decide(event, from: running, now: now)
+                case .loaderFailedToStart(let kind):
+                    return core.loaderFailedToStart(kind, now: now)
                 case .joined(let consumer):
+                    // What the newcomer's watching starts (Siesta's `loadIfNeeded` of what nobody watched) is
+                    // carried out first, for the consumers already here: its snapshot then shows those sources
+                    // loading, not idle (which `attach --once` would take for settled), and it does not read
+                    // their `requested` lines twice.
+                    if consumer.subscription.unknownIDs(
+                        sources: core.configuration.sources.map(\.id), views: core.configuration.views.map(\.id)) == nil
+                    {
+                        let started = core.demandChanged(to: fanout.demand(adding: consumer.subscription), now: now)
+                        guard await perform(started, work: &work) else { return [] }
+                    }
                     return join(consumer, now: now)
                 case .left(let id):
                     let actions = leave(id, now: now)
@@ -974,6 +1005,15 @@ extension Engine {
                 case .templateRulesLearned(let kind):
                     guard let rules = await host.templateRules else { return [] }
                     return core.learnTemplateRules(rules, for: kind, now: now)
+                case .optionsRefused(let source, let problems):
+                    // Said once per set of problems: a plugin restarted configures its sources again.
+                    guard refusedOptions[source] != problems else { return [] }
+                    refusedOptions[source] = problems
+                    let configuration = reloads.current
+                    for problem in problems {
+                        logger.error("\(configuration.diagnostic(source: source, problem: problem).formatted(file: configuration.file))")
+                    }
+                    return []
                 }
             }
     }

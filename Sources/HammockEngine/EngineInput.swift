@@ -15,6 +15,8 @@ enum EngineInput: Sendable {
     /// What a plugin host told the engine (a load's end, a push, a hello's template rules), through the
     /// `PluginHost.Report` the engine gave it; heeded only while that host serves its kind.
     case plugin(PluginHostEvent, from: PluginHostID)
+    /// The plugin of a kind, started for its template rules (`EngineAction.startLoader`), did not say hello.
+    case loaderFailedToStart(Kind)
     /// Control lines wait in the consumer's `ControlMailbox`; at most one of these per consumer is in the
     /// inbox at a time.
     case controls(ConsumerID)

@@ -182,16 +182,23 @@ package actor PluginHost {
     }
 
     /// The rules of the plugin's hello, starting the plugin if it never was (a kind whose plugin command
-    /// changed on reload, with no changed source to check): its sources are about to load on it. `nil` when
-    /// no hello came: the plugin failed to start, or is waiting to restart.
+    /// changed on reload, with no changed source to check; under `hammock serve`, a kind whose first source
+    /// just became watched) and waiting for a hello on its way: its sources are about to load on it. `nil`
+    /// when no hello came: the plugin failed to start, or is waiting to restart.
     package func templateRulesStartingIfNeeded() async -> TemplateRules? {
-        if supervisor.phase == .stopped { _ = await ready() }
+        switch supervisor.phase {
+        case .stopped, .starting: _ = await ready()
+        case .ready, .waitingToRestart, .gaveUp, .shuttingDown: break
+        }
         return templateRules
     }
 
     /// Hands `answer` to whoever validates `source`, or keeps it for the `validate` about to wait for it.
     private func settleValidation(_ source: SourceID, _ answer: ValidationAnswer) {
-        guard let waiters = validationWaiters.removeValue(forKey: source) else { return }
+        guard let waiters = validationWaiters.removeValue(forKey: source) else {
+            if case .invalid(let problems) = answer { report(.optionsRefused(source: source, problems: problems), id) }
+            return
+        }
         if waiters.isEmpty { earlyValidationAnswers[source] = answer }
         for waiter in waiters { waiter.resume(returning: answer) }
     }

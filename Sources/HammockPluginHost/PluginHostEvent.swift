@@ -19,6 +19,10 @@ package enum PluginHostEvent: Sendable {
     /// The plugin said hello, with its template rules (`TemplateRules`): the engine may fill in its sources'
     /// templates from now on.
     case templateRulesLearned(kind: Kind)
+    /// The plugin refused a source's options when it was configured for a load, with nobody checking them
+    /// (under `hammock serve` a plugin starts with its kind's first load, so nothing checked them before):
+    /// the load's error follows; the engine logs the problems at their line and column.
+    case optionsRefused(source: SourceID, problems: [OptionProblem])
 }
 
 /// One `PluginHost` among every host a process makes, named in each of its events: a reload starts hosts

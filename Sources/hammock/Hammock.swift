@@ -92,12 +92,15 @@ struct ConfigurationArguments: ParsableArguments {
     /// hammock with its line and column (exit 2, the plugins stopped) instead of turning into a source error at
     /// run time. A plugin that fails to start is not a configuration error: supervision restarts it and its
     /// sources show why, so it is logged and the engine goes on.
+    ///
+    /// Only the kinds that `demand` watches a source of start now (`serve`: the `keep: true` sources); the
+    /// others start with their first load, when a client first watches one of their sources.
     func startPlugins(
         of engine: Engine, _ loaded: LoadedConfiguration, logger: Logger, standardError: StandardError,
-        signals: SignalRouter
+        signals: SignalRouter, for demand: Demand = .everything
     ) async throws {
         guard signals.stopsDuringStartUp(engine) else { await signals.waitForStartUpStop() }
-        let validation = await engine.validatePlugins()
+        let validation = await engine.validatePlugins(for: demand)
         await signals.waitIfStopping()
         if !validation.optionProblems.isEmpty {
             await engine.shutdownLoaders()

@@ -65,7 +65,9 @@ struct Serve: AsyncParsableCommand {
         var door: HTTPServer?
         do {
             if let http { door = try await HTTPDoor.start(http, engine: engine, metrics: metrics, logger: logger) }
-            try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
+            // A plugin starts when a client first watches a source of its kind (or at once, for `keep: true`).
+            try await arguments.startPlugins(
+                of: engine, loaded, logger: logger, standardError: standardError, signals: signals, for: .keptOnly)
         } catch {
             listener.close()
             throw error

@@ -66,6 +66,7 @@ extension EngineAction {
         case .persist(let source, let content): content == nil ? "persist \(source) nil" : "persist \(source)"
         case .reload(let ids): ids.isEmpty ? "reload" : "reload \(ids)"
         case .runClickCommand(let click): "run \(click.view) \(click.button) \(click.command)"
+        case .startLoader(let kind): "startLoader \(kind)"
         case .finish(let status): "finish \(status)"
         }
     }

@@ -75,7 +75,9 @@ import Testing
         var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), try Self.user()]))
         let started = engine.start(now: at(ms: 0))
         #expect(started.loads.map(\.source) == ["who"])
-        #expect(engine.state(of: "user")?.latestError?.code == .pluginFailed)
+        // Its plugin is asked to start (once), and the source waits for it without an error.
+        #expect(started.summaries.filter { $0.hasPrefix("startLoader") } == ["startLoader rest"])
+        #expect(engine.state(of: "user")?.latestError == nil)
         _ = engine.loadFinished(source: "who", loadID: 1, outcome: .newData("../admin"), now: at(ms: 10))
 
         let learned = engine.learnTemplateRules(
@@ -85,5 +87,19 @@ import Testing
         #expect(!url.contains("../"), "\(url)")
         // The same rules again change nothing.
         #expect(engine.learnTemplateRules(TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])]), for: "rest", now: at(ms: 30)).isEmpty)
+    }
+
+    @Test func aPluginThatDoesNotStartIsTheWaitingSourcesErrorUntilItsHello() throws {
+        var engine = EngineCore(configuration: Configuration(sources: [fakeSource("who"), try Self.user()]))
+        _ = engine.start(now: at(ms: 0))
+        _ = engine.loadFinished(source: "who", loadID: 1, outcome: .newData("me"), now: at(ms: 10))
+        let failed = engine.loaderFailedToStart("rest", now: at(ms: 20))
+        #expect(engine.state(of: "user")?.latestError?.code == .pluginFailed)
+        #expect(failed.loads.isEmpty)
+        // Asked again (a load of it), the plugin is asked to start again; its hello then loads the source.
+        let again = engine.handle(.load(.source("user")), now: at(ms: 30))
+        #expect(again.summaries.filter { $0.hasPrefix("startLoader") } == ["startLoader rest"], "\(again.summaries)")
+        let learned = engine.learnTemplateRules(TemplateRules(urlEncoded: [JSONPointer(tokens: ["url"])]), for: "rest", now: at(ms: 40))
+        #expect(learned.loads.map(\.source) == ["user"])
     }
 }
