@@ -231,6 +231,9 @@ final class PluginOutput: Sendable {
     /// Returns once every line sent so far is written.
     func flush() { standardOutput?.flush() }
 
+    /// The dispatcher's count of loads in flight changed (see `BatchedStandardOutput.linger`).
+    func loadsInFlight(_ count: Int) { standardOutput?.loadsInFlight(count) }
+
     /// What to send instead of `message`, which is `length` bytes once encoded.
     static func replacement(for message: PluginMessage, length: Int) -> PluginMessage {
         let limit = "the protocol's limit of \(maximumPluginLineLength) bytes for a line"
@@ -328,6 +331,7 @@ actor PluginDispatcher {
             }
             _ = takeLoad(loadID)  // an id the engine used twice counts once
             loads[loadID] = (id, task)
+            output.loadsInFlight(loads.count)
             peakLoads = max(peakLoads, loads.count)
             loadsBySource[id, default: 0] += 1
         case .cancel(let loadID):
@@ -373,6 +377,7 @@ actor PluginDispatcher {
 
     private func takeLoad(_ loadID: Int) -> (source: String, task: Task<Void, Never>)? {
         guard let load = loads.removeValue(forKey: loadID) else { return nil }
+        output.loadsInFlight(loads.count)
         let left = loadsBySource[load.source, default: 1] - 1
         loadsBySource[load.source] = left > 0 ? left : nil
         if loads.isEmpty && peakLoads >= Self.burstWorthTrimming {
@@ -433,24 +438,45 @@ extension SourceError.Code {
 /// a buffer, and the writer takes everything appended while it was writing the last batch: one `write`,
 /// and one read at the engine's end, for as many lines as came meanwhile. Lines keep their order.
 ///
+/// While other loads are in flight, a line waits up to `linger` for their answers, so that the answers of
+/// sources polled together (the engine starts them in the same turn) reach the engine in a few writes
+/// rather than one each: every write wakes the engine's reader, its plugin host and its loop once. A line
+/// sent with no load in flight (the last answer of a round, a push of a watched file) goes at once.
+///
 /// A lock and a condition rather than an actor: the writer blocks in `write`, which must not happen on the
 /// concurrency pool's few threads, and `append` must not wait for it.
-private final class BatchedStandardOutput: Sendable {
+final class BatchedStandardOutput: Sendable {
     private struct State {
         var pending: [UInt8] = []
         var writing = false
         var writerWaits = false
+        /// The dispatcher's loads in flight.
+        var loadsInFlight = 0
+        /// Until when the waiting lines may wait for the answers still to come.
+        var lingersUntil: MonotonicDeadline?
     }
 
-    private let state = LockedCondition(State())
+    /// How long a line waits at most for the answers of the loads still in flight.
+    static let linger: Duration = .milliseconds(2)
+    private let linger: Duration
 
-    init() {
+    private let state = LockedCondition(State())
+    /// Writes a batch: to stdout (a test's own records them).
+    private let write: @Sendable ([UInt8]) -> Void
+
+    init(
+        linger: Duration = BatchedStandardOutput.linger,
+        write: @escaping @Sendable ([UInt8]) -> Void = BatchedStandardOutput.writeToStandardOutput
+    ) {
+        self.linger = linger
+        self.write = write
         // A thread of its own for the life of the plugin: it blocks in `write` while the engine does not read.
         OwnThread.start(named: "plugin.stdout") { [self] in run() }
     }
 
     func append(_ line: [UInt8]) {
         let wakes = state.withLock { state in
+            if state.pending.isEmpty { state.lingersUntil = .after(linger) }
             state.pending.append(contentsOf: line)
             return state.writerWaits
         }
@@ -463,6 +489,15 @@ private final class BatchedStandardOutput: Sendable {
         state.withLock(when: { $0.pending.isEmpty && !$0.writing }) { _ in }
     }
 
+    /// The last load in flight was answered: what waits goes now.
+    func loadsInFlight(_ count: Int) {
+        let wakes = state.withLock { state in
+            state.loadsInFlight = count
+            return count == 0 && !state.pending.isEmpty
+        }
+        if wakes { state.broadcast() }
+    }
+
     private func run() {
         var batch: [UInt8] = []
         while true {
@@ -473,17 +508,19 @@ private final class BatchedStandardOutput: Sendable {
                 state.writerWaits = state.pending.isEmpty
             }
             state.broadcast()  // for `flush`
-            state.withLock(when: { !$0.pending.isEmpty }) { state in
-                state.writerWaits = false
+            state.withLock(when: { !$0.pending.isEmpty }) { state in state.writerWaits = false }
+            // Then, while loads are in flight, until they are answered or the first waiting line's linger
+            // is over; what came meanwhile goes in the same write.
+            state.withLock(when: { $0.loadsInFlight == 0 }, before: { $0.lingersUntil }) { state, _ in
                 swap(&batch, &state.pending)
                 state.writing = true
             }
-            Self.write(batch)
+            write(batch)
             batch.removeAll(keepingCapacity: true)
         }
     }
 
-    private static func write(_ bytes: [UInt8]) {
+    @Sendable static func writeToStandardOutput(_ bytes: [UInt8]) {
         do {
             try Descriptor.writeAll(bytes, to: STDOUT_FILENO)
         } catch {
