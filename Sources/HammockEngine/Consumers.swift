@@ -87,6 +87,16 @@ public struct Subscription: Sendable, Equatable {
 
     public static let everything = Subscription(sources: nil, views: nil)
 
+    /// What a consumer that reads `format` reads: a bar shows its views and nothing else (i3bar without any:
+    /// every view), so only their sources load; JSON lines and the watch screen read everything.
+    public static func reading(_ format: StdoutFormat, views: [ViewID]) -> Subscription {
+        switch format {
+        case .json, .tui: .everything
+        case .i3bar where views.isEmpty: Subscription(sources: [], views: nil)
+        case .waybar, .polybar, .text, .tmux, .i3bar: Subscription(sources: [], views: Set(views))
+        }
+    }
+
     public init(sources: Set<SourceID>?, views: Set<ViewID>?) {
         self.sources = sources
         self.views = views

@@ -22,6 +22,10 @@ public struct RunOptions: Sendable {
     public var format: StdoutFormat
     /// `--view`: the views a bar format shows, in order (checked by the command).
     public var views: [ViewID]
+    /// What stdout reads, and so what loads: everything, or for a bar format its views' sources.
+    public var stdoutSubscription: Subscription { .reading(format, views: views) }
+    /// What loads at start, for the plugins to start: what stdout reads (`--once`: everything).
+    public var startDemand: Demand { once ? .everything : stdoutSubscription.demand }
     /// systemd's notify socket (`Type=notify`), when hammock runs under it.
     public var notifySocket: NotifySocket?
     /// `--metrics`: what counts what the engine does (HammockMetrics' `EngineMetrics`); nil costs one branch per line
@@ -439,7 +443,8 @@ public final class Engine: Sendable {
         whenStopping: @escaping @Sendable () -> Void = {}
     ) async -> Int32 {
         let primary = Consumer(
-            id: .standardOutput, subscription: .everything, output: writer, controls: controls, format: options.format)
+            id: .standardOutput, subscription: options.stdoutSubscription, output: writer, controls: controls,
+            format: options.format)
         return await run(primary: primary, clients: nil, stop: stop, whenStopping: whenStopping)
     }
 

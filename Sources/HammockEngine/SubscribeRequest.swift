@@ -62,15 +62,12 @@ struct SubscribeRequest: Sendable, Equatable {
         if format != .json, let problem = format.checkSelection(views ?? []) {
             throw ControlLineError("subscribe: " + problem.replacing("--view", with: "\"views\""), id: id)
         }
-        // A bar shows views and nothing else: its subscription is its views (i3bar without any: every view).
         let subscription: Subscription
         switch format {
         case .json, .tui:
             subscription = sources == nil && views == nil ? .everything : Subscription(sources: Set(sources ?? []), views: Set(views ?? []))
-        case .i3bar where (views ?? []).isEmpty:
-            subscription = Subscription(sources: [], views: nil)
-        default:
-            subscription = Subscription(sources: [], views: Set(views ?? []))
+        case .waybar, .polybar, .text, .tmux, .i3bar:
+            subscription = .reading(format, views: views ?? [])
         }
         self.init(subscription: subscription, format: format, views: views ?? [], id: id)
     }

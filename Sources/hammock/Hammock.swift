@@ -347,15 +347,15 @@ private func runEngine(
     }
     // Read (and taken out of the environment) before any plugin starts, so none inherits it.
     let notifySocket = NotifySocket.fromEnvironment(logger: logger)
-    let engine = Engine(
-        configuration: loaded, from: arguments.source,
-        options: RunOptions(
-            once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
-            metrics: engineMetrics, watchConfiguration: watchConfig, numbersEvents: http != nil),
-        logger: logger, standardError: standardError)
+    let options = RunOptions(
+        once: once, onceDeadline: onceDeadline, format: outputFormat, views: view, notifySocket: notifySocket,
+        metrics: engineMetrics, watchConfiguration: watchConfig, numbersEvents: http != nil)
+    let engine = Engine(configuration: loaded, from: arguments.source, options: options, logger: logger, standardError: standardError)
     var door: HTTPServer?
     if let http { door = try await HTTPDoor.start(http, engine: engine, metrics: engineMetrics, logger: logger) }
-    try await arguments.startPlugins(of: engine, loaded, logger: logger, standardError: standardError, signals: signals)
+    // A bar loads its views' sources only: the plugins of other kinds start if something asks for them.
+    try await arguments.startPlugins(
+        of: engine, loaded, logger: logger, standardError: standardError, signals: signals, for: options.startDemand)
     let status = await engine.run(signals: signals)
     await door?.shutdown()
     await metricsServer?.shutdown()

@@ -6,7 +6,7 @@ import Testing
 /// Under `hammock serve`, a plugin starts when a client first watches a source of its kind (issue 30: "a
 /// rest source that is not used starts no rest plugin"). The real engine, its real plugins and a real HTTP
 /// server on 127.0.0.1; the plugins are found in the process table below the engine.
-@Suite("serve starts a kind's plugin at its first watcher")
+@Suite("a kind's plugin starts at its first watcher (serve, and run with a bar format)")
 struct LazyPluginStartTests {
     /// The plugin executables running below `engine` (by argv, as the guard runs them).
     static func plugins(of engine: ServeEngine) -> Set<String> {
@@ -110,6 +110,32 @@ struct LazyPluginStartTests {
             // view there for settled, and printed an empty bar); after it nothing is said twice.
             let said = client.lines.map { "\($0.type ?? "")/\($0["event"]?.stringValue ?? $0["status"]?.stringValue ?? "")" }
             #expect(said == ["hello/", "source/requested", "view/loading", "ack/", "source/newData", "view/data"], "\(said)")
+        }
+    }
+
+    @Test("run with a bar format loads its views' sources only: a rest source no view shows starts no rest plugin")
+    func aBarLoadsItsViewsSourcesOnly() async throws {
+        let server = try CountingHTTPServer.start()
+        defer { Task { await server.process.stop() } }
+        let config = """
+            version: 1
+            sources:
+              api: { kind: rest, url: "http://127.0.0.1:\(server.port)/n", refresh: 200ms }
+              load: { kind: shell, command: [echo, up], refresh: 200ms }
+            views:
+              bar: { sources: [load], render: { text: "{{ load }}" } }
+            """
+        try await HammockProcess.withRunning(
+            config: config, arguments: ["--format", "text", "--view", "bar"], stdoutIsJSON: false
+        ) { hammock in
+            let shown = try await ProcessTable.eventually(within: .seconds(10)) { hammock.stdoutLines.contains("up") }
+            #expect(shown, "\(hammock.stdoutLines)")
+            try await Task.sleep(for: .milliseconds(600))
+            let plugins = Set(ProcessTable.descendants(of: hammock.pid).flatMap(\.arguments).compactMap { argument in
+                argument.split(separator: "/").last.flatMap { $0.hasPrefix("hammock-plugin-") ? String($0.dropFirst(15)) : nil }
+            })
+            #expect(plugins == ["shell"], "\(ProcessTable.descendants(of: hammock.pid))")
+            #expect(server.requests == 0)
         }
     }
 
