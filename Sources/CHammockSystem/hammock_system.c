@@ -275,3 +275,7 @@ int hammock_socket_unsent(int fd) {
 int hammock_fix_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+int hammock_limit_malloc_arenas(int count) {
+    return mallopt(M_ARENA_MAX, count);
+}

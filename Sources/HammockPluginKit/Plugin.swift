@@ -51,6 +51,7 @@ public enum Plugin {
     /// SIGTERM or the engine's death (see above).
     public static func run(_ plugin: PluginDescription) async -> Never {
         let parentAtStart = getppid()
+        ProcessMemory.returnLargeBlocks()
         // A terminal's Ctrl-C reaches the whole process group; the engine decides when plugins stop.
         signal(SIGINT, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)

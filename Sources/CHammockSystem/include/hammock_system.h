@@ -13,6 +13,10 @@ int hammock_become_child_subreaper(void);
 /// mallopt's answer: 1 on success.
 int hammock_fix_mmap_threshold(int bytes);
 
+/// Caps how many malloc arenas glibc makes (mallopt M_ARENA_MAX; glibc's own cap is 8 per core). Returns
+/// mallopt's answer: 1 on success.
+int hammock_limit_malloc_arenas(int count);
+
 /// Waits at most `timeout_ms` for the child `pid` to end, and reaps it. Returns 1 when it was reaped, 0 when
 /// it still runs at the timeout, -1 with errno set (ECHILD: not a child of this process). The wait is on a
 /// pidfd (Linux 5.3 and later), which the kernel makes readable at the exit: nothing polls. A kernel
