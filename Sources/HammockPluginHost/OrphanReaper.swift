@@ -34,7 +34,8 @@ package enum OrphanReaper {
     private static func sweepOnce() -> Int {
         let me = getpid()
         let plugins = LivePlugins.shared.snapshot()
-        guard let pids = ProcessStat.allPIDs() else { return 0 }
+        // Its own children when the kernel lists them (a few files, one per thread), else every process.
+        guard let pids = ProcessStat.ownChildren() ?? ProcessStat.allPIDs() else { return 0 }
         var orphans: [pid_t] = []
         for pid in pids {
             guard pid != me, !plugins.guards.contains(pid), let stat = ProcessStat(pid: pid) else { continue }

@@ -50,6 +50,43 @@ public struct ProcessStat: Equatable, Sendable {
     /// Whether the process still runs: a zombie (Z) or a dead one (X) waits only to be reaped.
     public var isLive: Bool { state != "Z" && state != "X" }
 
+    /// The children of this process now, from each of its threads' `/proc/self/task/TID/children` (a child
+    /// is its spawning thread's; an orphan handed to a subreaper, any thread's): a snapshot that may miss a
+    /// child that starts or is handed over meanwhile. Nil when the kernel does not keep these files
+    /// (`CONFIG_PROC_CHILDREN`) or they cannot be read: then `allPIDs` is the way.
+    public static func ownChildren() -> [pid_t]? {
+        guard let directory = opendir("/proc/self/task") else { return nil }
+        defer { closedir(directory) }
+        var children: [pid_t] = []
+        while let entry = readdir(directory) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let name = raw.prefix { $0 != 0 }
+                guard let first = name.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
+                return String(decoding: name, as: UTF8.self)
+            }
+            guard let tid else { continue }
+            let descriptor = open("/proc/self/task/\(tid)/children", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                if errno == ENOENT, access("/proc/self/task/\(tid)", F_OK) != 0 { continue }  // the thread ended
+                return nil
+            }
+            defer { close(descriptor) }
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { return nil }
+                if count == 0 { break }
+                text += buffer[..<count]
+            }
+            for field in text.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }) {
+                if let pid = pid_t(String(decoding: field, as: UTF8.self)) { children.append(pid) }
+            }
+        }
+        return children
+    }
+
     /// The pids of every process now, from the numeric entries of `/proc`: a snapshot that may name a process
     /// already gone (its `ProcessStat(pid:)` is then nil) and miss one just started. Nil when `/proc` cannot
     /// be read.

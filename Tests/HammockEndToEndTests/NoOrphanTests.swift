@@ -142,4 +142,40 @@ struct NoOrphanTests {
             #expect(allGone, "still running 5 s after hammock's \(ending.rawValue): \(ProcessTable.processes(withEnvironment: marker))")
         }
     }
+
+    @Test("a guard killed from outside: its plugin's commands, setsid'd ones included, come to hammock, whose sweep ends them")
+    func commandsOfAKilledGuard() async throws {
+        let config = """
+            version: 1
+            sources:
+              streaming:
+                kind: shell
+                mode: stream
+                script: "setsid sleep 300 & echo up; sleep 300; echo never"
+                retry: { initial: 200ms }
+            """
+        let run = UUID().uuidString
+        let marker = "HAMMOCK_NO_ORPHAN_RUN=\(run)"
+        defer {
+            for process in ProcessTable.processes(withEnvironment: marker) { kill(process.pid, SIGKILL) }
+        }
+        try await HammockProcess.withRunning(config: config, environment: ["HAMMOCK_NO_ORPHAN_RUN": run]) { hammock in
+            try await hammock.waitFor(type: "source", id: "streaming") { $0.event == "newData" }
+            let plugin = try #require(ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell").first)
+            var commands: [ProcessEntry] = []
+            let running = try await ProcessTable.eventually(within: .seconds(5)) {
+                commands = ProcessTable.processes(withEnvironment: marker).filter { $0.command == "sleep" }
+                return commands.count == 2
+            }
+            #expect(running, "the command's sleep and its setsid'd sleep run: \(commands)")
+            // The guard (the plugin's parent) dies at once: no guard is left to end what the plugin started,
+            // which the kernel hands to hammock, a child subreaper.
+            kill(plugin.parent, SIGKILL)
+            let ended = try await ProcessTable.eventually(within: .seconds(8)) {
+                !commands.contains(where: ProcessTable.isAlive)
+            }
+            #expect(ended, "the dead guard's commands still run: \(commands.filter(ProcessTable.isAlive))")
+            #expect(hammock.isRunning)
+        }
+    }
 }

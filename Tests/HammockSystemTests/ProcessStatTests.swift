@@ -52,6 +52,10 @@ struct ProcessStatTests {
         #expect(stat.startTime >= ProcessStat(pid: getpid())!.startTime)
         #expect(ProcessStat.allPIDs()?.contains(pid) == true)
         #expect(ProcessStat.allPIDs()?.contains(getpid()) == true)
+        // This kernel lists each thread's children: the orphan sweep reads those, not every process.
+        let children = try #require(ProcessStat.ownChildren())
+        #expect(children.contains(pid))
+        #expect(!children.contains(getpid()))
     }
 
     @Test("a process that is gone has no stat")
