@@ -378,9 +378,13 @@ final class LoopConnections: @unchecked Sendable {
     /// The connection to `origin` used last, if one is idle.
     func takeIdle(_ origin: HTTP1Target.Origin) -> HTTP1ConnectionHandler? {
         eventLoop.assertInEventLoop()
-        guard var list = idle[origin], let connection = list.popLast() else { return nil }
-        idle[origin] = list.isEmpty ? nil : list
-        return connection
+        guard var list = idle[origin] else { return nil }
+        defer { idle[origin] = list.isEmpty ? nil : list }
+        while let connection = list.popLast() {
+            // One closing (its close not yet told to the pool) is left to its close.
+            if connection.isUsable { return connection }
+        }
+        return nil
     }
 
     /// A connection whose answer was read to its end and that both sides keep alive.

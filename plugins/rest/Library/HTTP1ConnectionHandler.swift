@@ -57,17 +57,17 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 
     /// Writes `exchange`'s request; its answer ends it.
     func run(_ exchange: Exchange) {
-        guard let context, isOpen else {
+        head = nil
+        body = []
+        answered = false
+        error = nil
+        guard let context, isUsable else {
             // Closed meanwhile: as a connection closed before answering.
             connectionEnded(for: exchange, error: nil)
             return
         }
         self.exchange = exchange
         exchange.connection = self
-        head = nil
-        body = []
-        answered = false
-        error = nil
         let request = exchange.request
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headers.count + 4)
@@ -191,6 +191,9 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         self.exchange = nil
         close()
     }
+
+    /// Open, as far as this end knows.
+    var isUsable: Bool { isOpen && context?.channel.isActive == true }
 
     func close() {
         guard isOpen, let context else { return }
