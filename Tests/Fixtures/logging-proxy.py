@@ -59,11 +59,15 @@ def serve(conn):
     auth = next((v.strip() for k, v in headers if k.lower() == "proxy-authorization"), "-")
     say(f"{method} {target} auth={auth}")
     if method == "CONNECT":
+        if rest:
+            # Strict: the client must wait for the tunnel before it sends through it.
+            say("bytes before the tunnel was open")
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            conn.close()
+            return
         host, port = target.rsplit(":", 1)
         upstream = socket.create_connection((host.strip("[]"), int(port)))
         conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        if rest:
-            upstream.sendall(rest)
         pipe(conn, upstream)
         return
     url = urlparse(target)
