@@ -121,7 +121,8 @@ final class FuzzServerHandler: ChannelInboundHandler {
 @Suite(.timeLimit(.minutes(1))) struct HTTP1ClientFuzzTests {
     /// Thousands of mutated and hostile answers, through the client in process: each ends in an answer or an
     /// error, by its deadline, and an answer never holds more than the limit. `HAMMOCK_FUZZ_SEED` replays a
-    /// seed; the seed is in every failure's message.
+    /// seed; the seed is in every failure's message. Broken on purpose (a body cut at the limit appended
+    /// whole), answers of 2007 and 2100 bytes over the 2000-byte limit were reported, each with the seed.
     @Test func anyAnswerEndsInAnAnswerOrAnErrorByItsDeadline() async throws {
         let seed = ProcessInfo.processInfo.environment["HAMMOCK_FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         let cases = 3000

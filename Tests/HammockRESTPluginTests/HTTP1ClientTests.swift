@@ -104,9 +104,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         }
     }
 
-    /// Broken on purpose (no decompressor in the pipeline), `a gzip body` came back compressed; with the
-    /// limit counted on the compressed bytes, `the limit counts decompressed bytes` passed a 30 kB body
-    /// under a 10 kB limit.
+    /// Broken on purpose (no decompressor in the pipeline): `a gzip body` came back compressed, the 30 kB
+    /// body (a few hundred bytes compressed) passed the 10 kB limit, and the bomb was no error.
     @Test func gzipIsDecompressedAndCountedAndABombIsAnError() async throws {
         try await withFixture("http1-server.py") { port, _ in
             let client = HTTP1Client(group: group)
@@ -122,8 +121,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         }
     }
 
-    /// Broken on purpose (the per-loop deadline timer never armed), both requests hung until the suite's
-    /// time limit.
+    /// Broken on purpose (the per-loop deadline timer never armed), the first request hung until the
+    /// suite's time limit cancelled it.
     @Test func aServerThatNeverAnswersOrStallsInTheBodyTimesOut() async throws {
         try await withFixture("http1-server.py") { port, _ in
             let client = HTTP1Client(group: group)
@@ -198,7 +197,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         #expect(problems.count == 1)
     }
 
-    /// Broken on purpose (the request line in origin form through the proxy), the proxy logged `GET /json`.
+    /// Broken on purpose (the request line in origin form through the proxy), the proxy could not tell where
+    /// to forward it and the request ran out of time.
     @Test func anHTTPRequestGoesThroughTheProxyInAbsoluteForm() async throws {
         try await withFixture("http1-server.py") { port, server in
             try await withFixture("logging-proxy.py") { proxyPort, proxy in
@@ -276,8 +276,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         }
     }
 
-    /// Broken on purpose (TLS started before the CONNECT answer), the proxy logged nothing usable and the
-    /// request failed.
+    /// Broken on purpose (TLS started before the CONNECT answer), the proxy (strict, as some are) refused
+    /// the tunnel and no request got through.
     @Test func anHTTPSRequestGoesThroughAConnectTunnel() async throws {
         let certificates = try Self.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
         defer { HammockProcess.removeTemporaryDirectory(certificates.directory) }

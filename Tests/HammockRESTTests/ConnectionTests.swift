@@ -19,8 +19,8 @@ struct RESTConnectionTests {
         hammock.lines.filter { $0.id == source && $0.event == "error" }.map(\.errorMessage)
     }
 
-    /// Broken on purpose (every answer pooled, `Connection: close` or not), `closing` got errors: its polls
-    /// went on connections the server had closed.
+    /// Broken on purpose (every answer pooled, `Connection: close` or not), the `closing` source's polls
+    /// went on the one connection the server had said it would close: 2 connections for 4 requests.
     @Test("Polls of one source use one connection; Connection: close opens a new one; an idle close by the server is no error")
     func reuse() async throws {
         try await HTTPFixtures.with("http1-server.py") { port, server in
