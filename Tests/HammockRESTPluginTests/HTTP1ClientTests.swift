@@ -148,6 +148,19 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
             let result = await task.result
             #expect(ContinuousClock.now - started < .seconds(2))
             #expect(throws: CancellationError.self) { try result.get() }
+            // Cancelled at any moment, from off the loop: each ends, with its answer or CancellationError.
+            let tasks = (0..<60).map { _ in
+                Task.detached { try await client.execute(HTTP1Request(url: "http://127.0.0.1:\(port)/json"), deadline: .now() + .seconds(30)) }
+            }
+            for (number, task) in tasks.enumerated() {
+                if number % 3 != 0 { task.cancel() }
+            }
+            for task in tasks {
+                switch await task.result {
+                case .success(let answer): #expect(answer.status == .ok)
+                case .failure(let error): #expect(error is CancellationError, "\(error)")
+                }
+            }
             await client.shutdown()
         }
     }

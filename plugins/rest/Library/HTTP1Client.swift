@@ -54,15 +54,14 @@ final class HTTP1Client: Sendable {
         let exchange = Exchange(request: request, target: target, deadline: deadline, client: self, connections: connections)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP1Response, any Error>) in
-                exchange.continuation = continuation
                 if loop.inEventLoop {
-                    exchange.start()
+                    exchange.begin(continuation)
                 } else {
-                    loop.execute { exchange.start() }
+                    loop.execute { exchange.begin(continuation) }
                 }
             }
         } onCancel: {
-            loop.execute { exchange.finish(.failure(CancellationError())) }
+            loop.execute { exchange.cancel() }
         }
     }
 
@@ -202,13 +201,17 @@ struct HTTP1Target: Sendable {
 /// A request from its start to its one answer or error, on one event loop: which connection it has, its
 /// deadline, and the continuation resumed once.
 final class Exchange: @unchecked Sendable {
-    // Everything below is touched on `connections.eventLoop` only, except `continuation`, set before `start`.
+    // Everything below is touched on `connections.eventLoop` only.
     let request: HTTP1Request
     let target: HTTP1Target
     let deadline: NIODeadline
     unowned let client: HTTP1Client
     let connections: LoopConnections
-    var continuation: CheckedContinuation<HTTP1Response, any Error>?
+    private var continuation: CheckedContinuation<HTTP1Response, any Error>?
+    /// `begin` came (the continuation is set until the end).
+    private var begun = false
+    /// The task was cancelled before `begin`.
+    private var cancelledEarly = false
     /// The connection serving it, once it has one.
     var connection: HTTP1ConnectionHandler?
     /// A channel still connecting for it, closed if it ends first.
@@ -231,8 +234,27 @@ final class Exchange: @unchecked Sendable {
 
     var isFinished: Bool { continuation == nil }
 
-    func start() {
-        guard !isFinished else { return }
+    /// The request starts, to end by resuming `continuation` once.
+    func begin(_ continuation: CheckedContinuation<HTTP1Response, any Error>) {
+        begun = true
+        guard !cancelledEarly else {
+            continuation.resume(throwing: CancellationError())
+            return
+        }
+        self.continuation = continuation
+        start()
+    }
+
+    /// The task was cancelled: the request ends now, its connection closed.
+    func cancel() {
+        if begun {
+            finish(.failure(CancellationError()))
+        } else {
+            cancelledEarly = true
+        }
+    }
+
+    private func start() {
         if deadline <= .now() {
             finish(.failure(HTTP1ClientError.deadlineExceeded))
             return
