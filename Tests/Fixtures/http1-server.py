@@ -7,6 +7,7 @@ Prints its port on the first line of stdout, then one line per connection ("conn
 ("request METHOD PATH"). Paths:
     /json               {"connection": N}, kept alive
     /close              the same, with Connection: close (the server leaves the closing to the client)
+    /slow               {"connection": N} after 0.2 s
     /connections        {"connections": N}, how many connections were accepted so far
     /gzip?size=N        a JSON string of N "a"s, gzip-compressed (Content-Encoding: gzip)
     /bomb               20 MB of zeros, gzip-compressed (a ratio over 1000)
@@ -85,6 +86,9 @@ class Handler(BaseHTTPRequestHandler):
             # Says close but leaves the connection open: a client that pooled it anyway would be answered
             # on it again, which the connection count shows. The client must close it.
             self.close_connection = False
+        elif url.path == "/slow":
+            time.sleep(0.2)
+            self.send(json.dumps({"connection": self.number}).encode())
         elif url.path == "/connections":
             with lock:
                 count = connections

@@ -68,6 +68,35 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         }
     }
 
+    /// Broken on purpose (`mayOpen` always true), the server saw 12 connections.
+    @Test func requestsBeyondTheConnectionLimitWaitForAConnection() async throws {
+        try await withFixture("http1-server.py") { port, server in
+            // Each loop gets 2 connections at the least: all 12 requests go on one loop.
+            let client = HTTP1Client(group: group, connectionsPerOrigin: 1)
+            let loop = self.loop
+            try await withThrowingTaskGroup(of: HTTP1Response.self) { tasks in
+                for _ in 0..<12 {
+                    tasks.addTask {
+                        try await client.execute(HTTP1Request(url: "http://127.0.0.1:\(port)/slow"), deadline: .now() + .seconds(20), on: loop)
+                    }
+                }
+                for try await answer in tasks { #expect(answer.status == .ok) }
+            }
+            _ = try await server.waitForStdoutLines("12 requests", timeout: .seconds(10)) { $0.filter { $0.hasPrefix("request ") }.count >= 12 }
+            #expect(printed(server, "connection ").count == 2)
+            // One waiting past its deadline gives up: the timeout, not a connection's error.
+            async let slow1 = client.execute(HTTP1Request(url: "http://127.0.0.1:\(port)/slow"), deadline: .now() + .seconds(5), on: loop)
+            async let slow2 = client.execute(HTTP1Request(url: "http://127.0.0.1:\(port)/slow"), deadline: .now() + .seconds(5), on: loop)
+            let url = "http://127.0.0.1:\(port)/slow"
+            let waited = await describeFailure(url) {
+                try await client.execute(HTTP1Request(url: url), deadline: .now() + .milliseconds(100), on: loop)
+            }
+            #expect(waited?.code == .timeout, "\(String(describing: waited))")
+            _ = try await (slow1, slow2)
+            await client.shutdown()
+        }
+    }
+
     /// Broken on purpose (no retry of a reused connection found closed, and no removal from the pool on
     /// close), the request after the server's idle timeout failed with "closed the connection".
     @Test func aServerThatClosesAnIdleConnectionIsNoError() async throws {

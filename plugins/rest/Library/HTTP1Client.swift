@@ -22,6 +22,9 @@ final class HTTP1Client: Sendable {
     static let connectTimeout = TimeAmount.seconds(10)
     /// Idle connections kept per origin and event loop; more are closed when they come back.
     static let maximumIdlePerOrigin = 256
+    /// Connections open at once to one origin, over all the loops (as async-http-client's 8 per host):
+    /// more requests wait for one of them.
+    static let defaultConnectionsPerOrigin = 8
 
     let group: any EventLoopGroup
     let proxies: ProxySettings
@@ -32,12 +35,19 @@ final class HTTP1Client: Sendable {
     /// - Parameters:
     ///   - trustedCertificates: a PEM file of the certificates to trust instead of the system's roots
     ///     (`SSL_CERT_FILE`), or nil for the system's.
-    init(group: any EventLoopGroup, proxies: ProxySettings = ProxySettings(), trustedCertificates: String? = nil) {
+    ///   - connectionsPerOrigin: at most this many connections open to one origin, shared out among the
+    ///     group's loops (each gets its share, at least 2).
+    init(
+        group: any EventLoopGroup, proxies: ProxySettings = ProxySettings(), trustedCertificates: String? = nil,
+        connectionsPerOrigin: Int = HTTP1Client.defaultConnectionsPerOrigin
+    ) {
         self.group = group
         self.proxies = proxies
         self.trustedCertificates = trustedCertificates
+        let all = Array(group.makeIterator())
+        let perLoop = max(2, (connectionsPerOrigin + all.count - 1) / max(all.count, 1))
         var loops: [ObjectIdentifier: LoopConnections] = [:]
-        for loop in group.makeIterator() { loops[ObjectIdentifier(loop)] = LoopConnections(eventLoop: loop) }
+        for loop in all { loops[ObjectIdentifier(loop)] = LoopConnections(eventLoop: loop, limit: perLoop) }
         self.loops = loops
     }
 
@@ -222,7 +232,7 @@ final class Exchange: @unchecked Sendable {
     var retried = false
     var deadlineKey: Int?
 
-    enum Phase { case connecting, handshaking, exchanging }
+    enum Phase { case waiting, connecting, handshaking, exchanging }
 
     init(request: HTTP1Request, target: HTTP1Target, deadline: NIODeadline, client: HTTP1Client, connections: LoopConnections) {
         self.request = request
@@ -261,12 +271,26 @@ final class Exchange: @unchecked Sendable {
         }
         deadlineKey = connections.watch(self)
         if let pooled = connections.takeIdle(target.origin) {
-            reused = true
-            phase = .exchanging
-            pooled.run(self)
-        } else {
+            run(on: pooled)
+        } else if connections.mayOpen(target.origin) {
             connect()
+        } else {
+            phase = .waiting
+            connections.wait(self)
         }
+    }
+
+    /// On a connection kept alive: the pool's, or one another request just finished with.
+    func run(on connection: HTTP1ConnectionHandler) {
+        reused = true
+        phase = .exchanging
+        connection.run(self)
+    }
+
+    /// A connection closed, and this request waited for room to open one.
+    func connectNew() {
+        phase = .connecting
+        connect()
     }
 
     /// A reused connection was found closed before any of the answer came: once more, on a new one.
@@ -280,6 +304,9 @@ final class Exchange: @unchecked Sendable {
 
     private func connect() {
         let eventLoop = connections.eventLoop
+        let connections = self.connections
+        let origin = target.origin
+        connections.opening(origin)
         let proxy = client.proxies.proxy(for: target.origin)
         let timeout = min(HTTP1Client.connectTimeout, max(deadline - .now(), .milliseconds(1)))
         let bootstrap = ClientBootstrap(group: eventLoop)
@@ -290,8 +317,10 @@ final class Exchange: @unchecked Sendable {
         bootstrap.connect(host: host, port: port).hop(to: eventLoop).assumeIsolated().whenComplete { result in
             switch result {
             case .failure(let error):
+                connections.closed(origin)
                 self.finish(.failure(error))
             case .success(let channel):
+                channel.closeFuture.assumeIsolated().whenComplete { _ in connections.closed(origin) }
                 guard !self.isFinished else {
                     channel.close(promise: nil)
                     return
@@ -374,6 +403,7 @@ final class Exchange: @unchecked Sendable {
     /// The deadline passed: the error says in which phase.
     func timeOut() {
         switch phase {
+        case .waiting: finish(.failure(HTTP1ClientError.deadlineExceeded))
         case .connecting: finish(.failure(HTTP1ClientError.connectTimeout))
         case .handshaking: finish(.failure(HTTP1ClientError.tlsHandshakeTimeout))
         case .exchanging: finish(.failure(HTTP1ClientError.deadlineExceeded))
@@ -383,18 +413,49 @@ final class Exchange: @unchecked Sendable {
 
 // MARK: An event loop's connections
 
-/// One event loop's idle connections by origin, and the deadlines of its requests under one timer.
-/// Touched on that loop only.
+/// One event loop's connections by origin (how many are open, the idle ones, the requests waiting for
+/// one), and the deadlines of its requests under one timer. Touched on that loop only.
 final class LoopConnections: @unchecked Sendable {
     let eventLoop: any EventLoop
+    /// Connections open (or opening) at once to one origin from this loop.
+    let limit: Int
+    private var open: [HTTP1Target.Origin: Int] = [:]
+    /// Requests waiting for a connection, first come first served (ended ones are skipped).
+    private var waiting: [HTTP1Target.Origin: [Exchange]] = [:]
     private var idle: [HTTP1Target.Origin: [HTTP1ConnectionHandler]] = [:]
     private var closed = false
     private var watched: [Int: Exchange] = [:]
     private var nextKey = 0
     private var armed: (at: NIODeadline, timer: Scheduled<Void>)?
 
-    init(eventLoop: any EventLoop) {
+    init(eventLoop: any EventLoop, limit: Int) {
         self.eventLoop = eventLoop
+        self.limit = limit
+    }
+
+    func mayOpen(_ origin: HTTP1Target.Origin) -> Bool { (open[origin] ?? 0) < limit }
+
+    func opening(_ origin: HTTP1Target.Origin) { open[origin, default: 0] += 1 }
+
+    /// A connection to `origin` closed (or did not open): room for the first request waiting.
+    func closed(_ origin: HTTP1Target.Origin) {
+        let count = (open[origin] ?? 1) - 1
+        open[origin] = count > 0 ? count : nil
+        if mayOpen(origin), let next = nextWaiting(origin) { next.connectNew() }
+    }
+
+    func wait(_ exchange: Exchange) {
+        waiting[exchange.target.origin, default: []].append(exchange)
+    }
+
+    private func nextWaiting(_ origin: HTTP1Target.Origin) -> Exchange? {
+        guard var list = waiting[origin] else { return nil }
+        defer { waiting[origin] = list.isEmpty ? nil : list }
+        while !list.isEmpty {
+            let next = list.removeFirst()
+            if !next.isFinished { return next }
+        }
+        return nil
     }
 
     /// The connection to `origin` used last, if one is idle.
@@ -412,6 +473,10 @@ final class LoopConnections: @unchecked Sendable {
     /// A connection whose answer was read to its end and that both sides keep alive.
     func release(_ connection: HTTP1ConnectionHandler) {
         eventLoop.assertInEventLoop()
+        if !closed, let next = nextWaiting(connection.origin) {
+            next.run(on: connection)
+            return
+        }
         var list = idle[connection.origin] ?? []
         guard !closed, list.count < HTTP1Client.maximumIdlePerOrigin else {
             connection.close()
