@@ -105,6 +105,50 @@ struct RESTConnectionTests {
         }
     }
 
+    @Test("gzip: decompressed, counted against maxBytes; a decompression bomb is a tooLarge error")
+    func gzip() async throws {
+        try await HTTPFixtures.with("http1-server.py") { port, _ in
+            let config = """
+                version: 1
+                sources:
+                  small: { kind: rest, url: "http://127.0.0.1:\(port)/gzip?size=2000", maxBytes: 3000, retry: off }
+                  large: { kind: rest, url: "http://127.0.0.1:\(port)/gzip?size=20000", maxBytes: 3000, retry: off }
+                  bomb: { kind: rest, url: "http://127.0.0.1:\(port)/bomb", maxBytes: 100MiB, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let small = try await hammock.nextAnswer("small")
+                #expect(small.content == .string(String(repeating: "a", count: 2000)))
+                let large = try await hammock.next("large") { $0.event == "error" }
+                #expect(large.errorCode == "tooLarge", "\(large)")
+                #expect(large.errorMessage == "the answer from 127.0.0.1:\(port) is larger than maxBytes (3000 bytes)")
+                let bomb = try await hammock.next("bomb") { $0.event == "error" }
+                #expect(bomb.errorCode == "tooLarge", "\(bomb)")
+                #expect(bomb.errorMessage.contains("decompresses to more than 1000 times"), "\(bomb.errorMessage)")
+            }
+        }
+    }
+
+    @Test("A server that never answers, or stalls in the body, is a timeout error at the source's timeout")
+    func stalls() async throws {
+        try await HTTPFixtures.with("http1-server.py") { port, _ in
+            let config = """
+                version: 1
+                sources:
+                  head: { kind: rest, url: "http://127.0.0.1:\(port)/stall-head", timeout: 1s, retry: off }
+                  body: { kind: rest, url: "http://127.0.0.1:\(port)/stall-body", timeout: 1s, retry: off }
+                """
+            try await HammockProcess.withRunning(config: config) { hammock in
+                let started = ContinuousClock.now
+                for source in ["head", "body"] {
+                    let answer = try await hammock.next(source) { $0.event == "error" }
+                    #expect(answer.errorCode == "timeout", "\(answer)")
+                    #expect(answer.errorMessage == "timeout: no complete answer from 127.0.0.1:\(port) within 1s", "\(answer)")
+                }
+                #expect(ContinuousClock.now - started < .seconds(5))
+            }
+        }
+    }
+
     /// Broken on purpose (the trust roots left at the system's whatever SSL_CERT_FILE says), the source's
     /// error was a TLS failure.
     @Test("TLS: an unknown CA is a tls error naming the host; SSL_CERT_FILE trusts a CA")
