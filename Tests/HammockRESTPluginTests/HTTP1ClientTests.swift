@@ -136,16 +136,26 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
     /// Broken on purpose (no decompressor in the pipeline): `a gzip body` came back compressed, the 30 kB
     /// body (a few hundred bytes compressed) passed the 10 kB limit, and the bomb was no error.
     @Test func gzipIsDecompressedAndCountedAndABombIsAnError() async throws {
-        try await withFixture("http1-server.py") { port, _ in
+        try await withFixture("http1-server.py") { port, server in
             let client = HTTP1Client(group: group)
             let small = try await get(client, "http://127.0.0.1:\(port)/gzip?size=1000", headers: [("Accept-Encoding", "gzip")])
             #expect(small.body.map { String(decoding: $0, as: UTF8.self) } == "\"" + String(repeating: "a", count: 1000) + "\"", "a gzip body")
             let large = try await get(client, "http://127.0.0.1:\(port)/gzip?size=30000", limit: 10_000)
             #expect(large.body == nil, "the limit counts decompressed bytes")
+            // A HEAD's answer says gzip and has no body: no error, and the connection is kept.
+            for _ in 1...2 {
+                var head = HTTP1Request(url: "http://127.0.0.1:\(port)/gzip?size=10", method: .HEAD)
+                head.bodyLimit = .init(bytes: 100, truncating: false)
+                let answer = try await client.execute(head, deadline: .now() + .seconds(10), on: loop)
+                #expect(answer.status == .ok && answer.headers.first(name: "content-encoding") == "gzip" && answer.body == [])
+            }
+            _ = try await server.waitForStdoutLines("the HEADs", timeout: .seconds(10)) { $0.filter { $0.hasPrefix("request HEAD") }.count >= 2 }
+            let connections = printed(server, "connection ").count
             let url = "http://127.0.0.1:\(port)/bomb"
             let bomb = await describeFailure(url) { try await get(client, url, limit: 100 << 20) }
             #expect(bomb?.code == .tooLarge, "\(String(describing: bomb))")
             #expect(bomb?.message.contains("1000 times") == true)
+            #expect(connections == 2, "one for the two GETs (the second closed it, over the limit), one for both HEADs")
             await client.shutdown()
         }
     }

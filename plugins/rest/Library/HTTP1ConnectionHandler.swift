@@ -24,6 +24,8 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     private var limit = HTTP1Request.BodyLimit(bytes: 0, truncating: true)
     /// Some of the answer came (a failure is then not retried).
     private var answered = false
+    /// Some of the answer's body came.
+    private var sawBody = false
     /// An error seen before the connection closed, said when it does.
     private var error: (any Error)?
     private var isOpen = true
@@ -60,6 +62,7 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         head = nil
         body = []
         answered = false
+        sawBody = false
         error = nil
         guard let context, isUsable else {
             // Closed meanwhile: as a connection closed before answering.
@@ -115,6 +118,7 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             }
         case .body(let buffer):
             guard head != nil else { return }
+            sawBody = true
             if body.count + buffer.readableBytes > limit.bytes {
                 if limit.truncating {
                     body.append(contentsOf: buffer.readableBytesView.prefix(limit.bytes - body.count))
@@ -159,6 +163,13 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         // A server that closes without TLS's close_notify, after an answer delimited by the close itself:
         // the close tells the end of the answer (or that it ended too soon).
         if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
+        // An answer with no body that says `Content-Encoding` (a HEAD's, a 304's): the decompressor finds
+        // nothing to decompress and calls that truncated. There is nothing wrong with it.
+        if let decompression = error as? NIOHTTPDecompression.ExtraDecompressionError, decompression == .truncatedData,
+            exchange != nil, head != nil, !sawBody
+        {
+            return
+        }
         if self.error == nil { self.error = error }
         close()
     }
