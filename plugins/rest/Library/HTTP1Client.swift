@@ -215,7 +215,7 @@ final class Exchange: @unchecked Sendable {
     let request: HTTP1Request
     let target: HTTP1Target
     let deadline: NIODeadline
-    unowned let client: HTTP1Client
+    let client: HTTP1Client
     let connections: LoopConnections
     private var continuation: CheckedContinuation<HTTP1Response, any Error>?
     /// `begin` came (the continuation is set until the end).
