@@ -14,7 +14,9 @@ import Synchronization
 /// port), and a request runs on the loop it is started from (a source's load task prefers its loop as task
 /// executor, see `LoadLoop`), so it takes a connection, writes and reads without leaving that thread. The
 /// whole answer (status, headers, the body up to a limit) is gathered in the channel handler and handed back
-/// with one resume of one continuation. Deadlines are one timer per loop for all its requests.
+/// with one resume of one continuation. Deadlines are one timer per loop for all its requests. At most
+/// `defaultConnectionsPerOrigin` connections are open to one origin (shared out among the loops); more
+/// requests wait, first come first served, for one to come back or close.
 ///
 /// It never follows redirects (the source does, with its own rules) and takes http and https URLs only.
 final class HTTP1Client: Sendable {

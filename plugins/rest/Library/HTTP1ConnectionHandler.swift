@@ -38,8 +38,10 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         self.proxy = proxy
     }
 
-    /// The handlers that go before `handler`: the HTTP/1.1 codec and the decompressor (it takes gzip and
-    /// deflate bodies apart only when the answer says `Content-Encoding`, at most 1000 times their size).
+    /// The handlers that go before `handler`: the HTTP/1.1 codec and the decompressor. The decompressor
+    /// adds `Accept-Encoding: deflate, gzip` to a request that has no `Accept-Encoding` (as it did under
+    /// async-http-client), and takes a body apart only when the answer says `Content-Encoding`, to at most
+    /// 1000 times its size.
     static func codec(for handler: HTTP1ConnectionHandler) -> [any ChannelHandler] {
         [
             HTTPRequestEncoder(),
