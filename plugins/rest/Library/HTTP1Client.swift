@@ -27,6 +27,9 @@ final class HTTP1Client: Sendable {
     /// Connections open at once to one origin, over all the loops (as async-http-client's 8 per host):
     /// more requests wait for one of them.
     static let defaultConnectionsPerOrigin = 8
+    /// A connection idle longer than this is closed instead of used (as async-http-client's pool did): a
+    /// firewall or NAT may have dropped it without a word, and a request on it would wait for its deadline.
+    static let defaultIdleTimeout = TimeAmount.seconds(60)
 
     let group: any EventLoopGroup
     let proxies: ProxySettings
@@ -41,7 +44,7 @@ final class HTTP1Client: Sendable {
     ///     group's loops (each gets its share, at least 2).
     init(
         group: any EventLoopGroup, proxies: ProxySettings = ProxySettings(), trustedCertificates: String? = nil,
-        connectionsPerOrigin: Int = HTTP1Client.defaultConnectionsPerOrigin
+        connectionsPerOrigin: Int = HTTP1Client.defaultConnectionsPerOrigin, idleTimeout: TimeAmount = HTTP1Client.defaultIdleTimeout
     ) {
         self.group = group
         self.proxies = proxies
@@ -49,7 +52,7 @@ final class HTTP1Client: Sendable {
         let all = Array(group.makeIterator())
         let perLoop = max(2, (connectionsPerOrigin + all.count - 1) / max(all.count, 1))
         var loops: [ObjectIdentifier: LoopConnections] = [:]
-        for loop in all { loops[ObjectIdentifier(loop)] = LoopConnections(eventLoop: loop, limit: perLoop) }
+        for loop in all { loops[ObjectIdentifier(loop)] = LoopConnections(eventLoop: loop, limit: perLoop, idleTimeout: idleTimeout) }
         self.loops = loops
     }
 
@@ -430,9 +433,12 @@ final class LoopConnections: @unchecked Sendable {
     private var nextKey = 0
     private var armed: (at: NIODeadline, timer: Scheduled<Void>)?
 
-    init(eventLoop: any EventLoop, limit: Int) {
+    let idleTimeout: TimeAmount
+
+    init(eventLoop: any EventLoop, limit: Int, idleTimeout: TimeAmount) {
         self.eventLoop = eventLoop
         self.limit = limit
+        self.idleTimeout = idleTimeout
     }
 
     func mayOpen(_ origin: HTTP1Target.Origin) -> Bool { (open[origin] ?? 0) < limit }
@@ -460,16 +466,27 @@ final class LoopConnections: @unchecked Sendable {
         return nil
     }
 
-    /// The connection to `origin` used last, if one is idle.
+    /// The connection to `origin` used last, if one is idle (and not for longer than `idleTimeout`).
     func takeIdle(_ origin: HTTP1Target.Origin) -> HTTP1ConnectionHandler? {
         eventLoop.assertInEventLoop()
         guard var list = idle[origin] else { return nil }
-        defer { idle[origin] = list.isEmpty ? nil : list }
+        let now = NIODeadline.now()
+        var found: HTTP1ConnectionHandler?
+        var stale: [HTTP1ConnectionHandler] = []
         while let connection = list.popLast() {
             // One closing (its close not yet told to the pool) is left to its close.
-            if connection.isUsable { return connection }
+            guard connection.isUsable else { continue }
+            if now - connection.idleSince < idleTimeout {
+                found = connection
+                break
+            }
+            // The one used last has been idle too long: the others, idle longer, too.
+            stale = [connection] + list
+            list = []
         }
-        return nil
+        idle[origin] = list.isEmpty ? nil : list
+        for connection in stale { connection.close() }
+        return found
     }
 
     /// A connection whose answer was read to its end and that both sides keep alive.
@@ -484,6 +501,7 @@ final class LoopConnections: @unchecked Sendable {
             connection.close()
             return
         }
+        connection.idleSince = .now()
         list.append(connection)
         idle[connection.origin] = list
     }

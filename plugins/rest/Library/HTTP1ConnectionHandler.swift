@@ -31,6 +31,8 @@ final class HTTP1ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     private var isOpen = true
     /// The request said `Connection: close`.
     private var requestCloses = false
+    /// When it went back to its pool (touched by the pool only).
+    var idleSince = NIODeadline.now()
 
     init(origin: HTTP1Target.Origin, connections: LoopConnections, proxy: ProxySettings.Proxy?) {
         self.origin = origin
