@@ -15,7 +15,7 @@ Prints its port on the first line of stdout, then one line per connection ("conn
     /stall-body         sends a head announcing 100 bytes, 10 of them, then nothing
 --idle-timeout closes a kept-alive connection that stays idle that long.
 """
-import gzip, json, socket, ssl, sys, threading, time
+import os, gzip, json, socket, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse, parse_qs
 
@@ -125,4 +125,6 @@ if tls:
     context.load_cert_chain(tls[0], tls[1])
     server.socket = context.wrap_socket(server.socket, server_side=True)
 say(str(server.server_address[1]))
+# Ends when its stdin closes (the test that started it holds the other end), should a kill miss it.
+threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
 server.serve_forever()

@@ -6,7 +6,7 @@ CONNECT tunnels (https), and logs each on stdout.
 
 Prints its port on the first line, then per request "METHOD TARGET auth=<Proxy-Authorization or ->".
 """
-import select, socket, sys, threading
+import os, select, socket, sys, threading
 from urllib.parse import urlparse
 
 lock = threading.Lock()
@@ -86,6 +86,8 @@ listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", 0))
 listener.listen(64)
 say(str(listener.getsockname()[1]))
+# Ends when its stdin closes (the test that started it holds the other end), should a kill miss it.
+threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
 while True:
     conn, _ = listener.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
