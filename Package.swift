@@ -95,9 +95,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
@@ -255,11 +255,12 @@ let package = Package(
             name: "HammockRESTPlugin",
             dependencies: [
                 "HammockPluginKit", "HammockCore", "HammockJSON",
-                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: engine),
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
                 .product(name: "NIOPosix", package: "swift-nio", condition: engine),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: engine),
+                .product(name: "NIOTLS", package: "swift-nio", condition: engine),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras", condition: engine),
             ],
             path: "plugins/rest/Library"
         ),
@@ -305,8 +306,8 @@ let package = Package(
             name: "HammockRESTPluginTests",
             dependencies: [
                 "HammockRESTPlugin", "HammockPluginKit", "HammockCore", "HammockJSON", "HammockTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: engine),
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
+                .product(name: "NIOPosix", package: "swift-nio", condition: engine),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),
             ]
         ),

@@ -232,11 +232,11 @@ struct CommandLineTests {
     }
 
     /// Memory is a feature: full Foundation and its ICU data cost each process about 6 MiB and milliseconds of
-    /// loading, which hammock and the shell and file plugins do without (FoundationEssentials only). The rest
-    /// plugin keeps it for async-http-client. One `import Foundation` brings it back; this says where.
-    @Test("hammock, hammock-guard and the shell and file plugins do not load full Foundation or ICU")
+    /// loading, which hammock and the shell, file and rest plugins do without (FoundationEssentials only). One
+    /// `import Foundation` brings it back; this says where.
+    @Test("hammock, hammock-guard and the shell, file and rest plugins do not load full Foundation or ICU")
     func noFullFoundation() async throws {
-        for product in ["hammock", "hammock-guard", "hammock-plugin-shell", "hammock-plugin-file"] {
+        for product in ["hammock", "hammock-guard", "hammock-plugin-shell", "hammock-plugin-file", "hammock-plugin-rest"] {
             let path = try HammockProcess.productPath(product)
             let ldd = try HammockProcess.launch(program: "/usr/bin/ldd", arguments: [path])
             _ = try await ldd.waitForExit()

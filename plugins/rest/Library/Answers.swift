@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import FoundationEssentials
 import HammockCore
 import HammockJSON
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 
@@ -132,11 +132,15 @@ func hostDescription(_ url: String) -> String {
 func describe(_ error: any Error, url: String, deadline: ContinuousClock.Instant) -> SourceError {
     let host = hostDescription(url)
     if error is CancellationError {
+        // The load's deadline cancels it (`LoadDeadlines`): then it is a timeout.
+        if ContinuousClock.now >= deadline {
+            return SourceError(message: "timeout: \(host) did not answer in time", code: .timeout)
+        }
         return SourceError(message: "the load was cancelled", code: .cancelled)
     }
-    if let client = error as? HTTPClientError {
+    if let client = error as? HTTP1ClientError {
         switch client {
-        case .deadlineExceeded, .readTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
+        case .deadlineExceeded:
             return SourceError(message: "timeout: \(host) did not answer in time", code: .timeout)
         case .connectTimeout:
             return SourceError(message: "timeout: could not connect to \(host) in time", code: .timeout)
@@ -144,15 +148,21 @@ func describe(_ error: any Error, url: String, deadline: ContinuousClock.Instant
             return SourceError(message: "TLS failure: the TLS handshake with \(host) timed out", code: .tls)
         case .remoteConnectionClosed:
             return SourceError(message: "\(host) closed the connection before answering", code: .connectionClosed)
-        case .cancelled:
-            // The client cancels a request whose deadline passed while it waited for a connection.
-            if ContinuousClock.now >= deadline {
-                return SourceError(message: "timeout: \(host) did not answer in time", code: .timeout)
-            }
-            return SourceError(message: "the load was cancelled", code: .cancelled)
-        default:
-            return SourceError(message: "the request to \(host) failed: \(client)", code: .http)
+        case .unsupportedScheme, .invalidURL:
+            return SourceError(message: "the request to \(host) failed: \(client)", code: .http, transient: false)
+        case .proxyRefused:
+            return SourceError(message: "the request to \(host) failed: \(client)", code: .network)
         }
+    }
+    if let decompression = error as? NIOHTTPDecompression.DecompressionError {
+        if case .limit = decompression {
+            return SourceError(
+                message: "the answer from \(host) decompresses to more than 1000 times its compressed size; refused", code: .tooLarge)
+        }
+        return SourceError(message: "the answer from \(host) could not be decompressed: \(decompression)", code: .network)
+    }
+    if let decompression = error as? NIOHTTPDecompression.ExtraDecompressionError {
+        return SourceError(message: "the answer from \(host) could not be decompressed: \(decompression)", code: .network)
     }
     if let connection = error as? NIOConnectionError {
         if connection.dnsAError != nil || connection.dnsAAAAError != nil, connection.connectionErrors.isEmpty {

@@ -1,8 +1,9 @@
 import NIOCore
 
-/// Runs the jobs of a task that prefers it on one SwiftNIO event loop, the thread that async-http-client
-/// answers on: a load's request, its answer and the parsing of it stay on that thread instead of hopping to
-/// the concurrency pool and back at every `await` (each hop a thread switch in the kernel).
+/// Runs the jobs of a task that prefers it on one SwiftNIO event loop, the thread that the plugin's HTTP
+/// client (`HTTP1Client`) answers on: a load's request, its answer and the parsing of it stay on that thread
+/// instead of hopping to the concurrency pool and back at every `await` (each hop a thread switch in the
+/// kernel).
 ///
 /// SwiftNIO (2.101) offers an event loop as a `SerialExecutor` only, which a task cannot prefer; this is the
 /// few lines that make it a `TaskExecutor`.

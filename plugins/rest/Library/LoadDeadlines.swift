@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// A timer per load is what this replaces: `Task.sleep` puts each on libdispatch's timer thread (a thread
 /// switch to arm it and another when it is cancelled), and a scheduled task of the event loop costs a
-/// linear search of the loop's timer heap when cancelled, which async-http-client already fills with a
-/// deadline per request. Here a load's deadline is an entry in a dictionary; the one timer is armed for the
+/// linear search of the loop's timer heap when cancelled, which a client with a timer per request fills
+/// with a deadline per request. Here a load's deadline is an entry in a dictionary; the one timer is armed for the
 /// earliest and moved only when a sooner one comes, and when it fires it cancels what is due and arms
 /// itself for the next.
 final class LoadDeadlines: Sendable {

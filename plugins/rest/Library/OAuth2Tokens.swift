@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import FoundationEssentials
 import Glibc
 import HammockCore
@@ -126,7 +125,7 @@ final class OAuth2Tokens: Sendable {
     /// that need it wait for the same answer. A load waits until the answer comes or it is cancelled (its
     /// timeout), whichever is first.
     func token(
-        for options: OAuth2Options, client: HTTPClient, rejecting: String? = nil, now: Date = Date()
+        for options: OAuth2Options, client: HTTP1Client, rejecting: String? = nil, now: Date = Date()
     ) async -> Result<String, SourceError> {
         let key = Self.key(options)
         // The cache file is read (once per set of credentials) and removed outside the lock, which every
@@ -238,33 +237,30 @@ final class OAuth2Tokens: Sendable {
 
     /// Asks the token endpoint for a token (RFC 6749 §4.4 and §6).
     private func request(
-        _ options: OAuth2Options, refreshToken: String?, client: HTTPClient, deadline: ContinuousClock.Instant
+        _ options: OAuth2Options, refreshToken: String?, client: HTTP1Client, deadline: ContinuousClock.Instant
     ) async -> Result<TokenAnswer, SourceError> {
         var form: [(String, String)] = [("grant_type", options.grant.rawValue)]
         if options.grant == .refreshToken, let refreshToken { form.append(("refresh_token", refreshToken)) }
         if let scope = options.scope { form.append(("scope", scope)) }
         form += options.params.map { ($0.name, $0.value) }
-        var request = HTTPClientRequest(url: options.tokenURL)
-        request.method = .POST
+        var request = HTTP1Request(url: options.tokenURL, method: .POST)
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: RESTSource.userAgent)
+        request.bodyLimit = .init(bytes: Self.answerLimit, truncating: true)
+        request.otherBodyLimit = .init(bytes: Self.answerLimit, truncating: true)
         if let secret = options.clientSecret, options.clientAuth == .basic {
             request.headers.add(name: "Authorization", value: Self.basicCredentials(id: options.clientID, secret: secret))
         } else {
             form.append(("client_id", options.clientID))
             if let secret = options.clientSecret { form.append(("client_secret", secret)) }
         }
-        request.body = .bytes(Array(formEncoded(form).utf8))
+        request.body = Array(formEncoded(form).utf8)
 
         let host = hostDescription(options.tokenURL)
         do {
             let response = try await client.execute(request, deadline: nioDeadline(deadline))
-            var body: [UInt8] = []
-            for try await chunk in response.body {
-                body.append(contentsOf: chunk.readableBytesView.prefix(Self.answerLimit - body.count))
-                if body.count >= Self.answerLimit { break }
-            }
+            let body = response.body ?? []
             var result = Self.interpret(
                 status: Int(response.status.code), contentType: response.headers.first(name: "content-type"), body: body,
                 host: host, now: Date())

@@ -3,8 +3,9 @@ import HammockJSON
 import HammockPluginKit
 
 /// The `rest` kind. Each load is one HTTP request (or one per page with `paginate:`), through one HTTP
-/// client shared by every source of the plugin: connections are pooled and kept alive across sources and
-/// loads, HTTP/2 is used where the server offers it, and TLS trusts the system's roots.
+/// client shared by every source of the plugin (`HTTP1Client`, HTTP/1.1): connections are pooled and kept
+/// alive across sources and loads, TLS trusts the system's roots (or `SSL_CERT_FILE`'s), and the
+/// environment's proxies (`http_proxy`, `https_proxy`, `no_proxy`) are used.
 public enum RESTPlugin {
     /// The plugin, as its `main.swift` runs it, with an HTTP client of its own.
     public static var plugin: PluginDescription { plugin(client: SharedHTTPClient()) }

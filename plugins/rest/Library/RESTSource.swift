@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import FoundationEssentials
 import HammockCore
 import HammockJSON
@@ -175,7 +174,7 @@ struct RESTSource: PluginSource {
                 case .link:
                     if let target = nextLink(in: answer.headers["link"]) {
                         // The server names the next page, so it is checked like a redirect's Location: http(s)
-                        // only (AsyncHTTPClient would also follow `http+unix://` to a local socket). Another
+                        // only (the client takes nothing else, and a clear error is better here). Another
                         // origin is fetched without the configured headers (see `headers(for:)`).
                         guard let resolved = URL(string: target, relativeTo: URL(string: answer.url))?.absoluteURL,
                             let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
@@ -306,15 +305,18 @@ struct RESTSource: PluginSource {
         var replayed = false
         var redirects = 0
         while true {
-            var request = HTTPClientRequest(url: url)
-            request.method = method
+            var request = HTTP1Request(url: url, method: method)
             request.headers = headers(for: url, bodyDropped: bodyDropped, etag: etag, lastModified: lastModified, token: token)
-            if let body { request.body = .bytes(body) }
+            request.body = body
+            // A 2xx answer's body whole within maxBytes; of any other, enough for its message (a redirect's
+            // or a 304's is read to its end within that, so that the connection is kept).
+            request.bodyLimit = .init(bytes: options.maxBytes, truncating: false)
+            request.otherBodyLimit = .init(bytes: Self.errorBodyLimit, truncating: true)
             let requestOrigin = URL(string: url).map(origin(of:)) ?? url
             if let held = limits.hold(requestOrigin, host: hostDescription(url), for: id) { return .failure(held) }
-            let response: HTTPClientResponse
+            let response: HTTP1Response
             do {
-                response = try await http.execute(request, deadline: nioDeadline(deadline))
+                response = try await http.execute(request, deadline: nioDeadline(deadline), on: loop.eventLoop)
             } catch {
                 return .failure(describe(error, url: url, deadline: deadline))
             }
@@ -328,7 +330,6 @@ struct RESTSource: PluginSource {
                             message: "HTTP \(status.code) \(status.reasonPhrase): a redirect, not followed (followRedirects is false)",
                             httpStatus: Int(status.code)))
                 }
-                await discardBody(response)
                 redirects += 1
                 guard redirects <= Self.maximumRedirects else {
                     return .failure(SourceError(message: "more than \(Self.maximumRedirects) redirects, starting at \(startURL)", code: .tooManyRedirects))
@@ -349,7 +350,6 @@ struct RESTSource: PluginSource {
             }
 
             if status.code == 304 {
-                await discardBody(response)
                 return .notModified(
                     freshFor: freshness(response.headers, spread: spread),
                     meta: answerMeta(status: status, headers: response.headers, url: url, exposing: options.exposeHeaders))
@@ -358,7 +358,6 @@ struct RESTSource: PluginSource {
             // The API refused the token (revoked, or expired sooner than it said): one new token and one
             // replay of the request. A second 401 is the source's error, never a loop.
             if status.code == 401, let oauth2 = options.oauth2, let sent = token, isOwnOrigin(url), !replayed {
-                await discardBody(response)
                 replayed = true
                 switch await tokens.token(for: oauth2, client: http, rejecting: sent) {
                 case .success(let obtained): token = obtained
@@ -370,8 +369,8 @@ struct RESTSource: PluginSource {
             }
 
             if status.code >= 400 {
-                let detailBytes = try? await readBody(response, limit: min(options.maxBytes, Self.errorBodyLimit), truncating: true)
-                var error = httpError(status: status, headers: response.headers, body: detailBytes ?? nil)
+                let detailBytes = response.body.map { Array($0.prefix(min(options.maxBytes, Self.errorBodyLimit))) }
+                var error = httpError(status: status, headers: response.headers, body: detailBytes)
                 if status.code == 401, replayed { error.message += " (a new OAuth2 token was refused too)" }
                 if let heldFor {
                     // The origin's count is used up: nothing is asked of it until the reset, and this says so.
@@ -386,17 +385,13 @@ struct RESTSource: PluginSource {
             guard (200..<300).contains(status.code) else {
                 return .failure(SourceError(message: "HTTP \(status.code) \(status.reasonPhrase): not a successful answer", httpStatus: Int(status.code)))
             }
-            do {
-                guard let bytes = try await readBody(response, limit: options.maxBytes, truncating: false) else {
-                    return .failure(
-                        SourceError(
-                            message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
-                            code: .tooLarge))
-                }
-                return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url, spread: spread))
-            } catch {
-                return .failure(describe(error, url: url, deadline: deadline))
+            guard let bytes = response.body else {
+                return .failure(
+                    SourceError(
+                        message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
+                        code: .tooLarge))
             }
+            return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url, spread: spread))
         }
     }
 
@@ -430,29 +425,6 @@ struct RESTSource: PluginSource {
         return own == other
     }
 
-    /// Reads an answer's body to its end, so the connection goes back to the pool. A body left unread makes
-    /// the client close the connection, and a source polled with ETags would open a new one for every 304.
-    private func discardBody(_ response: HTTPClientResponse) async {
-        _ = try? await readBody(response, limit: Self.errorBodyLimit, truncating: false)
-    }
-
-    /// Reads the body as it streams in and stops at `limit` bytes: nil when it is larger (or, when
-    /// `truncating`, the first `limit` bytes). Stopping early drops the connection rather than reading on.
-    private func readBody(_ response: HTTPClientResponse, limit: Int, truncating: Bool) async throws -> [UInt8]? {
-        if !truncating, let length = response.headers.first(name: "content-length").flatMap(Int.init), length > limit {
-            return nil
-        }
-        var bytes: [UInt8] = []
-        for try await chunk in response.body {
-            if bytes.count + chunk.readableBytes > limit {
-                guard truncating else { return nil }
-                bytes.append(contentsOf: chunk.readableBytesView.prefix(limit - bytes.count))
-                return bytes
-            }
-            bytes.append(contentsOf: chunk.readableBytesView)
-        }
-        return bytes
-    }
 }
 
 /// What any answer, a 304 included, says for the state's `meta`: `httpStatus`, `etag` and `lastModified`

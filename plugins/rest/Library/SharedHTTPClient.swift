@@ -1,24 +1,48 @@
-import AsyncHTTPClient
+import HammockPluginKit
 import NIOCore
+import NIOPosix
 import Synchronization
 
-/// The one HTTP client of a plugin (`RESTPlugin.plugin` makes it), made at the first request and shut down
-/// when the plugin stops (an HTTPClient must be shut down before it goes away).
+/// The one HTTP client of a plugin (`RESTPlugin.plugin` makes it), made at the first request and whose idle
+/// connections are closed when the plugin stops.
+///
+/// Its proxies come from the environment, read once when this is made (at the plugin's start), as does
+/// `SSL_CERT_FILE`, a PEM file of certificates to trust instead of the system's roots.
 final class SharedHTTPClient: Sendable {
-    private let state = Mutex<HTTPClient?>(nil)
+    private let state = Mutex<HTTP1Client?>(nil)
+    let group: MultiThreadedEventLoopGroup
+    let proxies: ProxySettings
+    let trustedCertificates: String?
 
-    func get() -> HTTPClient {
+    init(group: MultiThreadedEventLoopGroup = .singleton, environment: [String: String]? = nil) {
+        self.group = group
+        var problems: [String] = []
+        if let environment {
+            proxies = ProxySettings(environment: environment, problems: &problems)
+            trustedCertificates = environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        } else {
+            proxies = ProxySettings.fromEnvironment(problems: &problems)
+            trustedCertificates = getenv("SSL_CERT_FILE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        loops = group.makeIterator().map(LoadLoop.init)
+        for problem in problems { pluginLog(problem) }
+        // Said once, so that a request that goes elsewhere than its URL says is explained; never the
+        // proxy's credentials.
+        if proxies.http != nil || proxies.https != nil { pluginLog("proxies from the environment: \(proxies)") }
+    }
+
+    func get() -> HTTP1Client {
         state.withLock { client in
             if let client { return client }
-            let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: Self.configuration)
+            let made = HTTP1Client(group: group, proxies: proxies, trustedCertificates: trustedCertificates)
             client = made
             return made
         }
     }
 
     /// One per event loop of the client's group, handed out in turn: each source keeps one, so the sources'
-    /// loads spread over the loops as the group's connections do.
-    private let loops = HTTPClient.defaultEventLoopGroup.makeIterator().map(LoadLoop.init)
+    /// loads (and their connections) spread over the loops.
+    private let loops: [LoadLoop]
     private let nextLoop = Atomic<Int>(0)
 
     func loop() -> LoadLoop {
@@ -31,30 +55,18 @@ final class SharedHTTPClient: Sendable {
             defer { client = nil }
             return client
         }
-        try? await client?.shutdown()
-    }
-
-    static var configuration: HTTPClient.Configuration {
-        var configuration = HTTPClient.Configuration()
-        // Redirects are followed by the source itself: it honours `followRedirects` per source and drops
-        // credentials when a redirect leaves the origin.
-        configuration.redirectConfiguration = .disallow
-        // Fail at once with the real cause (refused, unknown host) instead of retrying until the deadline:
-        // the engine retries with backoff and shows the user why.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10))
-        configuration.httpVersion = .automatic
-        // Only when a source asks for it with an Accept-Encoding header; maxBytes counts decompressed bytes.
-        configuration.decompression = .enabled(limit: .ratio(1000))
-        return configuration
+        await client?.shutdown()
     }
 }
 
 /// An event loop of the client, as the loads of the sources given it use it: the executor their tasks
-/// prefer, and the one timer for their deadlines.
+/// prefer (their requests start on it and their answers come back on it), and the one timer for their
+/// deadlines.
 struct LoadLoop: Sendable {
     let executor: EventLoopTaskExecutor
     let deadlines: LoadDeadlines
+
+    var eventLoop: any EventLoop { executor.eventLoop }
 
     init(_ eventLoop: any EventLoop) {
         executor = EventLoopTaskExecutor(eventLoop)
