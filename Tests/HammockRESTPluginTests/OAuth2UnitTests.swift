@@ -259,11 +259,14 @@ extension JSONValue {
     /// (no cut-off), the first call never returned within the test's time.
     @Test func aTokenEndpointThatStallsInItsBodyIsCutOffAndAskedAgain() async throws {
         let server = try HammockProcess.launch(program: "/usr/bin/python3", arguments: [TestFiles.fixture("stalling-server.py")])
-        let client = HTTP1Client(group: MultiThreadedEventLoopGroup.singleton)
+        // Loops of its own, and two seconds to connect and send: under the whole suite's load, the shared loops
+        // and 800 ms once let the second request end before it had even connected.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = HTTP1Client(group: group)
         do {
             let lines = try await server.waitForStdoutLines("the stalling server prints its port", timeout: .seconds(30)) { !$0.isEmpty }
             let port = try #require(Int(lines[0]))
-            let tokens = OAuth2Tokens(cacheDirectory: "/nonexistent/oauth2", requestTimeout: .milliseconds(800))
+            let tokens = OAuth2Tokens(cacheDirectory: "/nonexistent/oauth2", requestTimeout: .seconds(2))
             let options = OAuth2Options(
                 tokenURL: "http://127.0.0.1:\(port)/token", clientID: "cid", clientSecret: "s", scope: nil, grant: .clientCredentials,
                 refreshToken: nil, clientAuth: .basic, cache: false)
@@ -280,9 +283,11 @@ extension JSONValue {
             _ = try await server.waitForStdoutLines("a second token request", timeout: .seconds(10)) { $0.contains("request 2") }
             await client.shutdown()
             await server.stop()
+            try? await group.shutdownGracefully()
         } catch {
             await client.shutdown()
             await server.stop()
+            try? await group.shutdownGracefully()
             throw error
         }
     }
