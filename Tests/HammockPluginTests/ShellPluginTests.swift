@@ -125,7 +125,8 @@ import Testing
         let failure = error(await plugin.load("slow", id: 1, timeout: 1))
         #expect(failure?.code == .timeout)
         #expect(failure?.message == "timed out after 1s")
-        #expect(Date().timeIntervalSince(started) < 4)
+        // Ended by the timeout, not by the command's 30 s (a bound of 4 s failed under the whole suite's load).
+        #expect(Date().timeIntervalSince(started) < 20)
         let child = try #require(await readPID(pidFile))
         #expect(await eventually(within: 1) { !isAlive(child) }, "the background child \(child) survived the timeout")
     }
