@@ -55,16 +55,9 @@ public struct ProcessStat: Equatable, Sendable {
     /// child that starts or is handed over meanwhile. Nil when the kernel does not keep these files
     /// (`CONFIG_PROC_CHILDREN`) or they cannot be read: then `allPIDs` is the way.
     public static func ownChildren() -> [pid_t]? {
-        guard let directory = opendir("/proc/self/task") else { return nil }
-        defer { closedir(directory) }
+        guard let threads = numberedEntries(of: "/proc/self/task") else { return nil }
         var children: [pid_t] = []
-        while let entry = readdir(directory) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                let name = raw.prefix { $0 != 0 }
-                guard let first = name.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
-                return String(decoding: name, as: UTF8.self)
-            }
-            guard let tid else { continue }
+        for tid in threads {
             let descriptor = open("/proc/self/task/\(tid)/children", O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
                 if errno == ENOENT, access("/proc/self/task/\(tid)", F_OK) != 0 { continue }  // the thread ended
@@ -91,17 +84,23 @@ public struct ProcessStat: Equatable, Sendable {
     /// already gone (its `ProcessStat(pid:)` is then nil) and miss one just started. Nil when `/proc` cannot
     /// be read.
     public static func allPIDs() -> [pid_t]? {
-        guard let directory = opendir("/proc") else { return nil }
+        numberedEntries(of: "/proc")
+    }
+
+    /// The numbers that name entries of `folder` (`/proc`'s processes, a process's threads); nil when it
+    /// cannot be read.
+    private static func numberedEntries(of folder: String) -> [pid_t]? {
+        guard let directory = opendir(folder) else { return nil }
         defer { closedir(directory) }
-        var pids: [pid_t] = []
+        var numbers: [pid_t] = []
         while let entry = readdir(directory) {
-            let pid = withUnsafeBytes(of: entry.pointee.d_name) { raw -> pid_t? in
+            let number = withUnsafeBytes(of: entry.pointee.d_name) { raw -> pid_t? in
                 let name = raw.prefix { $0 != 0 }
                 guard let first = name.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
                 return pid_t(String(decoding: name, as: UTF8.self))
             }
-            if let pid { pids.append(pid) }
+            if let number { numbers.append(number) }
         }
-        return pids
+        return numbers
     }
 }

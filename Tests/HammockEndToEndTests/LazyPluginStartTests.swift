@@ -9,9 +9,12 @@ import Testing
 @Suite("a kind's plugin starts at its first watcher (serve, and run with a bar format)")
 struct LazyPluginStartTests {
     /// The plugin executables running below `engine` (by argv, as the guard runs them).
-    static func plugins(of engine: ServeEngine) -> Set<String> {
+    static func plugins(of engine: ServeEngine) -> Set<String> { plugins(below: engine.pid) }
+
+    /// The plugins (`rest` for `hammock-plugin-rest`) running below the process `root`.
+    static func plugins(below root: Int32) -> Set<String> {
         var names: Set<String> = []
-        for process in ProcessTable.descendants(of: engine.pid) {
+        for process in ProcessTable.descendants(of: root) {
             for argument in process.arguments {
                 let name = argument.split(separator: "/").last.map(String.init) ?? argument
                 if name.hasPrefix("hammock-plugin-") { names.insert(String(name.dropFirst("hammock-plugin-".count))) }
@@ -131,10 +134,7 @@ struct LazyPluginStartTests {
             let shown = try await ProcessTable.eventually(within: .seconds(10)) { hammock.stdoutLines.contains("up") }
             #expect(shown, "\(hammock.stdoutLines)")
             try await Task.sleep(for: .milliseconds(600))
-            let plugins = Set(ProcessTable.descendants(of: hammock.pid).flatMap(\.arguments).compactMap { argument in
-                argument.split(separator: "/").last.flatMap { $0.hasPrefix("hammock-plugin-") ? String($0.dropFirst(15)) : nil }
-            })
-            #expect(plugins == ["shell"], "\(ProcessTable.descendants(of: hammock.pid))")
+            #expect(Self.plugins(below: hammock.pid) == ["shell"], "\(ProcessTable.descendants(of: hammock.pid))")
             #expect(server.requests == 0)
         }
     }

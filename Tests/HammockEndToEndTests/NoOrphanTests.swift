@@ -96,8 +96,12 @@ struct NoOrphanTests {
         }
     }
 
-    @Test("the commands of a plugin killed from outside, setsid'd ones included, do not outlive it, nor the engine however it ends", arguments: Ending.allCases)
-    func commandsOfAKilledPlugin(ending: Ending) async throws {
+    /// hammock running a streamed shell source whose script starts a setsid'd `sleep` beside its own: `body`
+    /// gets hammock, the shell plugin's process (the guard's child), both sleeps once they run, and the
+    /// marker in the environment of every process of the run, each of which is killed at the end.
+    private func withTwoSleeps(
+        _ body: (HammockProcess, ProcessEntry, [ProcessEntry], String) async throws -> Void
+    ) async throws {
         let config = """
             version: 1
             sources:
@@ -117,12 +121,19 @@ struct NoOrphanTests {
             let plugin = try #require(
                 ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell").first,
                 "the shell plugin process (the guard's child, not the guard)")
-            var firstCommands: [ProcessEntry] = []
+            var commands: [ProcessEntry] = []
             let running = try await ProcessTable.eventually(within: .seconds(5)) {
-                firstCommands = ProcessTable.processes(withEnvironment: marker).filter { $0.command == "sleep" }
-                return firstCommands.count == 2
+                commands = ProcessTable.processes(withEnvironment: marker).filter { $0.command == "sleep" }
+                return commands.count == 2
             }
-            #expect(running, "the command's sleep and its setsid'd sleep run: \(firstCommands)")
+            #expect(running, "the command's sleep and its setsid'd sleep run: \(commands)")
+            try await body(hammock, plugin, commands, marker)
+        }
+    }
+
+    @Test("the commands of a plugin killed from outside, setsid'd ones included, do not outlive it, nor the engine however it ends", arguments: Ending.allCases)
+    func commandsOfAKilledPlugin(ending: Ending) async throws {
+        try await withTwoSleeps { hammock, plugin, firstCommands, marker in
             kill(plugin.pid, SIGKILL)
             try await hammock.waitFor(type: "source", id: "streaming") { $0.event == "error" }
             // The plugin's guard is a child subreaper: the dead plugin's commands are re-parented to it and
@@ -145,29 +156,7 @@ struct NoOrphanTests {
 
     @Test("a guard killed from outside: its plugin's commands, setsid'd ones included, come to hammock, whose sweep ends them")
     func commandsOfAKilledGuard() async throws {
-        let config = """
-            version: 1
-            sources:
-              streaming:
-                kind: shell
-                mode: stream
-                script: "setsid sleep 300 & echo up; sleep 300; echo never"
-                retry: { initial: 200ms }
-            """
-        let run = UUID().uuidString
-        let marker = "HAMMOCK_NO_ORPHAN_RUN=\(run)"
-        defer {
-            for process in ProcessTable.processes(withEnvironment: marker) { kill(process.pid, SIGKILL) }
-        }
-        try await HammockProcess.withRunning(config: config, environment: ["HAMMOCK_NO_ORPHAN_RUN": run]) { hammock in
-            try await hammock.waitFor(type: "source", id: "streaming") { $0.event == "newData" }
-            let plugin = try #require(ProcessTable.plugins(of: hammock.pid, named: "hammock-plugin-shell").first)
-            var commands: [ProcessEntry] = []
-            let running = try await ProcessTable.eventually(within: .seconds(5)) {
-                commands = ProcessTable.processes(withEnvironment: marker).filter { $0.command == "sleep" }
-                return commands.count == 2
-            }
-            #expect(running, "the command's sleep and its setsid'd sleep run: \(commands)")
+        try await withTwoSleeps { hammock, plugin, commands, _ in
             // The guard (the plugin's parent) dies at once: no guard is left to end what the plugin started,
             // which the kernel hands to hammock, a child subreaper.
             kill(plugin.parent, SIGKILL)
