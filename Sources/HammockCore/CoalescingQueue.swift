@@ -79,13 +79,19 @@ public struct CoalescingQueue<Element: Sendable>: Sendable {
         nextSlot += 1
     }
 
+    /// The most waiting elements whose room a `removeAll` keeps.
+    @usableFromInline static var capacityKept: Int { 64 }
+
     /// Everything that waits, oldest first; the queue is empty after.
     @inlinable public mutating func removeAll() -> [Element] {
         let taken = order.compactMap { elements[$0] }
-        elements.removeAll(keepingCapacity: true)
-        order.removeAll(keepingCapacity: true)
-        slotByKey.removeAll(keepingCapacity: true)
-        barrierSlots.removeAll(keepingCapacity: true)
+        // The room of a usual batch is kept for the next; that of a burst (every source's first line) is not,
+        // or it would be held for good: a dictionary sized for a thousand lines.
+        let keeps = order.count <= Self.capacityKept
+        elements.removeAll(keepingCapacity: keeps)
+        order.removeAll(keepingCapacity: keeps)
+        slotByKey.removeAll(keepingCapacity: keeps)
+        barrierSlots.removeAll(keepingCapacity: keeps)
         deadSlots = 0
         return taken
     }

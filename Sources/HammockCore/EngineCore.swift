@@ -171,6 +171,7 @@ public struct EngineCore: Sendable {
         self.mode = mode
         random = SplitMix64(seed: seed)
         lastViewStates = Array(repeating: nil, count: configuration.views.count)
+        sources.reserveCapacity(configuration.sources.count)
         for definition in configuration.sources { sources.insert(SourceRuntime(definition: definition)) }
         sourceIDs = configuration.sources.map(\.id)
         sourceOrder = Self.order(of: configuration)
@@ -296,8 +297,11 @@ public struct EngineCore: Sendable {
     /// and `nextDeadline` can read it without changing anything.
     mutating func takeActions() -> [EngineAction] {
         while let first = deadlines.min, !isCurrent(first) { deadlines.removeMin() }
-        defer { actions.removeAll(keepingCapacity: true) }
-        return actions
+        // Handed over whole and begun afresh: emptied keeping its capacity, the array shared with the caller
+        // would be copied into a new buffer of its largest size (a thousand sources' first turn) every turn.
+        let taken = actions
+        actions = []
+        return taken
     }
 }
 

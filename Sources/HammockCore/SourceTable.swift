@@ -13,34 +13,57 @@ import HammockJSON
 /// control line come from outside anyway (typed as `SourceID` where their text is read, but not checked
 /// against any table): the trap names the id, which is what finding such a bug needs.
 struct SourceTable: Sendable {
-    private var runtimes: [SourceID: SourceRuntime] = [:]
+    /// Each runtime's place in `runtimes`. The runtimes themselves sit in an array, densely: a dictionary
+    /// of them kept a bucket of a runtime's size (about 800 bytes) for each of its free slots, twice the
+    /// memory at a thousand sources, and moved them whole when it grew.
+    private var places: [SourceID: Int] = [:]
+    private var runtimes: [SourceRuntime] = []
 
     init() {}
 
     /// The runtime of a source the caller knows is there. Mutations happen in place.
     subscript(id: SourceID) -> SourceRuntime {
         get {
-            guard let runtime = runtimes[id] else { Self.unknown(id) }
-            return runtime
+            guard let place = places[id] else { Self.unknown(id) }
+            return runtimes[place]
         }
         _modify {
-            guard let index = runtimes.index(forKey: id) else { Self.unknown(id) }
-            yield &runtimes.values[index]
+            guard let place = places[id] else { Self.unknown(id) }
+            yield &runtimes[place]
         }
     }
 
     /// The runtime of a source that may be gone (an answer or a deadline from before a reload).
-    subscript(ifKnown id: SourceID) -> SourceRuntime? { runtimes[id] }
+    subscript(ifKnown id: SourceID) -> SourceRuntime? { places[id].map { runtimes[$0] } }
 
-    func contains(_ id: SourceID) -> Bool { runtimes[id] != nil }
+    func contains(_ id: SourceID) -> Bool { places[id] != nil }
 
-    var all: Dictionary<SourceID, SourceRuntime>.Values { runtimes.values }
+    var all: [SourceRuntime] { runtimes }
 
-    mutating func insert(_ runtime: SourceRuntime) { runtimes[runtime.definition.id] = runtime }
+    /// Room for `count` sources, so that a configuration's table is made at its size.
+    mutating func reserveCapacity(_ count: Int) {
+        places.reserveCapacity(count)
+        runtimes.reserveCapacity(count)
+    }
+
+    mutating func insert(_ runtime: SourceRuntime) {
+        if let place = places[runtime.definition.id] {
+            runtimes[place] = runtime
+        } else {
+            places[runtime.definition.id] = runtimes.count
+            runtimes.append(runtime)
+        }
+    }
 
     mutating func remove(_ id: SourceID) -> SourceRuntime {
-        guard let runtime = runtimes.removeValue(forKey: id) else { Self.unknown(id) }
-        return runtime
+        guard let place = places.removeValue(forKey: id) else { Self.unknown(id) }
+        // The last runtime takes the removed one's place.
+        let last = runtimes.count - 1
+        if place != last {
+            runtimes.swapAt(place, last)
+            places[runtimes[place].definition.id] = place
+        }
+        return runtimes.removeLast()
     }
 
     private static func unknown(_ id: SourceID) -> Never {
