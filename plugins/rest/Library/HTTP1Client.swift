@@ -314,9 +314,10 @@ final class Exchange: @unchecked Sendable {
         connections.opening(origin)
         let proxy = client.proxies.proxy(for: target.origin)
         let timeout = min(HTTP1Client.connectTimeout, max(deadline - .now(), .milliseconds(1)))
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        // TCP_NODELAY is ClientBootstrap's own default. (Asked for as `.socketOption(.tcp_nodelay)` it was
+        // SOL_SOCKET's option 1, SO_DEBUG, which needs CAP_NET_ADMIN: in a user namespace every connect failed
+        // with EACCES, as under the swaybar consumer's sway.)
+        let bootstrap = ClientBootstrap(group: eventLoop).connectTimeout(timeout)
         let host = proxy?.host ?? target.origin.host
         let port = proxy?.port ?? target.origin.port
         bootstrap.connect(host: host, port: port).hop(to: eventLoop).assumeIsolated().whenComplete { result in
