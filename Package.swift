@@ -254,7 +254,7 @@ let package = Package(
         .target(
             name: "HammockRESTPlugin",
             dependencies: [
-                "HammockPluginKit", "HammockCore", "HammockJSON",
+                "HammockPluginKit", "HammockCore", "HammockJSON", "HammockSystem",
                 .product(name: "NIOCore", package: "swift-nio", condition: engine),
                 .product(name: "NIOPosix", package: "swift-nio", condition: engine),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: engine),

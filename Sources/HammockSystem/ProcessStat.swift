@@ -64,15 +64,8 @@ public struct ProcessStat: Equatable, Sendable {
                 return nil
             }
             defer { close(descriptor) }
-            var text: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { return nil }
-                if count == 0 { break }
-                text += buffer[..<count]
-            }
+            // A pid is at most 7 digits and a space: a million children's worth.
+            guard let text = Descriptor.readAll(descriptor, limit: 8 << 20) else { return nil }
             for field in text.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }) {
                 if let pid = pid_t(String(decoding: field, as: UTF8.self)) { children.append(pid) }
             }

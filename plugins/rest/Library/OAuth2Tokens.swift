@@ -3,6 +3,7 @@ import Glibc
 import HammockCore
 import HammockJSON
 import HammockPluginKit
+import HammockSystem
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -401,7 +402,7 @@ final class OAuth2Tokens: Sendable {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        guard let bytes = Self.readAll(descriptor, limit: Self.answerLimit), let json = try? JSONValue(parsing: bytes),
+        guard let bytes = Descriptor.readAll(descriptor, limit: Self.answerLimit), let json = try? JSONValue(parsing: bytes),
             json["for"] == Self.cacheIdentity(options),
             let accessToken = json["accessToken"]?.stringValue, accessToken.utf8.count >= Self.shortestToken,
             accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
@@ -413,22 +414,6 @@ final class OAuth2Tokens: Sendable {
         }
         let token = OAuth2Token(accessToken: accessToken, expiresAt: Date(timeIntervalSince1970: expiresAt), lifetime: .seconds(lifetime))
         return token.isUsable(at: now) ? token : nil
-    }
-
-    /// What `descriptor` holds, read to its end; nil when it cannot be read or holds more than `limit` bytes.
-    private static func readAll(_ descriptor: Int32, limit: Int) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if count == 0 { return bytes }
-            bytes += chunk.prefix(count)
-            if bytes.count > limit { return nil }
-        }
     }
 
     /// Writes the token to its cache file, mode 0600 in a folder of mode 0700, through a temporary file
