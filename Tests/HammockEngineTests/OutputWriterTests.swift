@@ -279,11 +279,18 @@ final class Counter: Sendable {
     var value: Int { count.withLock { $0 } }
 }
 
-/// Waits for `condition`, checking often, for at most 10 s.
+/// Waits for `condition`, checking every 2 ms, until 10 s have passed and it has been checked 2,000 times.
+///
+/// Both, not the time alone: at the start of a whole-suite run the cooperative pool (two threads here) has
+/// a long queue, and what the condition waits for (a writer's `run()` started from a task) may not have
+/// had its turn in 10 s of wall time. A clean-clone CI run failed that way, every such wait at 26 s. The
+/// checks count only the turns this wait had; a real hang still ends here, or at the suite's time limit.
 func waitFor(_ what: String, _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(10)
+    var checks = 0
     while !condition() {
-        guard ContinuousClock.now < deadline else { throw Timeout(what: what) }
+        checks += 1
+        guard ContinuousClock.now < deadline || checks < 2000 else { throw Timeout(what: what) }
         try await Task.sleep(for: .milliseconds(2))
     }
 }
