@@ -243,7 +243,7 @@ struct ClientAttackTests {
         #expect(state.failures == 0)
         // A real call is answered by its own id.
         let call = Task { try await hammock.snapshot() }
-        let id = try engine.readControlID()
+        let id = try await engine.readControlID()
         try engine.write(#"{"type":"ack","id":\#(id)}"# + "\n")
         try await withDeadline(.seconds(10), "the acknowledged snapshot") { try await call.value }
         await hammock.stop()
@@ -284,7 +284,7 @@ struct ClientAttackTests {
         let engine = try FakeEngine()
         let hammock = try Hammock(attachingTo: engine.clientInput, output: engine.clientOutput)
         let call = Task { try await hammock.snapshot() }
-        _ = try engine.readControlID()
+        _ = try await engine.readControlID()
         call.cancel()
         await #expect(throws: CancellationError.self) {
             try await withDeadline(.seconds(10), "the cancelled call") { try await call.value }
@@ -412,18 +412,36 @@ final class FakeEngine: Sendable {
         close(stderr)
     }
 
-    /// Reads the next control line the client wrote and returns its `id`.
-    func readControlID() throws -> Int {
-        try stdin.withLock { descriptor in
-            guard let descriptor else { throw ClientTestFailure("stdin is closed", #_sourceLocation) }
-            var line: [UInt8] = []
-            var byte: UInt8 = 0
-            while Glibc.read(descriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-            guard let id = try JSONValue(parsing: line)["id"]?.numberValue?.intValue else {
-                throw ClientTestFailure("a control line without an id: \(String(decoding: line, as: UTF8.self))", #_sourceLocation)
+    /// Reads the next control line the client wrote and returns its `id`; throws after `timeout`.
+    ///
+    /// On a thread of its own: the client writes the line from a task, and a `read` blocking one of the
+    /// cooperative pool's two threads here (with the other one blocked elsewhere by another test) left no
+    /// thread to run that task: a whole-suite run hung for good in this read.
+    func readControlID(timeout: Duration = .seconds(10)) async throws -> Int {
+        let line = await OwnThread.run(named: "test.control") { [self] () -> [UInt8]? in
+            stdin.withLock { descriptor -> [UInt8]? in
+                guard let descriptor else { return nil }
+                let deadline = ContinuousClock.now + timeout
+                var line: [UInt8] = []
+                var byte: UInt8 = 0
+                while true {
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                    let left = deadline - ContinuousClock.now
+                    guard left > .zero else { return nil }
+                    guard poll(&ready, 1, Int32(left.components.seconds * 1000 + 1)) > 0 else { continue }
+                    guard Glibc.read(descriptor, &byte, 1) == 1 else { return nil }
+                    if byte == UInt8(ascii: "\n") { return line }
+                    line.append(byte)
+                }
             }
-            return id
         }
+        guard let line else {
+            throw ClientTestFailure("no control line from the client within \(timeout) (or its stdin is closed)", #_sourceLocation)
+        }
+        guard let id = try JSONValue(parsing: line)["id"]?.numberValue?.intValue else {
+            throw ClientTestFailure("a control line without an id: \(String(decoding: line, as: UTF8.self))", #_sourceLocation)
+        }
+        return id
     }
 
     /// Closes the end the client writes control lines to: its next write fails (EPIPE).

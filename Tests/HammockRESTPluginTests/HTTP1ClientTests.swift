@@ -289,8 +289,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
 @Suite(.timeLimit(.minutes(2))) struct HTTP1ClientTLSTests {
     let group = MultiThreadedEventLoopGroup.singleton
 
-    static func makeCertificates(names: String) throws -> (directory: String, ca: String, cert: String, key: String) {
-        try HTTPFixtures.makeCertificates(names: names)
+    static func makeCertificates(names: String) async throws -> (directory: String, ca: String, cert: String, key: String) {
+        try await HTTPFixtures.makeCertificates(names: names)
     }
 
     /// One event loop for every request: each loop has its own pool.
@@ -307,8 +307,8 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
     /// Broken on purpose (`certificateVerification: .noHostnameVerification`), `a certificate of another
     /// name` was taken.
     @Test func verificationFailsUnlessTheCAIsTrustedAndTheNameIsTheCertificates() async throws {
-        let good = try Self.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
-        let wrong = try Self.makeCertificates(names: "DNS:other.example")
+        let good = try await Self.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
+        let wrong = try await Self.makeCertificates(names: "DNS:other.example")
         defer {
             HammockProcess.removeTemporaryDirectory(good.directory)
             HammockProcess.removeTemporaryDirectory(wrong.directory)
@@ -348,7 +348,7 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
     /// Broken on purpose (TLS started before the CONNECT answer), the proxy (strict, as some are) refused
     /// the tunnel and no request got through.
     @Test func anHTTPSRequestGoesThroughAConnectTunnel() async throws {
-        let certificates = try Self.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
+        let certificates = try await Self.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
         defer { HammockProcess.removeTemporaryDirectory(certificates.directory) }
         try await withFixture("http1-server.py", arguments: ["--tls", certificates.cert, certificates.key]) { port, server in
             try await withFixture("logging-proxy.py") { proxyPort, proxy in

@@ -65,7 +65,7 @@ struct RESTConnectionTests {
     /// Broken on purpose (the environment not read), the proxy saw nothing and the source went direct.
     @Test("http_proxy and https_proxy from the environment, with credentials never logged; no_proxy goes direct")
     func proxiesFromTheEnvironment() async throws {
-        let certificates = try HTTPFixtures.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
+        let certificates = try await HTTPFixtures.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
         defer { HammockProcess.removeTemporaryDirectory(certificates.directory) }
         try await HTTPFixtures.with("http1-server.py") { port, plain in
             try await HTTPFixtures.with("http1-server.py", arguments: ["--tls", certificates.cert, certificates.key]) { tlsPort, secure in
@@ -153,7 +153,7 @@ struct RESTConnectionTests {
     /// error was a TLS failure.
     @Test("TLS: an unknown CA is a tls error naming the host; SSL_CERT_FILE trusts a CA")
     func tls() async throws {
-        let certificates = try HTTPFixtures.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
+        let certificates = try await HTTPFixtures.makeCertificates(names: "DNS:localhost,IP:127.0.0.1")
         defer { HammockProcess.removeTemporaryDirectory(certificates.directory) }
         try await HTTPFixtures.with("http1-server.py", arguments: ["--tls", certificates.cert, certificates.key]) { port, _ in
             let config = """

@@ -30,29 +30,28 @@ public enum HTTPFixtures {
 
     /// A CA, a server certificate for `names` (subjectAltName, e.g. `DNS:localhost,IP:127.0.0.1`) signed by
     /// it and the certificate's key, made by the `openssl` command in a fresh folder the caller removes.
-    public static func makeCertificates(names: String) throws -> (directory: String, ca: String, cert: String, key: String) {
+    ///
+    /// `openssl` runs under `BoundedRun`, which waits without holding a thread of the cooperative pool:
+    /// `Process.waitUntilExit()` here held one of its two threads, and with the other blocked by another test,
+    /// a whole-suite run hung.
+    public static func makeCertificates(names: String) async throws -> (directory: String, ca: String, cert: String, key: String) {
         let directory = try HammockProcess.makeTemporaryDirectory()
-        func run(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw HammockHarnessError(message: "openssl \(arguments.joined(separator: " ")) failed", sourceLocation: #_sourceLocation)
+        func run(_ arguments: [String]) async throws {
+            let ran = try await BoundedRun.run("/usr/bin/openssl", arguments, directory: directory, timeout: .seconds(60))
+            guard ran.termination == .exited(0) else {
+                throw HammockHarnessError(
+                    message: "openssl \(arguments.joined(separator: " ")) failed (\(ran.termination)): \(ran.stderr.suffix(1000))",
+                    sourceLocation: #_sourceLocation)
             }
         }
-        try run([
+        try await run([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=hammock test CA",
             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
         ])
-        try run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=hammock test server"])
+        try await run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=hammock test server"])
         try "subjectAltName=\(names)\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n".write(
             toFile: directory + "/ext.cnf", atomically: true, encoding: .utf8)
-        try run([
+        try await run([
             "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
             "-extfile", "ext.cnf",
         ])

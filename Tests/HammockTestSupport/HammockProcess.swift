@@ -747,6 +747,21 @@ public final class HammockProcess: Sendable {
         if firstStop && stdoutIsJSON && !malformed.isEmpty {
             Issue.record("stdout lines that are not JSON objects: \(malformed)", sourceLocation: startedAt)
         }
+        if firstStop, let crash = Self.swiftCrashReport(in: stderrText) {
+            Issue.record("a Swift process of this hammock crashed (the engine or a plugin):\n\(crash)", sourceLocation: startedAt)
+        }
+    }
+
+    /// The Swift runtime's report of a crash (`*** Program crashed: …`, the crashed thread's backtrace) in
+    /// `stderr`, at most 80 lines of it, or nil. No test crashes hammock's own Swift code on purpose (the
+    /// plugins that crash on purpose are Python fixtures): one that did crashed in earnest, and its backtrace,
+    /// passed on with the plugin's stderr, is all there will be to go on. (Seen once in CI: the rest plugin
+    /// "killed by signal 11", and the backtrace was thrown away with the rest of stderr.)
+    public static func swiftCrashReport(in stderr: String) -> String? {
+        guard let start = stderr.range(of: "*** Program crashed:") ?? stderr.range(of: "*** Signal ") else { return nil }
+        let from = stderr.index(start.lowerBound, offsetBy: -200, limitedBy: stderr.startIndex) ?? stderr.startIndex
+        let lines = stderr[from...].split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.prefix(80).joined(separator: "\n")
     }
 
     // MARK: Failures
