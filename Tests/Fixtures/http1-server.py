@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An HTTP/1.1 server for the rest plugin's client tests: it counts connections and misbehaves on request.
 
-    http1-server.py [--tls CERT KEY] [--idle-timeout SECONDS]
+    http1-server.py [--tls CERT KEY] [--idle-timeout SECONDS] [--ipv6]
 
 Prints its port on the first line of stdout, then one line per connection ("connection N") and per request
 ("request METHOD PATH"). Paths:
@@ -13,7 +13,9 @@ Prints its port on the first line of stdout, then one line per connection ("conn
     /bomb               20 MB of zeros, gzip-compressed (a ratio over 1000)
     /stall-head         reads the request and never answers
     /stall-body         sends a head announcing 100 bytes, 10 of them, then nothing
---idle-timeout closes a kept-alive connection that stays idle that long.
+    /host               {"host": the request's Host header}
+--idle-timeout closes a kept-alive connection that stays idle that long. --ipv6 listens on ::1 instead of
+127.0.0.1.
 """
 import os, gzip, json, socket, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,10 +24,14 @@ from urllib.parse import urlparse, parse_qs
 args = sys.argv[1:]
 tls = None
 idle_timeout = None
+ipv6 = False
 while args:
     if args[0] == "--tls":
         tls = (args[1], args[2])
         args = args[3:]
+    elif args[0] == "--ipv6":
+        ipv6 = True
+        args = args[1:]
     elif args[0] == "--idle-timeout":
         idle_timeout = float(args[1])
         args = args[2:]
@@ -93,6 +99,8 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 count = connections
             self.send(json.dumps({"connections": count}).encode())
+        elif url.path == "/host":
+            self.send(json.dumps({"host": self.headers.get("Host")}).encode())
         elif url.path == "/gzip":
             size = int(parse_qs(url.query).get("size", ["100"])[0])
             body = gzip.compress(json.dumps("a" * size).encode())
@@ -119,7 +127,9 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-server = Server(("127.0.0.1", 0), Handler)
+if ipv6:
+    Server.address_family = socket.AF_INET6
+server = Server(("::1" if ipv6 else "127.0.0.1", 0), Handler)
 if tls:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tls[0], tls[1])

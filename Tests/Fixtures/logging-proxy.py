@@ -2,14 +2,17 @@
 """A small HTTP proxy for the rest plugin's proxy tests: forwards absolute-form requests (http) and opens
 CONNECT tunnels (https), and logs each on stdout.
 
-    logging-proxy.py
+    logging-proxy.py [--require-auth CREDENTIALS]
 
 Prints its port on the first line, then per request "METHOD TARGET auth=<Proxy-Authorization or ->".
+With --require-auth, a request whose Proxy-Authorization is not CREDENTIALS (e.g. "Basic dTpw") is answered
+407 Proxy Authentication Required, and its connection closed.
 """
 import os, select, socket, sys, threading
 from urllib.parse import urlparse
 
 lock = threading.Lock()
+required_auth = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--require-auth" else None
 
 
 def say(line):
@@ -58,6 +61,11 @@ def serve(conn):
     headers = [line.split(":", 1) for line in lines[1:] if ":" in line]
     auth = next((v.strip() for k, v in headers if k.lower() == "proxy-authorization"), "-")
     say(f"{method} {target} auth={auth}")
+    if required_auth is not None and auth != required_auth:
+        conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\n"
+                     b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+        conn.close()
+        return
     if method == "CONNECT":
         if rest:
             # Strict: the client must wait for the tunnel before it sends through it.

@@ -266,6 +266,36 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
         #expect(problems.count == 1)
     }
 
+    /// An IPv6 literal: connected to by address, bracketed in the Host header with its port (RFC 9110, 7.2).
+    /// Broken on purpose (the host unbracketed in Host), the server echoed `::1:PORT`.
+    @Test func anIPv6URLIsRequestedWithItsAddressBracketedInHost() async throws {
+        try await withFixture("http1-server.py", arguments: ["--ipv6"]) { port, _ in
+            let client = HTTP1Client(group: group)
+            let answer = try await get(client, "http://[::1]:\(port)/host")
+            #expect(answer.status == .ok)
+            #expect(String(decoding: answer.body ?? [], as: UTF8.self) == #"{"host": "[::1]:\#(port)"}"#)
+            await client.shutdown()
+        }
+    }
+
+    /// A proxy that refuses the credentials: for http the 407 is the answer (the source's error says HTTP 407);
+    /// for https the tunnel is refused with the proxy's status, and neither says the credentials.
+    /// Broken on purpose (any CONNECT answer taken as the tunnel), the TLS handshake failed on the proxy's
+    /// 407 instead.
+    @Test func aProxyThatRefusesTheCredentialsIsA407() async throws {
+        try await withFixture("logging-proxy.py", arguments: ["--require-auth", "Basic Z29vZDpvbmU="]) { proxyPort, proxy in
+            let wrong = ProxySettings.Proxy(host: "127.0.0.1", port: proxyPort, authorization: "Basic dTpw")
+            let client = HTTP1Client(group: group, proxies: ProxySettings(http: wrong, https: wrong))
+            let answer = try await get(client, "http://127.0.0.1:9/json")
+            #expect(answer.status == .proxyAuthenticationRequired)
+            let failure = await describeFailure("https://127.0.0.1:9/json") { try await get(client, "https://127.0.0.1:9/json") }
+            #expect(failure?.message.contains("answered HTTP 407 to CONNECT") == true, "\(String(describing: failure))")
+            #expect(failure?.message.contains("dTpw") == false)
+            #expect(printed(proxy, "CONNECT ") == ["CONNECT 127.0.0.1:9 auth=Basic dTpw"])
+            await client.shutdown()
+        }
+    }
+
     /// Broken on purpose (the request line in origin form through the proxy), the proxy could not tell where
     /// to forward it and the request ran out of time.
     @Test func anHTTPRequestGoesThroughTheProxyInAbsoluteForm() async throws {
