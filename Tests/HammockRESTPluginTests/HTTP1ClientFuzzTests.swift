@@ -176,7 +176,9 @@ final class FuzzServerHandler: ChannelInboundHandler {
             }
         }
         #expect(answers + errors == cases, "seed \(seed)")
-        #expect(answers > cases / 10 && errors > cases / 10, "seed \(seed): \(answers) answers, \(errors) errors")
+        // Both ends are tried, dozens of times each. (Not a tenth each: with the machine loaded far beyond its two
+        // cores, a load average of 16, most of the 150 ms deadlines passed, and only a few hundred answered.)
+        #expect(answers > cases / 50 && errors > cases / 50, "seed \(seed): \(answers) answers, \(errors) errors")
         // About 4 s on 2 cores with nothing else running; the whole test suite running beside it slows it.
         #expect(ContinuousClock.now - started < .seconds(30), "seed \(seed)")
         await client.shutdown()

@@ -54,6 +54,21 @@ final class HTTP1Client: Sendable {
         var loops: [ObjectIdentifier: LoopConnections] = [:]
         for loop in all { loops[ObjectIdentifier(loop)] = LoopConnections(eventLoop: loop, limit: perLoop, idleTimeout: idleTimeout) }
         self.loops = loops
+        Self.instantiateTheCodecsTypes(connections: loops.values.first)
+    }
+
+    /// Makes the pipeline's handlers once, on this thread, before any event loop does.
+    ///
+    /// The first `codec(for:)` makes the Swift runtime build `ByteToMessageHandler<HTTPDecoder<…>>`'s metadata
+    /// by its mangled name, checking `HTTPDecoder<…>: ByteToMessageDecoder` on the way. Two event loops doing
+    /// that at once for their first connections can crash the runtime (SIGSEGV in
+    /// `swift_conformsToProtocolMaybeInstantiateSuperclasses`, a null metadata: a race in its concurrent
+    /// lookup of types by name, seen on Swift 6.3.1 about once in a few thousand plugin starts). Once built
+    /// here, the metadata is cached and the loops only read it.
+    private static func instantiateTheCodecsTypes(connections: LoopConnections?) {
+        guard let connections else { return }
+        let handler = HTTP1ConnectionHandler(origin: .init(secure: false, host: "", port: 0), connections: connections, proxy: nil)
+        _ = HTTP1ConnectionHandler.codec(for: handler)
     }
 
     /// Sends `request` and gathers its answer, on `eventLoop` (the caller's, when it runs on one of the
