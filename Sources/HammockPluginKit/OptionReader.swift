@@ -18,10 +18,13 @@ public struct OptionReader: Sendable {
     public init(_ options: JSONValue, known: [String], kind: String) {
         self.options = options.objectValue ?? [:]
         for key in self.options.keys where !known.contains(key) {
-            problems.append(
-                OptionProblem(
-                    pointer: JSONPointer(tokens: [key]),
-                    message: unknownKeyMessage(key, known: known + CommonSourceKey.names, context: "a \(kind) source")))
+            // A key of every source reaches a plugin only when something other than hammock sent it (hammock
+            // reads those itself): say so, rather than suggest the very key.
+            let message =
+                CommonSourceKey.names.contains(key)
+                ? "\"\(key)\" is read by hammock, not by the \(kind) plugin; the engine that sent it should have kept it"
+                : unknownKeyMessage(key, known: known + CommonSourceKey.names, context: "a \(kind) source")
+            problems.append(OptionProblem(pointer: JSONPointer(tokens: [key]), message: message))
         }
     }
 

@@ -28,6 +28,12 @@ import Testing
         #expect(problems(reader)["/refesh"] == #"unknown key "refesh" in a file source (did you mean "refresh"?)"#)
     }
 
+    /// Seen sending `retry` to the rest plugin by hand: it answered `(did you mean "retry"?)`.
+    @Test func aCommonKeySentToThePluginIsSaidToBeHammocks() {
+        let reader = OptionReader(["retry": "off"], known: ["url"], kind: "rest")
+        #expect(problems(reader)["/retry"] == #""retry" is read by hammock, not by the rest plugin; the engine that sent it should have kept it"#)
+    }
+
     @Test func optionsThatAreNoMappingHaveNoKeys() {
         var reader = OptionReader(["a", "b"], known: ["path"], kind: "file")
         #expect(reader.problems.isEmpty)
