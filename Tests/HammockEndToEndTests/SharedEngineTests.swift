@@ -505,11 +505,13 @@ struct CountingHTTPServer: Sendable {
         let process = try HammockProcess.launch(program: "/usr/bin/python3", arguments: ["-c", script])
         // A task's sleep between looks, not `usleep`: python3 takes a while to start, and the wait must not
         // hold one of the cooperative pool's threads.
+        // Looked for once more after the deadline: a sleep may end long after it when the pool is busy.
         let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
+        while true {
             if let line = process.stdoutLines.first(where: { $0.hasPrefix("port ") }), let port = Int(line.dropFirst(5)) {
                 return CountingHTTPServer(process: process, port: port)
             }
+            guard ContinuousClock.now < deadline else { break }
             try await Task.sleep(for: .milliseconds(10))
         }
         await process.stop()
