@@ -14,22 +14,12 @@ import Testing
         // The demo's paths are relative to the project's root.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--once", "configs/demo.yaml"]
-        process.currentDirectoryURL = root
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        let (ended, end) = AsyncStream.makeStream(of: Int32.self)
-        process.terminationHandler = { end.yield($0.terminationStatus) }
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }  // only when the wait below timed out
-        let reading = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
-
-        let status = try await first("the dashboard's exit", of: ended, within: .seconds(60)) { _ in true }
-        let text = String(decoding: await reading.value, as: UTF8.self)
-        #expect(status == 0, "\(text)")
+        // Under `BoundedRun`, which reads the output on threads of its own and waits for the exit without
+        // blocking: a read of the pipe to its end in a task held one of the cooperative pool's two threads for
+        // the dashboard's whole run. Killed, and the test failed, after 60 s.
+        let run = try await BoundedRun.run(executable, ["--once", "configs/demo.yaml"], directory: root.path, timeout: .seconds(60))
+        let text = run.stdout
+        #expect(run.termination == .exited(0), "\(text)")
         #expect(text.hasPrefix("hammock demo · data · "), "\(text)")
         #expect(text.contains("greeting  hello from hammock"), "\(text)")
         #expect(text.contains("status    info: Edit configs/demo-data/status.json"), "\(text)")

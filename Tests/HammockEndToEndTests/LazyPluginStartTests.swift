@@ -25,7 +25,7 @@ struct LazyPluginStartTests {
 
     @Test("no plugin for a kind nobody watches: the shell plugin starts with its watcher, the rest plugin with its own")
     func aKindNobodyWatchesStartsNoPlugin() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         let config = """
             version: 1
@@ -55,7 +55,7 @@ struct LazyPluginStartTests {
 
     @Test("a templated source watched later starts its plugin and loads, with no error on the way")
     func aTemplatedSourceStartsItsPluginWithoutAnError() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         let config = """
             version: 1
@@ -118,7 +118,7 @@ struct LazyPluginStartTests {
 
     @Test("run with a bar format loads its views' sources only: a rest source no view shows starts no rest plugin")
     func aBarLoadsItsViewsSourcesOnly() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         let config = """
             version: 1

@@ -10,7 +10,9 @@ struct MetricsTests {
     static func get(_ url: URL) async throws -> (status: Int, body: String) {
         let host = url.host ?? "127.0.0.1"
         let path = url.path.isEmpty ? "/" : url.path
-        let response = try await Task.detached { () throws -> String in
+        // The connect, send and receives block their thread: one of its own (`onThread`), not the cooperative
+        // pool's, which a detached task's is too.
+        let response = try await onThread { () -> Result<String, any Error> in Result {
             let descriptor = try connect(to: url)
             defer { close(descriptor) }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -26,7 +28,7 @@ struct MetricsTests {
                 received += buffer[..<count]
             }
             return String(decoding: received, as: UTF8.self)
-        }.value
+        } }.get()
         guard let split = response.range(of: "\r\n\r\n"),
             let status = Int(response.split(separator: " ", maxSplits: 2).dropFirst().first ?? "")
         else { throw HammockHarnessError(message: "not an HTTP response: \(response)", sourceLocation: #_sourceLocation) }
@@ -167,7 +169,18 @@ struct MetricsTests {
             let before = Self.descriptorCount(hammock.pid)
             var idle: [Int32] = []
             defer { for descriptor in idle { close(descriptor) } }
-            for _ in 0..<300 { idle.append(try Self.connect(to: url)) }
+            // Each connect returns once the kernel has queued it, which the server's accepts allow; one that
+            // waits blocks its thread all the same: one of its own, not the cooperative pool's.
+            idle = try await onThread { () -> Result<[Int32], any Error> in
+                var connected: [Int32] = []
+                do {
+                    for _ in 0..<300 { connected.append(try Self.connect(to: url)) }
+                    return .success(connected)
+                } catch {
+                    for descriptor in connected { close(descriptor) }
+                    return .failure(error)
+                }
+            }.get()
             // This scrape's connection is accepted after all 300: by then each of them was taken or closed.
             let scrape = try await Self.get(url)
             #expect(scrape.status == 200)
@@ -234,10 +247,11 @@ struct MetricsTests {
             setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let request = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
             let requests = Array([[UInt8]](repeating: request, count: 30_000).joined())
-            let sent = await Task.detached { Self.sendAll(requests, on: descriptor) }.value
+            // The sends and the wait for the close block their thread: one of its own, not the cooperative pool's.
+            let sent = await onThread { Self.sendAll(requests, on: descriptor) }
             // 20 s: under the whole suite's load on two cores the close once came later than 5 s. An unbounded
             // server would grow for those 20 s too, so the memory bound below only gets stricter.
-            let closed = await Task.detached { Self.peerCloses(descriptor, within: .seconds(20)) }.value
+            let closed = await onThread { Self.peerCloses(descriptor, within: .seconds(20)) }
             let after = try Self.peakResidentKiB(hammock.pid)
             #expect(closed, "the connection is still open after \(sent) of \(requests.count) bytes of requests were sent")
             #expect(after - before < 6 * 1024, "VmHWM went from \(before) KiB to \(after) KiB (\(sent) bytes of requests sent)")
@@ -266,11 +280,12 @@ struct MetricsTests {
             let keptAlive = try Self.connect(to: url)
             defer { close(keptAlive) }
             #expect(Self.sendAll(Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), on: keptAlive) > 0)
-            let silentClosed = await Task.detached { Self.peerCloses(silent, within: .seconds(10)) }.value
+            // The waits for the closes block their thread: one of its own, not the cooperative pool's.
+            let silentClosed = await onThread { Self.peerCloses(silent, within: .seconds(10)) }
             let closedAfter = ContinuousClock.now - opened
             #expect(silentClosed, "a connection that sent nothing was still open after 10 s")
             #expect(closedAfter >= .milliseconds(350), "closed after \(closedAfter), before the 400 ms idle timeout")
-            let keptAliveClosed = await Task.detached { Self.peerCloses(keptAlive, within: .seconds(10)) }.value
+            let keptAliveClosed = await onThread { Self.peerCloses(keptAlive, within: .seconds(10)) }
             #expect(keptAliveClosed, "a kept-alive connection that said nothing more was still open after 10 s")
         }
     }

@@ -127,7 +127,13 @@ struct SecretsRoundThreeTests {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        process.waitUntilExit()
+        // Its end, waited for by polling: `waitUntilExit()` would hold one of the cooperative pool's threads
+        // (at once after an exit; after the terminate above, SIGKILL follows when SIGTERM has not ended it in 5 s).
+        let killAt = ContinuousClock.now + .seconds(5)
+        while process.isRunning {
+            if ContinuousClock.now > killAt { kill(process.processIdentifier, SIGKILL) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         return (process.terminationStatus, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 

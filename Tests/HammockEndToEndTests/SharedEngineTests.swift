@@ -30,7 +30,7 @@ struct SharedEngineTests {
 
     @Test("two attaches of one configuration share one engine; a ctl load is one request, seen by both")
     func twoAttachesShareOneEngine() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         try await SharedFixture.with(config: Self.counterConfig(port: server.port)) { fixture in
             let first = try fixture.attach()
@@ -56,7 +56,7 @@ struct SharedEngineTests {
 
     @Test("ten attaches started at once share one engine: one request per load, every consumer sees it")
     func tenAttachesShareOneEngine() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         try await SharedFixture.with(config: Self.counterConfig(port: server.port)) { fixture in
             // All at once: nine of them race the first to start the engine, and find it.
@@ -272,11 +272,17 @@ struct SharedEngineTests {
             try await attach.next("greeting") { $0.event == "newData" }
             let line = Array(#"{"op":"loadIfNeeded","source":"greeting"}"#.utf8) + [UInt8(ascii: "\n")]
             let chunk = Array([[UInt8]](repeating: line, count: 16_384).joined())
-            var sent = 0
-            while sent < 20 << 20 {
-                #expect(attach.send(bytes: chunk), "attach stopped taking its stdin")
-                sent += chunk.count
+            // The writes block while the relay holds back: on a thread of their own, not on one of the
+            // cooperative pool's.
+            let taken = try await onOwnThread("the 20 MiB flood into attach's stdin", timeout: .seconds(60)) { () -> Bool in
+                var sent = 0
+                while sent < 20 << 20 {
+                    guard attach.send(bytes: chunk) else { return false }
+                    sent += chunk.count
+                }
+                return true
             }
+            #expect(taken, "attach stopped taking its stdin")
             try attach.send(controlLine: #"{"op":"snapshot","id":"last"}"#)
             try await attach.waitFor(type: "ack", timeout: .seconds(60)) { $0["id"] == "last" }
             let status = try String(contentsOfFile: "/proc/\(attach.pid)/status", encoding: .utf8)
@@ -314,22 +320,26 @@ struct SharedEngineTests {
             // The snapshot's 300 KB line does not fit the 64 KiB pipe: the relay meets EAGAIN.
             try await Task.sleep(for: .seconds(1))
             #expect(process.isRunning, "attach ended on a full non-blocking stdout")
-            var read: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            let deadline = ContinuousClock.now + .seconds(20)
             // Whole lines only, and a search for the 300 KB content itself would cost seconds a pass.
-            func hasTheWholeLine() -> Bool {
+            @Sendable func hasTheWholeLine(_ read: [UInt8]) -> Bool {
                 read.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).dropLast(read.last == UInt8(ascii: "\n") ? 0 : 1)
                     .contains { $0.count > big.utf8.count && String(decoding: $0.prefix(120), as: UTF8.self).contains(#""id":"big","event":"newData""#) }
             }
-            while !hasTheWholeLine(), ContinuousClock.now < deadline {
-                var ready = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-                guard poll(&ready, 1, 100) > 0 else { continue }
-                let count = Glibc.read(readEnd, &chunk, chunk.count)
-                if count <= 0 { break }  // the end: attach is gone
-                read += chunk[..<count]
+            // The reads wait in `poll`: on a thread of their own, not on one of the cooperative pool's.
+            let read = await onThread { () -> [UInt8] in
+                var read: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 1 << 16)
+                let deadline = ContinuousClock.now + .seconds(20)
+                while !hasTheWholeLine(read), ContinuousClock.now < deadline {
+                    var ready = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+                    guard poll(&ready, 1, 100) > 0 else { continue }
+                    let count = Glibc.read(readEnd, &chunk, chunk.count)
+                    if count <= 0 { break }  // the end: attach is gone
+                    read += chunk[..<count]
+                }
+                return read
             }
-            #expect(hasTheWholeLine(), "read \(read.count) bytes, ending \(String(decoding: read.suffix(200), as: UTF8.self).debugDescription)")
+            #expect(hasTheWholeLine(read), "read \(read.count) bytes, ending \(String(decoding: read.suffix(200), as: UTF8.self).debugDescription)")
             #expect(process.isRunning, "attach runs on")
         }
     }
@@ -491,15 +501,20 @@ struct CountingHTTPServer: Sendable {
         server.serve_forever()
         """
 
-    static func start() throws -> CountingHTTPServer {
+    static func start() async throws -> CountingHTTPServer {
         let process = try HammockProcess.launch(program: "/usr/bin/python3", arguments: ["-c", script])
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        // A task's sleep between looks, not `usleep`: python3 takes a while to start, and the wait must not
+        // hold one of the cooperative pool's threads.
+        // Looked for once more after the deadline: a sleep may end long after it when the pool is busy.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
             if let line = process.stdoutLines.first(where: { $0.hasPrefix("port ") }), let port = Int(line.dropFirst(5)) {
                 return CountingHTTPServer(process: process, port: port)
             }
-            usleep(10_000)
+            guard ContinuousClock.now < deadline else { break }
+            try await Task.sleep(for: .milliseconds(10))
         }
+        await process.stop()
         throw HammockHarnessError(message: "the test HTTP server said no port: \(process.stderrText)", sourceLocation: #_sourceLocation)
     }
 }

@@ -164,7 +164,9 @@ struct StreamAndParentDeathTests {
         let ended = Process()
         ended.executableURL = URL(fileURLWithPath: "/bin/true")
         try ended.run()
-        ended.waitUntilExit()
+        // Polled: `waitUntilExit()` would hold one of the cooperative pool's threads.
+        let trueEnded = try await ProcessTable.eventually(within: .seconds(10), every: .milliseconds(5)) { !ended.isRunning }
+        try #require(trueEnded, "/bin/true did not end within 10 s")
         let orphan = try Child(
             try Self.pluginPath("shell"), [], engine: ended.processIdentifier)
         // The test's own parent is an ancestor of the plugin, not its parent: as with `sh -c` in between.

@@ -22,7 +22,7 @@ struct UserNamespaceTests {
 
     @Test("a rest source loads from a server on 127.0.0.1", .enabled(if: available, "the kernel allows no user namespace"))
     func aRestSourceLoads() async throws {
-        let server = try CountingHTTPServer.start()
+        let server = try await CountingHTTPServer.start()
         defer { Task { await server.process.stop() } }
         let config = """
             version: 1

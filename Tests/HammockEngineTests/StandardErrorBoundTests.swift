@@ -26,18 +26,21 @@ import Testing
         }
 
         /// Reads everything until `stop` is found in what was read past the filler, or the deadline passes.
-        func readUntil(_ stop: String, within timeout: Duration) -> String {
+        /// Non-blocking reads, and a task's sleep between them: no thread of the cooperative pool is held.
+        func readUntil(_ stop: String, within timeout: Duration) async throws -> String {
             let deadline = ContinuousClock.now + timeout
             var bytes: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             _ = fcntl(read, F_SETFL, fcntl(read, F_GETFL) | O_NONBLOCK)
-            while ContinuousClock.now < deadline {
+            // Read once more after the deadline: a sleep may end long after it when the pool is busy.
+            while true {
                 let count = Glibc.read(read, &buffer, buffer.count)
                 if count > 0 {
                     bytes += buffer[0..<count].filter { $0 != UInt8(ascii: "x") }
                     if String(decoding: bytes, as: UTF8.self).contains(stop) { break }
                 } else {
-                    usleep(1000)
+                    guard ContinuousClock.now < deadline else { break }
+                    try await Task.sleep(for: .milliseconds(1))
                 }
             }
             return String(decoding: bytes, as: UTF8.self)
@@ -46,32 +49,32 @@ import Testing
 
     /// Queues a first line, which the writer takes and blocks on, then `count` lines of `size` bytes;
     /// returns how many of those waited and what the reader then got.
-    func flood(count: Int, size: Int) throws -> (waited: Int, output: String) {
+    func flood(count: Int, size: Int) async throws -> (waited: Int, output: String) {
         let pipe = try FullPipe()
         let queue = StandardErrorQueue(descriptor: pipe.write, secrets: Secrets(), format: .text)
         queue.append(Array("first\n".utf8))
         let deadline = ContinuousClock.now + .seconds(10)
-        while queue.waitingCount > 0 && ContinuousClock.now < deadline { usleep(1000) }
+        while queue.waitingCount > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         try #require(queue.waitingCount == 0, "the writer took the first line")
         let body = String(repeating: "y", count: size - 1) + "\n"
         for _ in 0..<count { queue.append(Array(body.utf8)) }
         let waited = queue.waitingCount
-        let output = pipe.readUntil("were dropped because stderr was not read", within: .seconds(10))
+        let output = try await pipe.readUntil("were dropped because stderr was not read", within: .seconds(10))
         return (waited, output)
     }
 
     @Test("at most 1,000 lines wait; the rest are counted and said")
-    func aThousandLines() throws {
-        let (waited, output) = try flood(count: 1_500, size: 8)
+    func aThousandLines() async throws {
+        let (waited, output) = try await flood(count: 1_500, size: 8)
         #expect(waited == 1_000)
         #expect(output.contains("hammock: warning: 500 lines of log were dropped because stderr was not read"), "\(output.suffix(200))")
         #expect(output.components(separatedBy: "yyyyyyy\n").count - 1 == 1_000)
     }
 
     @Test("at most 1 MiB waits; the rest is counted and said")
-    func oneMebibyte() throws {
+    func oneMebibyte() async throws {
         // 512 lines of 2 KiB are 1 MiB exactly.
-        let (waited, output) = try flood(count: 600, size: 2048)
+        let (waited, output) = try await flood(count: 600, size: 2048)
         #expect(waited == 512)
         #expect(output.contains("hammock: warning: 88 lines of log were dropped because stderr was not read"), "\(output.suffix(200))")
     }

@@ -43,8 +43,11 @@ struct BlockingExecutorTests {
         #expect(access("/proc/self/task/\(thread)", F_OK) != 0, "thread \(thread) still runs")
     }
 
+    // The sleeps below block their thread: a thread of their own (`onOwnThread`), not one of the cooperative
+    // pool's two, which every test of the run shares.
+
     @Test("a condition's sleeper wakes when another thread makes its state ready")
-    func conditionWakesWhenReady() {
+    func conditionWakesWhenReady() async throws {
         let condition = LockedCondition(0)
         let done = DispatchSemaphore(value: 0)
         OwnThread.start(named: "test.setter") {
@@ -53,17 +56,22 @@ struct BlockingExecutorTests {
             condition.broadcast()
             done.signal()
         }
-        let value = condition.withLock(when: { $0 != 0 }) { $0 }
+        let value = try await onOwnThread("the sleeper's wake-up") { () -> Int in
+            let value = condition.withLock(when: { $0 != 0 }) { $0 }
+            _ = done.wait(timeout: .now() + 10)
+            return value
+        }
         #expect(value == 7)
-        _ = done.wait(timeout: .now() + 10)
     }
 
     @Test("a timed sleep lasts until its monotonic deadline, no less, and says the state is not ready")
-    func timedWaitEndsAtItsDeadline() {
+    func timedWaitEndsAtItsDeadline() async throws {
         let condition = LockedCondition(false)
-        let start = ContinuousClock.now
-        let ready = condition.withLock(when: { $0 }, before: .after(.milliseconds(200))) { _, ready in ready }
-        let waited = ContinuousClock.now - start
+        let (ready, waited) = try await onOwnThread("the timed sleep") { () -> (Bool, Duration) in
+            let start = ContinuousClock.now
+            let ready = condition.withLock(when: { $0 }, before: .after(.milliseconds(200))) { _, ready in ready }
+            return (ready, ContinuousClock.now - start)
+        }
         #expect(!ready)
         #expect(waited >= .milliseconds(190) && waited < .seconds(10), "waited \(waited)")
     }
@@ -71,7 +79,7 @@ struct BlockingExecutorTests {
     /// As the stdout writer's wait for its next bar refresh (none while paused) and `finish`'s for a
     /// line's grace: the deadline is asked of the state again after each wake-up.
     @Test("a sleep without a deadline ends at the one the state gives it later, not ready")
-    func aDeadlineThatTheStateGivesLaterEndsTheSleep() {
+    func aDeadlineThatTheStateGivesLaterEndsTheSleep() async throws {
         struct State {
             var isReady = false
             var deadline: MonotonicDeadline?
@@ -84,12 +92,15 @@ struct BlockingExecutorTests {
             condition.broadcast()
             done.signal()
         }
-        let start = ContinuousClock.now
-        let ready = condition.withLock(when: \.isReady, before: \.deadline) { _, ready in ready }
-        let waited = ContinuousClock.now - start
+        let (ready, waited) = try await onOwnThread("the sleep given a deadline later") { () -> (Bool, Duration) in
+            let start = ContinuousClock.now
+            let ready = condition.withLock(when: \.isReady, before: \.deadline) { _, ready in ready }
+            let waited = ContinuousClock.now - start
+            _ = done.wait(timeout: .now() + 10)
+            return (ready, waited)
+        }
         #expect(!ready)
         #expect(waited >= .milliseconds(140) && waited < .seconds(10), "waited \(waited)")
-        _ = done.wait(timeout: .now() + 10)
     }
 }
 

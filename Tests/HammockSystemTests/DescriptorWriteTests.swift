@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct DescriptorWriteTests {
     @Test("a full non-blocking pipe: the writer sleeps until the reader makes room, then everything arrives in order")
-    func fullNonBlockingPipeWaitsWithoutSpinning() throws {
+    func fullNonBlockingPipeWaitsWithoutSpinning() async throws {
         let pipe = try Pipe()
         defer { pipe.close() }
         setBlocking(pipe.write, false)
@@ -25,9 +25,13 @@ struct DescriptorWriteTests {
             done.signal()
         }
         // The writer meets EAGAIN at once and waits this long for room: spinning would burn most of it.
-        usleep(500_000)
-        let received = readExactly(pipe.read, count: filled + payload.count) { outcome.withLock { $0 != nil } }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        try await Task.sleep(for: .milliseconds(500))
+        // The reading and the wait for the writer's end block their thread: one of their own, not the pool's.
+        let (received, ended) = try await onOwnThread("the read of the pipe and the writer's end", timeout: .seconds(20)) { [read = pipe.read] in
+            let received = readExactly(read, count: filled + payload.count) { outcome.withLock { $0 != nil } }
+            return (received, done.wait(timeout: .now() + 10) == .success)
+        }
+        #expect(ended, "the writer ended within 10 s")
         let result = try #require(outcome.withLock { $0 })
         #expect(result.error == nil)
         #expect(Array(received[filled...]) == payload)
@@ -46,7 +50,7 @@ struct DescriptorWriteTests {
     }
 
     @Test("a signal that interrupts a blocked write: the write is made again and nothing is lost")
-    func interruptedWriteGoesOn() throws {
+    func interruptedWriteGoesOn() async throws {
         let pipe = try Pipe()
         defer { pipe.close() }
         setBlocking(pipe.write, false)
@@ -80,15 +84,23 @@ struct DescriptorWriteTests {
             finished.store(true, ordering: .releasing)
             done.signal()
         }
-        while writer.withLock({ $0 }) == nil { usleep(1000) }
+        let started = ContinuousClock.now + .seconds(10)
+        while writer.withLock({ $0 }) == nil {
+            try #require(ContinuousClock.now < started, "the writer's thread did not start within 10 s")
+            try await Task.sleep(for: .milliseconds(1))
+        }
         let thread = writer.withLock { $0 }!
         for _ in 0..<3 {
-            usleep(100_000)  // blocked in write(2) on the full pipe by now
+            try await Task.sleep(for: .milliseconds(100))  // blocked in write(2) on the full pipe by now
             pthread_kill(thread, SIGUSR2)
         }
-        usleep(100_000)
-        let received = readExactly(pipe.read, count: filled + payload.count) { finished.load(ordering: .acquiring) }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        try await Task.sleep(for: .milliseconds(100))
+        // The reading and the wait for the writer's end block their thread: one of their own, not the pool's.
+        let (received, ended) = try await onOwnThread("the read of the pipe and the writer's end", timeout: .seconds(20)) { [read = pipe.read] in
+            let received = readExactly(read, count: filled + payload.count) { finished.load(ordering: .acquiring) }
+            return (received, done.wait(timeout: .now() + 10) == .success)
+        }
+        #expect(ended, "the writer ended within 10 s")
         #expect(interruptions.load(ordering: .relaxed) - before >= 3)
         #expect(failure.withLock { $0 } == nil)
         #expect(Array(received[filled...]) == payload)

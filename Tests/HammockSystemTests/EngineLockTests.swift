@@ -22,7 +22,7 @@ struct EngineLockTests {
         """
 
     @Test("a second acquire in the same process is nil while the first is held, and succeeds once it is released")
-    func secondAcquireInProcess() throws {
+    func secondAcquireInProcess() async throws {
         let root = try SocketTestFolder()
         defer { root.remove() }
         let socket = root.file("bar.sock")
@@ -36,7 +36,7 @@ struct EngineLockTests {
         // outlive `release` by that moment. Ask again for a while, as a second engine would.
         var again = try EngineLock.acquire(forSocket: socket)
         for _ in 0..<100 where again == nil {
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
             again = try EngineLock.acquire(forSocket: socket)
         }
         #expect(again != nil)

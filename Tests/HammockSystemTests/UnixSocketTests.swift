@@ -151,31 +151,35 @@ struct UnixSocketTests {
     /// How a client learns that an engine is there but takes nobody (stopped, or hung): a connect to a full
     /// backlog waits, and gives up after its timeout.
     @Test("a connect to a full backlog gives up after its timeout with EAGAIN")
-    func connectTimesOut() throws {
+    func connectTimesOut() async throws {
         let root = try SocketTestFolder()
         defer { root.remove() }
         let path = root.file("bar.sock")
         let listener = try UnixListener.listen(at: path, backlog: 0)
         defer { listener.close() }
-        var waiting: [Int32] = []
-        defer { for descriptor in waiting { close(descriptor) } }
-        let start = ContinuousClock.now
-        var failure: SocketError?
-        for _ in 0..<4 {
-            do throws(SocketError) {
-                waiting.append(try UnixSocket.connect(to: path, timeout: .milliseconds(200)))
-            } catch {
-                failure = error
-                break
+        // A connect that waits blocks its thread: one of its own, not one of the cooperative pool's.
+        let (waiting, failure, waited) = try await onOwnThread("the connects to a full backlog") {
+            () -> ([Int32], SocketError?, Duration) in
+            var waiting: [Int32] = []
+            let start = ContinuousClock.now
+            var failure: SocketError?
+            for _ in 0..<4 {
+                do throws(SocketError) {
+                    waiting.append(try UnixSocket.connect(to: path, timeout: .milliseconds(200)))
+                } catch {
+                    failure = error
+                    break
+                }
             }
+            return (waiting, failure, ContinuousClock.now - start)
         }
-        let waited = ContinuousClock.now - start
+        defer { for descriptor in waiting { close(descriptor) } }
         #expect(failure?.code == EAGAIN, "\(String(describing: failure))")
         #expect(waited >= .milliseconds(190) && waited < .seconds(10), "waited \(waited)")
     }
 
     @Test("with setSendTimeout, sendAll to a client that reads nothing fails with EAGAIN after the timeout")
-    func sendTimeout() throws {
+    func sendTimeout() async throws {
         let root = try SocketTestFolder()
         defer { root.remove() }
         let listener = try UnixListener.listen(at: root.file("bar.sock"))
@@ -191,24 +195,28 @@ struct UnixSocketTests {
         defer { close(connection.descriptor) }
         UnixSocket.setSendTimeout(connection.descriptor, .milliseconds(100))
         let chunk = [UInt8](repeating: 0x61, count: 1 << 16)
-        let start = ContinuousClock.now
-        var failure: SystemCallError?
-        for _ in 0..<1000 {
-            do throws(SystemCallError) {
-                try UnixSocket.sendAll(chunk, to: connection.descriptor)
-            } catch {
-                failure = error
-                break
+        // A send that waits blocks its thread: one of its own, not one of the cooperative pool's.
+        let (failure, waited) = try await onOwnThread("the sends to a client that reads nothing") {
+            [descriptor = connection.descriptor] () -> (SystemCallError?, Duration) in
+            let start = ContinuousClock.now
+            var failure: SystemCallError?
+            for _ in 0..<1000 {
+                do throws(SystemCallError) {
+                    try UnixSocket.sendAll(chunk, to: descriptor)
+                } catch {
+                    failure = error
+                    break
+                }
             }
+            return (failure, ContinuousClock.now - start)
         }
-        let waited = ContinuousClock.now - start
         #expect(failure?.code == EAGAIN)
         #expect(waited >= .milliseconds(90) && waited < .seconds(10), "waited \(waited)")
         #expect((UnixSocket.unsentBytes(of: connection.descriptor) ?? 0) > 0, "the client has read nothing")
     }
 
     @Test("sendAll to a peer that is gone fails with EPIPE, without a SIGPIPE; unsentBytes falls as the peer reads")
-    func sendToAGonePeer() throws {
+    func sendToAGonePeer() async throws {
         let root = try SocketTestFolder()
         defer { root.remove() }
         let listener = try UnixListener.listen(at: root.file("bar.sock"))
@@ -233,13 +241,16 @@ struct UnixSocketTests {
         // only then: the send is tried again until it fails, for at most 10 s.
         var failure: SystemCallError?
         let deadline = ContinuousClock.now + .seconds(10)
-        while failure == nil && ContinuousClock.now < deadline {
-            do {
+        // Sent once more after the deadline: a sleep may end long after it when the pool is busy.
+        while true {
+            do throws(SystemCallError) {
                 try UnixSocket.sendAll(Array("more\n".utf8), to: connection.descriptor)
-                usleep(1000)
             } catch {
                 failure = error
+                break
             }
+            guard ContinuousClock.now < deadline else { break }
+            try await Task.sleep(for: .milliseconds(1))
         }
         #expect(failure == SystemCallError(code: EPIPE))
     }

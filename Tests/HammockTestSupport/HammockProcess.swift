@@ -168,10 +168,13 @@ public final class HammockProcess: Sendable {
     }
 
     /// Writes `yaml` to `name` in `directory` and returns the file's path.
+    ///
+    /// Without Foundation's `fsync` of every file it writes (`TestFiles.writeInPlace`): a wait for the disk, on a
+    /// busy machine a long one, in a test's task on the cooperative pool, for a file nothing needs on the disk.
     @discardableResult
     public static func writeConfig(_ yaml: String, in directory: String, name: String = "config.yaml") throws -> String {
         let path = directory + "/" + name
-        try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
+        try TestFiles.writeInPlace(yaml, to: path)
         return path
     }
 
