@@ -417,7 +417,7 @@ final class FakeEngine: Sendable {
     /// On a thread of its own: the client writes the line from a task, and a `read` blocking one of the
     /// cooperative pool's two threads here (with the other one blocked elsewhere by another test) left no
     /// thread to run that task: a whole-suite run hung for good in this read.
-    func readControlID(timeout: Duration = .seconds(10)) async throws -> Int {
+    func readControlID(timeout: Duration = .seconds(60)) async throws -> Int {
         let line = await OwnThread.run(named: "test.control") { [self] () -> [UInt8]? in
             stdin.withLock { descriptor -> [UInt8]? in
                 guard let descriptor else { return nil }

@@ -202,7 +202,9 @@ func printed(_ process: HammockProcess, _ prefix: String) -> [String] { HTTPFixt
             let started = ContinuousClock.now
             task.cancel()
             let result = await task.result
-            #expect(ContinuousClock.now - started < .seconds(2))
+            // At once, not at the 60 s deadline (10 s of it for a loaded machine: 2.05 s was seen with the whole
+            // suite running beside it).
+            #expect(ContinuousClock.now - started < .seconds(10))
             #expect(throws: CancellationError.self) { try result.get() }
             // Cancelled at any moment, from off the loop: each ends, with its answer or CancellationError.
             let tasks = (0..<60).map { _ in
