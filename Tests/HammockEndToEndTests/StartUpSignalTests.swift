@@ -178,15 +178,27 @@ struct StartUpSignalTests {
             plugins:
               test: { command: [sh, -c, \(TestFiles.yamlQuoted(script)), \(TestFiles.yamlQuoted(gate)), \(TestFiles.yamlQuoted(TestFiles.fixture("misbehaving-plugin.py")))] }
             """, in: folder)
-        try await HammockProcess.withRunning(configPath: configPath) { hammock in
-            // The gated plugin runs: hammock has read its configuration and waits for the plugin's hello.
-            let held = try await ProcessTable.eventually(within: .seconds(10), every: .milliseconds(5)) {
-                ProcessTable.descendants(of: hammock.pid).contains { $0.arguments.contains(gate) }
+        // Up to three tries: hammock waits 5 s for the plugin's hello, and at the start of a whole-suite run the
+        // test's own look for the held plugin once came later than that (hammock had given up on the plugin and
+        // written its hello: the start-up to test was over). A try that finds start-up over says so and starts
+        // again; the test's checks run only on a try that caught hammock in start-up.
+        for attempt in 1...3 {
+            let caught = try await HammockProcess.withRunning(configPath: configPath) { hammock -> Bool in
+                // The gated plugin runs: hammock has read its configuration and waits for the plugin's hello.
+                let held = try await ProcessTable.eventually(within: .seconds(10), every: .milliseconds(5)) {
+                    ProcessTable.descendants(of: hammock.pid).contains { $0.arguments.contains(gate) }
+                }
+                try #require(held, "the gated plugin started")
+                guard hammock.lines.isEmpty else {
+                    print("try \(attempt): start-up was over before the test looked (\(hammock.lines.count) lines); again")
+                    return false
+                }
+                try await body(hammock, configPath) { try Data().write(to: URL(fileURLWithPath: gate)) }
+                return true
             }
-            try #require(held, "the gated plugin started")
-            #expect(hammock.lines.isEmpty, "still in start-up: \(hammock.lines)")
-            try await body(hammock, configPath) { try Data().write(to: URL(fileURLWithPath: gate)) }
+            if caught { return }
         }
+        Issue.record("three tries, and the test never caught hammock in start-up with its plugin held")
     }
 
     @Test("SIGINT while a plugin starts: the plugin is stopped, nothing is written on stdout, exit 0")
