@@ -270,7 +270,7 @@ let package = Package(
             path: "plugins/rest/Executable"
         ),
         // The system layer against the real kernel: pipes, signals, /proc.
-        .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem"]),
+        .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem", "HammockTestSupport"]),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
         .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockRendering", "HammockJSON"]),
@@ -318,7 +318,7 @@ let package = Package(
             name: "HammockEngineTests",
             dependencies: [
                 "HammockEngine", "HammockPluginHost", "HammockLogging", "HammockConfig", "HammockCore", "HammockJSON",
-                "HammockProtocol", "HammockRendering", "HammockSystem",
+                "HammockProtocol", "HammockRendering", "HammockSystem", "HammockTestSupport",
                 // EmbeddedEngine's test plugins are HammockPluginKit plugins, as the built-in fake is.
                 "HammockPluginKit",
                 .product(name: "Logging", package: "swift-log", condition: engine),

@@ -1,4 +1,5 @@
 import Foundation
+import HammockTestSupport
 import HammockConfig
 @testable import HammockCore
 import HammockJSON
@@ -85,7 +86,7 @@ final class EmbeddedEngine: Sendable {
         let directory = try existing ?? makeTemporaryDirectory()
         defer { if existing == nil { try? FileManager.default.removeItem(atPath: directory) } }
         let configPath = directory + "/config.yaml"
-        try writeUnsynced(yaml, to: configPath)
+        try TestFiles.writeInPlace(yaml, to: configPath)
 
         let clock = ManualEngineClock()
         let catalog = TestPlugin.catalog(plugins, clock: SupervisionClock(clock.supervision))
@@ -221,24 +222,7 @@ final class EmbeddedEngine: Sendable {
 
     /// Writes a new configuration to the file a reload reads.
     func rewriteConfiguration(_ yaml: String) throws {
-        try Self.writeUnsynced(yaml, to: configPath)
-    }
-
-    /// Writes `text` to `path` (created or truncated, the same inode), without Foundation's `fsync` of every
-    /// file it writes: a wait for the disk, on a busy machine a long one, in a test's task on the cooperative
-    /// pool, for a file that only this process reads.
-    static func writeUnsynced(_ text: String, to path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            offset += written
-        }
+        try TestFiles.writeInPlace(yaml, to: configPath)
     }
 
     /// Moves the engine's clock on by `duration`: the core's deadlines and the plugin hosts' (handshake,

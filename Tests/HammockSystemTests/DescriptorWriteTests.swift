@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import HammockSystem
+import HammockTestSupport
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import Glibc
 import Testing
 
 @testable import HammockSystem
+import HammockTestSupport
 
 /// `UnixListener` and `UnixSocket` with real sockets in a real folder.
 @Suite(.timeLimit(.minutes(1)))

@@ -12,7 +12,7 @@ import Testing
 /// within `timeout`, naming `what` it waited for; its thread is then left to end by itself (a blocked write
 /// ends once the test has stopped the process at the other end).
 public func onOwnThread<Value: Sendable>(
-    _ what: String, timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+    _ what: String, timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @Sendable () -> Value
 ) async throws -> Value {
     let outcome = ThreadOutcome<Value>()

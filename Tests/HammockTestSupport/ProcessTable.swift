@@ -131,7 +131,8 @@ public enum TestFiles {
         try HammockProcess.makeTemporaryDirectory()
     }
 
-    /// Writes `text` in place (open with truncation, write): the same inode, as `echo > file` does.
+    /// Writes `text` in place (open with truncation, write): the same inode, as `echo > file` does. No `fsync`
+    /// (Foundation's writes sync every file: a wait for the disk, in a test's task on the cooperative pool).
     public static func writeInPlace(_ text: String, to path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
@@ -140,6 +141,7 @@ public enum TestFiles {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            if written < 0 && errno == EINTR { continue }
             guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             offset += written
         }
