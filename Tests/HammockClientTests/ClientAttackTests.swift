@@ -428,7 +428,7 @@ final class FakeEngine: Sendable {
                     var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                     let left = deadline - ContinuousClock.now
                     guard left > .zero else { return nil }
-                    guard poll(&ready, 1, Int32(left.components.seconds * 1000 + 1)) > 0 else { continue }
+                    guard poll(&ready, 1, Int32(left / .milliseconds(1)) + 1) > 0 else { continue }
                     guard Glibc.read(descriptor, &byte, 1) == 1 else { return nil }
                     if byte == UInt8(ascii: "\n") { return line }
                     line.append(byte)

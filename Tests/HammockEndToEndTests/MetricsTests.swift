@@ -1,4 +1,5 @@
 import Foundation
+import HammockSystem
 import HammockTestSupport
 import Testing
 
@@ -10,9 +11,9 @@ struct MetricsTests {
     static func get(_ url: URL) async throws -> (status: Int, body: String) {
         let host = url.host ?? "127.0.0.1"
         let path = url.path.isEmpty ? "/" : url.path
-        // The connect, send and receives block their thread: one of its own (`onThread`), not the cooperative
+        // The connect, send and receives block their thread: one of its own (`OwnThread.run`), not the cooperative
         // pool's, which a detached task's is too.
-        let response = try await onThread { () -> Result<String, any Error> in Result {
+        let response = try await OwnThread.run(named: "test.blocking") { () -> Result<String, any Error> in Result {
             let descriptor = try connect(to: url)
             defer { close(descriptor) }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -171,7 +172,7 @@ struct MetricsTests {
             defer { for descriptor in idle { close(descriptor) } }
             // Each connect returns once the kernel has queued it, which the server's accepts allow; one that
             // waits blocks its thread all the same: one of its own, not the cooperative pool's.
-            idle = try await onThread { () -> Result<[Int32], any Error> in
+            idle = try await OwnThread.run(named: "test.blocking") { () -> Result<[Int32], any Error> in
                 var connected: [Int32] = []
                 do {
                     for _ in 0..<300 { connected.append(try Self.connect(to: url)) }
@@ -248,10 +249,10 @@ struct MetricsTests {
             let request = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
             let requests = Array([[UInt8]](repeating: request, count: 30_000).joined())
             // The sends and the wait for the close block their thread: one of its own, not the cooperative pool's.
-            let sent = await onThread { Self.sendAll(requests, on: descriptor) }
+            let sent = await OwnThread.run(named: "test.blocking") { Self.sendAll(requests, on: descriptor) }
             // 20 s: under the whole suite's load on two cores the close once came later than 5 s. An unbounded
             // server would grow for those 20 s too, so the memory bound below only gets stricter.
-            let closed = await onThread { Self.peerCloses(descriptor, within: .seconds(20)) }
+            let closed = await OwnThread.run(named: "test.blocking") { Self.peerCloses(descriptor, within: .seconds(20)) }
             let after = try Self.peakResidentKiB(hammock.pid)
             #expect(closed, "the connection is still open after \(sent) of \(requests.count) bytes of requests were sent")
             #expect(after - before < 6 * 1024, "VmHWM went from \(before) KiB to \(after) KiB (\(sent) bytes of requests sent)")
@@ -281,11 +282,11 @@ struct MetricsTests {
             defer { close(keptAlive) }
             #expect(Self.sendAll(Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), on: keptAlive) > 0)
             // The waits for the closes block their thread: one of its own, not the cooperative pool's.
-            let silentClosed = await onThread { Self.peerCloses(silent, within: .seconds(10)) }
+            let silentClosed = await OwnThread.run(named: "test.blocking") { Self.peerCloses(silent, within: .seconds(10)) }
             let closedAfter = ContinuousClock.now - opened
             #expect(silentClosed, "a connection that sent nothing was still open after 10 s")
             #expect(closedAfter >= .milliseconds(350), "closed after \(closedAfter), before the 400 ms idle timeout")
-            let keptAliveClosed = await onThread { Self.peerCloses(keptAlive, within: .seconds(10)) }
+            let keptAliveClosed = await OwnThread.run(named: "test.blocking") { Self.peerCloses(keptAlive, within: .seconds(10)) }
             #expect(keptAliveClosed, "a kept-alive connection that said nothing more was still open after 10 s")
         }
     }

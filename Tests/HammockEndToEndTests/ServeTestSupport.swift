@@ -1,24 +1,14 @@
 import Foundation
 import HammockJSON
+import HammockSystem
 import HammockTestSupport
 import Synchronization
 import Testing
 
 // What ServeTests drive `hammock serve` with: the engine as a real process on its own socket, and raw Unix
 // socket clients that speak the protocol by hand (no `hammock attach`: the attacks need a client that
-// misbehaves on purpose). Every blocking socket call runs on a thread of its own (`onThread`), never on the
+// misbehaves on purpose). Every blocking socket call runs on a thread of its own (`OwnThread.run`), never on the
 // cooperative pool, which has as few threads as the machine has cores.
-
-// MARK: - Blocking work off the pool
-
-/// Runs `body` on a new thread and returns its result.
-func onThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
-        thread.stackSize = 1 << 20
-        thread.start()
-    }
-}
 
 // MARK: - Raw sockets
 

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockSystem
 import HammockTestSupport
 import Testing
 
@@ -123,7 +124,7 @@ struct ServeTests {
             let before = engine.process.residentKiB() ?? 0
             let descriptor = attacker.descriptor
             let flood = Task {
-                await onThread { () -> Int in
+                await OwnThread.run(named: "test.blocking") { () -> Int in
                     let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20)
                     // No newline ever: the engine must not wait for one.
                     for sent in 0..<100 where !RawSocket.send(chunk, to: descriptor) { return sent }
@@ -159,7 +160,7 @@ struct ServeTests {
             let descriptor = attacker.descriptor
             // Overrides of b (coalesced while they wait), and bad ops with an id each (answered one by one).
             let flood = Task {
-                await onThread { () -> Bool in
+                await OwnThread.run(named: "test.blocking") { () -> Bool in
                     var batch: [UInt8] = []
                     for number in 0..<100_000 {
                         let line = number % 2 == 0 ? overrideLine("b", "\(number)") : #"{"op":"nope","id":"n\#(number)"}"#
@@ -200,7 +201,7 @@ struct ServeTests {
             }
             for client in held { try await client.next(type: "hello") }
             let socket = engine.socketPath
-            let refusals = await onThread { () -> [String] in
+            let refusals = await OwnThread.run(named: "test.blocking") { () -> [String] in
                 var problems: [String] = []
                 for _ in 0..<1000 {
                     guard case .success(let descriptor) = RawSocket.connect(socket) else {
@@ -287,7 +288,7 @@ struct ServeTests {
             /// Runs cycles `range` on a thread; keeps up to 20 clients that asked for `big` and read nothing
             /// open at once (their writers blocked on a full socket), closing the oldest as new ones come.
             func cycles(_ range: Range<Int>) async -> [String] {
-                await onThread { () -> [String] in
+                await OwnThread.run(named: "test.blocking") { () -> [String] in
                     var problems: [String] = []
                     var stalled: [Int32] = []
                     for cycle in range {
@@ -393,7 +394,7 @@ struct ServeTests {
             #expect(slowest < .milliseconds(750), "the watcher waited \(slowest) for a change")
             #expect(peak - before < 16 * 1024, "the engine grew by \((peak - before) / 1024) MiB")
             // Dropped: the connection ends (what the socket held is read first), and the engine says so.
-            let ended = await onThread { RawSocket.waitForEnd(stalled, timeout: .seconds(5)) }
+            let ended = await OwnThread.run(named: "test.blocking") { RawSocket.waitForEnd(stalled, timeout: .seconds(5)) }
             #expect(ended, "the stalled client was not dropped")
             #expect(
                 engine.process.stderrText.contains("read nothing") && engine.process.stderrText.contains("--client-timeout"),

@@ -1,5 +1,6 @@
 import Foundation
 import HammockJSON
+import HammockSystem
 import HammockTestSupport
 import Testing
 
@@ -326,7 +327,7 @@ struct SharedEngineTests {
                     .contains { $0.count > big.utf8.count && String(decoding: $0.prefix(120), as: UTF8.self).contains(#""id":"big","event":"newData""#) }
             }
             // The reads wait in `poll`: on a thread of their own, not on one of the cooperative pool's.
-            let read = await onThread { () -> [UInt8] in
+            let read = await OwnThread.run(named: "test.blocking") { () -> [UInt8] in
                 var read: [UInt8] = []
                 var chunk = [UInt8](repeating: 0, count: 1 << 16)
                 let deadline = ContinuousClock.now + .seconds(20)
