@@ -273,8 +273,8 @@ let package = Package(
         .testTarget(name: "HammockSystemTests", dependencies: ["HammockSystem", "HammockTestSupport"]),
         .testTarget(name: "HammockYAMLTests", dependencies: ["HammockYAML"]),
         .testTarget(name: "HammockJSONTests", dependencies: ["HammockJSON"]),
-        .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockRendering", "HammockJSON"]),
-        .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockRendering", "HammockJSON"]),
+        .testTarget(name: "HammockCoreTests", dependencies: ["HammockCore", "HammockRendering", "HammockJSON", "HammockTestSupport"]),
+        .testTarget(name: "HammockConfigTests", dependencies: ["HammockConfig", "HammockCore", "HammockRendering", "HammockJSON", "HammockTestSupport"]),
         // The one process harness (HammockProcess), /proc helpers (over HammockSystem's ProcessStat) and test
         // files, for every test target that starts a built executable.
         .target(name: "HammockTestSupport", dependencies: ["HammockJSON", "HammockSystem"], path: "Tests/HammockTestSupport"),

@@ -1,6 +1,7 @@
 import Foundation
 import HammockConfig
 import HammockCore
+import HammockTestSupport
 import Testing
 
 /// Issue 25's bounds on a configuration as a whole, each refused at its file, line and column with a clear
@@ -71,15 +72,10 @@ import Testing
     /// wall clock's: the parse is synchronous, so the thread is the one it runs on, and a whole-suite run
     /// that keeps other threads on both cores does not count (the wall clock's ratio was once 3.25 so).
     static func bestTime(_ text: String) -> Duration {
-        func threadTime() -> Duration {
-            var time = timespec()
-            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-            return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
-        }
-        return (0..<3).map { _ in
-            let start = threadTime()
+        (0..<3).map { _ in
+            let start = threadCPUTime()
             _ = loader().parse(text, file: "test.yaml")
-            return threadTime() - start
+            return threadCPUTime() - start
         }.min()!
     }
 

@@ -16,12 +16,12 @@ struct DescriptorWriteTests {
         let filled = fill(pipe.write)
         let payload = pattern(count: 200_000)
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<(error: SystemCallError?, cpu: Double)?>(nil)
+        let outcome = Mutex<(error: SystemCallError?, cpu: Duration)?>(nil)
         OwnThread.start(named: "test.writer") { [write = pipe.write] in
-            let start = threadCPUSeconds()
+            let start = threadCPUTime()
             var failure: SystemCallError?
             do throws(SystemCallError) { try Descriptor.writeAll(payload, to: write) } catch { failure = error }
-            let cpu = threadCPUSeconds() - start
+            let cpu = threadCPUTime() - start
             outcome.withLock { $0 = (failure, cpu) }
             done.signal()
         }
@@ -36,7 +36,7 @@ struct DescriptorWriteTests {
         let result = try #require(outcome.withLock { $0 })
         #expect(result.error == nil)
         #expect(Array(received[filled...]) == payload)
-        #expect(result.cpu < 0.05, "the writer used \(result.cpu) s of CPU waiting for a full pipe")
+        #expect(result.cpu < .milliseconds(50), "the writer used \(result.cpu) of CPU waiting for a full pipe")
     }
 
     @Test("a pipe whose reader is gone: EPIPE is thrown at once, for the caller to decide about")
@@ -168,9 +168,3 @@ private func readExactly(_ descriptor: Int32, count: Int, writerEnded: () -> Boo
 
 /// Bytes that show any reordering or loss: their index, cycled.
 private func pattern(count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) } }
-
-private func threadCPUSeconds() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
