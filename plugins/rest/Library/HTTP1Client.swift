@@ -75,7 +75,7 @@ final class HTTP1Client: Sendable {
     /// group's), within `deadline`. Throws `CancellationError` when the task is cancelled (the connection is
     /// closed), an `HTTP1ClientError` or SwiftNIO's own errors (connect, TLS, parsing) otherwise.
     func execute(_ request: HTTP1Request, deadline: NIODeadline, on eventLoop: (any EventLoop)? = nil) async throws -> HTTP1Response {
-        let target = try HTTP1Target(url: request.url)
+        let target = try request.target ?? HTTP1Target(url: request.url)
         let loop = eventLoop ?? group.any()
         guard let connections = loops[ObjectIdentifier(loop)] else {
             preconditionFailure("HTTP1Client.execute on an event loop of another group")
@@ -121,6 +121,8 @@ final class HTTP1Client: Sendable {
 /// One request, and how much of an answer's body to keep.
 struct HTTP1Request: Sendable {
     var url: String
+    /// `url` already parsed, by a caller that sends to the same URL again and again; parsed from `url` when nil.
+    var target: HTTP1Target? = nil
     var method: HTTPMethod = .GET
     var headers = HTTPHeaders()
     var body: [UInt8]? = nil

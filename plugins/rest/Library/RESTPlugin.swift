@@ -21,7 +21,9 @@ public enum RESTPlugin {
         ) { setup throws(OptionProblems) in
             let options = try RESTOptions(setup.options)
             if let oauth2 = options.oauth2 { tokens.register(oauth2) }
-            return RESTSource(id: setup.id, options: options, client: client, limits: limits, tokens: tokens, loop: client.loop())
+            return RESTSource(
+                id: setup.id, options: options, client: client, limits: limits, tokens: tokens, loop: client.loop(),
+                configuredURL: ParsedURL(options.url))
         }
     }
 

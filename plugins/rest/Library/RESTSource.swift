@@ -20,6 +20,8 @@ struct RESTSource: PluginSource {
     let loop: LoadLoop
     /// A paginated source's pages as last read, with their validators.
     let pages = PageMemory()
+    /// The configured URL as every poll's request needs it, parsed once here rather than at each poll.
+    let configuredURL: ParsedURL
     var loadExecutor: (any TaskExecutor)? { loop.executor }
 
     /// When the engine gives no timeout (it always does).
@@ -312,8 +314,10 @@ struct RESTSource: PluginSource {
             // or a 304's is read to its end within that, so that the connection is kept).
             request.bodyLimit = .init(bytes: options.maxBytes, truncating: false)
             request.otherBodyLimit = .init(bytes: Self.errorBodyLimit, truncating: true)
-            let requestOrigin = URL(string: url).map(origin(of:)) ?? url
-            if let held = limits.hold(requestOrigin, host: hostDescription(url), for: id) { return .failure(held) }
+            let parsed = url == configuredURL.url ? configuredURL : ParsedURL(url)
+            request.target = parsed.target
+            let requestOrigin = parsed.origin
+            if let held = limits.hold(requestOrigin, host: parsed.host, for: id) { return .failure(held) }
             let response: HTTP1Response
             do {
                 response = try await http.execute(request, deadline: nioDeadline(deadline), on: loop.eventLoop)
@@ -374,7 +378,7 @@ struct RESTSource: PluginSource {
                 if status.code == 401, replayed { error.message += " (a new OAuth2 token was refused too)" }
                 if let heldFor {
                     // The origin's count is used up: nothing is asked of it until the reset, and this says so.
-                    let exhausted = RateLimits.exhausted(hostDescription(url), for: heldFor)
+                    let exhausted = RateLimits.exhausted(parsed.host, for: heldFor)
                     error.message += "; " + exhausted.message
                     error.retryAfter = max(error.retryAfter ?? .zero, heldFor)
                     error.transient = true
@@ -388,7 +392,7 @@ struct RESTSource: PluginSource {
             guard let bytes = response.body else {
                 return .failure(
                     SourceError(
-                        message: "the answer from \(hostDescription(url)) is larger than maxBytes (\(options.maxBytes) bytes)",
+                        message: "the answer from \(parsed.host) is larger than maxBytes (\(options.maxBytes) bytes)",
                         code: .tooLarge))
             }
             return .answer(Answer(status: status, headers: response.headers, body: bytes, url: url, spread: spread))
@@ -419,7 +423,7 @@ struct RESTSource: PluginSource {
     /// cannot be compared is another origin.
     private func isOwnOrigin(_ url: String) -> Bool {
         if url == options.url { return true }
-        guard let own = URL(string: options.url).map(origin(of:)), let other = URL(string: url).map(origin(of:)) else {
+        guard let own = URL(string: options.url).map(originString(of:)), let other = URL(string: url).map(originString(of:)) else {
             return false
         }
         return own == other
@@ -463,8 +467,24 @@ func prefix(_ text: String, bytes limit: Int) -> String {
     return String(kept)
 }
 
+/// What a request to `url` needs of it: the HTTP client's target (nil when it does not parse: the client then
+/// says why), the origin that rate limits are kept by, and the host that messages name.
+struct ParsedURL: Sendable {
+    let url: String
+    let target: HTTP1Target?
+    let origin: String
+    let host: String
+
+    init(_ url: String) {
+        self.url = url
+        target = try? HTTP1Target(url: url)
+        origin = URL(string: url).map(originString(of:)) ?? url
+        host = hostDescription(url)
+    }
+}
+
 /// `scheme://host:port`, for telling whether a redirect leaves the origin.
-private func origin(of url: URL) -> String {
+private func originString(of url: URL) -> String {
     let scheme = url.scheme?.lowercased() ?? ""
     let port = url.port ?? (scheme == "https" ? 443 : 80)
     return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
