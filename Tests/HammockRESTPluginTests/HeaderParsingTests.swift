@@ -171,3 +171,30 @@ import Testing
         #expect(Self.fresh([("Date", Self.date), ("Expires", "Fri, 01 Jan 9999 00:00:00 GMT")]) == .seconds(86_400))
     }
 }
+
+/// Header names compared in any case, as the freshness and rate-limit headers are read at every poll.
+@Suite struct HeaderNameTests {
+    @Test func anyCaseOfTheNameMatches() {
+        #expect(isHeaderName("X-RateLimit-Remaining", "x-ratelimit-remaining"))
+        #expect(isHeaderName("CACHE-CONTROL", "cache-control"))
+        #expect(isHeaderName("age", "age"))
+    }
+
+    @Test func otherNamesDoNot() {
+        #expect(!isHeaderName("Age2", "age"))
+        #expect(!isHeaderName("Ag", "age"))
+        #expect(!isHeaderName("", "age"))
+        // Only letters fold: "-" and "\r" differ by 0x20 too ("\r" | 0x20 is "-").
+        #expect(!isHeaderName("x\rratelimit", "x-ratelimit"))
+        #expect(!isHeaderName("x-ratelimit", "x\rratelimit"))
+        // Not ASCII: never a header name hammock reads ("K", the Kelvin sign, lowercases to "k").
+        #expect(!isHeaderName("\u{212A}", "k"))
+    }
+
+    @Test func theHeadersOfAnAnswerAreReadInAnyCase() {
+        let limits = RateLimitHeaders([(name: "X-RATELIMIT-REMAINING", value: "7"), (name: "Retry-After", value: "30")])
+        #expect(limits.remaining == 7)
+        #expect(limits.resetIn == .seconds(30))
+        #expect(serverFreshness([(name: "CACHE-Control", value: "max-age=60"), (name: "AGE", value: "10")]) == .seconds(50))
+    }
+}

@@ -127,7 +127,7 @@ func isJSONLinesMediaType(_ type: String?) -> Bool {
 /// A negative, non-numeric or absurd value is no advice: never a crash, never a source that stops.
 func serverFreshness(_ headers: [(name: String, value: String)], now: Date = Date()) -> Duration? {
     func values(_ name: String) -> [String] {
-        headers.filter { $0.name.lowercased() == name }.map(\.value)
+        headers.filter { isHeaderName($0.name, name) }.map(\.value)
     }
     let age = values("age").first.flatMap { seconds($0) } ?? 0
     var freshFor: [Int] = []
@@ -152,6 +152,15 @@ func serverFreshness(_ headers: [(name: String, value: String)], now: Date = Dat
     if let interval = values("x-poll-interval").first.flatMap({ seconds($0) }) { freshFor.append(interval) }
     guard let longest = freshFor.max() else { return nil }
     return .seconds(min(longest, longestRetryAfter))
+}
+
+/// Whether the header name `name` is `lowercaseName` in any case (header names are ASCII), without making a
+/// lowercased copy of every name of every answer, as each poll would.
+func isHeaderName(_ name: String, _ lowercaseName: String) -> Bool {
+    guard name.utf8.count == lowercaseName.utf8.count else { return false }
+    return zip(name.utf8, lowercaseName.utf8).allSatisfy { byte, lower in
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == lower : byte == lower
+    }
 }
 
 /// A header's number of seconds, at most a day; nil when it is not a whole number.

@@ -26,7 +26,7 @@ struct RateLimitHeaders: Equatable {
 
     init(_ headers: [(name: String, value: String)], now: Date = Date()) {
         func value(_ name: String) -> String? {
-            headers.first { $0.name.lowercased() == name }?.value.trimmingSpacesAndTabs()
+            headers.first { isHeaderName($0.name, name) }?.value.trimmingSpacesAndTabs()
         }
         func count(_ text: String?) -> Int? { text.flatMap(wholeNumber) }
         remaining = count(value("x-ratelimit-remaining")) ?? count(value("ratelimit-remaining"))
