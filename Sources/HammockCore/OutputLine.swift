@@ -196,7 +196,13 @@ private struct LineWriter {
         raw(",\"isLoading\":")
         raw(state.isLoading ? "true" : "false")
         raw(",\"timestamp\":")
-        if let timestamp = state.timestamp { writeJSONString(timestamp.rfc3339, into: &out) } else { raw("null") }
+        if let timestamp = state.timestamp {
+            out.append(UInt8(ascii: "\""))
+            timestamp.appendRFC3339(to: &out)  // digits and -:T.Z: nothing to escape
+            out.append(UInt8(ascii: "\""))
+        } else {
+            raw("null")
+        }
         raw(",\"failures\":\(state.failures)")
         // Only when the loader said something: every other source's line stays as it was.
         if let meta = state.meta {

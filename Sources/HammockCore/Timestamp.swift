@@ -25,6 +25,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public var description: String { rfc3339 }
 
     public var rfc3339: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `rfc3339`'s bytes to `out` without making a string: every output line carries a timestamp.
+    public func appendRFC3339(to out: inout [UInt8]) {
         let ms = millisecondsSince1970
         let days = floorDivide(ms, 86_400_000)
         let msOfDay = ms - days * 86_400_000
@@ -33,7 +41,38 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         let minute = msOfDay / 60_000 % 60
         let second = msOfDay / 1000 % 60
         let milli = msOfDay % 1000
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(milli, 3))Z"
+        guard (0...9999).contains(year) else {
+            // Years that do not fit four digits, as they were always written (no line carries one today).
+            let text = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(milli, 3))Z"
+            out.append(contentsOf: text.utf8)
+            return
+        }
+        appendDigits(year, 4, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendDigits(month, 2, to: &out)
+        out.append(UInt8(ascii: "-"))
+        appendDigits(day, 2, to: &out)
+        out.append(UInt8(ascii: "T"))
+        appendDigits(hour, 2, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendDigits(minute, 2, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendDigits(second, 2, to: &out)
+        out.append(UInt8(ascii: "."))
+        appendDigits(milli, 3, to: &out)
+        out.append(UInt8(ascii: "Z"))
+    }
+}
+
+/// `value` (0 ≤ value < 10^width) as exactly `width` decimal digits.
+private func appendDigits(_ value: Int64, _ width: Int, to out: inout [UInt8]) {
+    var divisor: Int64 = 1
+    for _ in 1..<width { divisor *= 10 }
+    var rest = value
+    while divisor > 0 {
+        out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+        rest %= divisor
+        divisor /= 10
     }
 }
 

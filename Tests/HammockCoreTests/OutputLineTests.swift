@@ -155,5 +155,25 @@ import Testing
         #expect(Timestamp(millisecondsSince1970: 951_782_400_007).rfc3339 == "2000-02-29T00:00:00.007Z")
         #expect(Timestamp(millisecondsSince1970: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
         #expect(at(ms: 3_723_456).rfc3339 == "2026-11-22T11:02:03.456Z")
+        // The last instant of four-digit years, and after it the years that need more digits.
+        #expect(Timestamp(millisecondsSince1970: 253_402_300_799_999).rfc3339 == "9999-12-31T23:59:59.999Z")
+        #expect(Timestamp(millisecondsSince1970: 253_402_300_800_000).rfc3339 == "10000-01-01T00:00:00.000Z")
+    }
+
+    @Test func everyTimestampReadsBackAsItself() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 {
+            // From year 0 to year 9999.
+            let ms = Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &generator)
+            let text = Timestamp(millisecondsSince1970: ms).rfc3339
+            #expect(text.utf8.count == 24, "\(ms): \(text)")
+            #expect(Timestamp(rfc3339: text)?.millisecondsSince1970 == ms, "\(ms): \(text)")
+        }
+    }
+
+    @Test func aLinesTimestampIsTheSameText() {
+        let state = SourceState(content: 1, timestamp: Timestamp(millisecondsSince1970: 951_782_400_007))
+        let line = String(decoding: OutputLine.source(id: "a", event: .notModified, state: state).encoded(seq: 1), as: UTF8.self)
+        #expect(line.contains(#""timestamp":"2000-02-29T00:00:00.007Z""#))
     }
 }
