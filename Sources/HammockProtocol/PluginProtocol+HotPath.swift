@@ -56,6 +56,9 @@ extension PluginMessage {
         case .notModified(let id):
             // Every poll of an unchanged HTTP resource answers with one.
             return ["type": "notModified", "id": .number(JSONNumber(id))]
+        case .meta(let id, let meta):
+            // And every answer of a rest source comes after one (its status, validators and URL).
+            return ["type": "meta", "id": .number(JSONNumber(id)), "meta": .object(meta)]
         default:
             return nil
         }
@@ -68,6 +71,14 @@ extension PluginMessage {
         if object["type"] == "notModified" || object["type"] == "started" {
             guard case .number(let number)? = object["id"], let id = number.intValue else { return nil }
             self = object["type"] == "started" ? .started(id: id) : .notModified(id: id)
+            return
+        }
+        // A load's `meta` (one before every answer of a rest source); a push's (no id) is the declared form's.
+        if object["type"] == "meta" {
+            guard case .number(let number)? = object["id"], let id = number.intValue, case .object(let meta)? = object["meta"] else {
+                return nil
+            }
+            self = .meta(id: id, meta: meta)
             return
         }
         guard object["type"] == "newData", let content = object["content"],
