@@ -47,20 +47,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             out.append(contentsOf: text.utf8)
             return
         }
-        appendDigits(year, 4, to: &out)
-        out.append(UInt8(ascii: "-"))
-        appendDigits(month, 2, to: &out)
-        out.append(UInt8(ascii: "-"))
-        appendDigits(day, 2, to: &out)
-        out.append(UInt8(ascii: "T"))
-        appendDigits(hour, 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        appendDigits(minute, 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        appendDigits(second, 2, to: &out)
-        out.append(UInt8(ascii: "."))
-        appendDigits(milli, 3, to: &out)
-        out.append(UInt8(ascii: "Z"))
+        // Each field's digits, then the character after it.
+        let fields: [(value: Int64, width: Int, then: Unicode.Scalar)] = [
+            (year, 4, "-"), (month, 2, "-"), (day, 2, "T"), (hour, 2, ":"), (minute, 2, ":"), (second, 2, "."), (milli, 3, "Z"),
+        ]
+        for field in fields {
+            appendDigits(field.value, field.width, to: &out)
+            out.append(UInt8(ascii: field.then))
+        }
     }
 }
 
