@@ -61,8 +61,11 @@ start_http_server() {
 }
 
 # start_xvfb DISPLAY: an X server at 1280x200, 24-bit, for the X11 bars; sets DISPLAY.
+# -noreset: by default an X server resets itself when its last client leaves, and the readiness probe below is
+# its first and last client, so the bar would connect during that reset. Twice in CI a bar's first connection
+# failed right after the probe had answered (i3: "Cannot open display"; polybar: "X connection error").
 start_xvfb() {
-  Xvfb "$1" -screen 0 1280x200x24 -nolisten tcp >"$ARTIFACTS/xvfb.log" 2>&1 &
+  Xvfb "$1" -screen 0 1280x200x24 -nolisten tcp -noreset >"$ARTIFACTS/xvfb.log" 2>&1 &
   export DISPLAY=$1
   wait_until 10 "Xvfb on $1" xdpyinfo_quiet
 }
