@@ -316,7 +316,8 @@ struct RESTSource: PluginSource {
             request.otherBodyLimit = .init(bytes: Self.errorBodyLimit, truncating: true)
             let parsed = url == configuredURL.url ? configuredURL : ParsedURL(url)
             request.target = parsed.target
-            let requestOrigin = parsed.origin
+            // A URL that does not parse is its own origin for the rate limits (its request fails anyway).
+            let requestOrigin = parsed.origin ?? url
             if let held = limits.hold(requestOrigin, host: parsed.host, for: id) { return .failure(held) }
             let response: HTTP1Response
             do {
@@ -423,9 +424,7 @@ struct RESTSource: PluginSource {
     /// cannot be compared is another origin.
     private func isOwnOrigin(_ url: String) -> Bool {
         if url == options.url { return true }
-        guard let own = URL(string: options.url).map(originString(of:)), let other = URL(string: url).map(originString(of:)) else {
-            return false
-        }
+        guard let own = configuredURL.origin, let other = URL(string: url).map(originString(of:)) else { return false }
         return own == other
     }
 
@@ -468,17 +467,18 @@ func prefix(_ text: String, bytes limit: Int) -> String {
 }
 
 /// What a request to `url` needs of it: the HTTP client's target (nil when it does not parse: the client then
-/// says why), the origin that rate limits are kept by, and the host that messages name.
+/// says why), its origin (`scheme://host:port`, for the rate limits and for telling whether a redirect leaves
+/// the configured origin; nil when it does not parse), and the host that messages name.
 struct ParsedURL: Sendable {
     let url: String
     let target: HTTP1Target?
-    let origin: String
+    let origin: String?
     let host: String
 
     init(_ url: String) {
         self.url = url
         target = try? HTTP1Target(url: url)
-        origin = URL(string: url).map(originString(of:)) ?? url
+        origin = URL(string: url).map(originString(of:))
         host = hostDescription(url)
     }
 }
